@@ -1,0 +1,463 @@
+//! The checks run on every delivery, as pure functions: no I/O, the clock passed in.
+//!
+//! [`evaluate`] gives the signature and timestamp verdicts and the facts the store needs
+//! (event id, event type, job). The duplicate verdict is not computed here: it comes from the
+//! store's unique index on the event id, so that concurrent retries of one event yield exactly
+//! one `first`. Every verdict carries one sentence a person can act on.
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::Endpoint;
+use crate::delivery::Delivery;
+use crate::scheme::{self, FuturePolicy, HeaderError, Scheme, Verification};
+
+/// Verdict of the signature check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SignatureStatus {
+    /// A signature in the header matched one of the configured secrets.
+    Pass,
+    /// The delivery carries a signature (or should) and nothing matched.
+    Fail,
+    /// Not checked: no scheme recognised, or no secret configured.
+    Skipped,
+}
+
+/// Verdict of the timestamp check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TimestampStatus {
+    /// Within the tolerance.
+    Pass,
+    /// Outside the tolerance in a direction the scheme's libraries still accept.
+    Warn,
+    /// Outside the tolerance, missing, or unreadable.
+    Fail,
+    /// The scheme signs no timestamp, or no scheme was recognised.
+    Skipped,
+}
+
+/// Verdict of the duplicate check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DuplicateStatus {
+    /// The first delivery of this event id.
+    First,
+    /// The event id was seen before; `first_id` names the first delivery.
+    Duplicate,
+    /// No event id was found, so duplicates cannot be told apart.
+    Skipped,
+}
+
+/// The signature check's result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignatureCheck {
+    /// The verdict.
+    pub status: SignatureStatus,
+    /// One sentence saying what was checked and what to do.
+    pub detail: String,
+    /// The scheme used or detected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheme: Option<String>,
+    /// Which configured secret matched, by label (`secret #2`), never by value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+    /// How many secrets were tried.
+    #[serde(default)]
+    pub secrets_tried: usize,
+}
+
+/// The timestamp check's result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimestampCheck {
+    /// The verdict.
+    pub status: TimestampStatus,
+    /// The signed timestamp minus the time of receipt, in seconds: negative when the timestamp
+    /// is in the past, positive when it is in the future.
+    pub skew_secs: Option<i64>,
+    /// One sentence saying what was checked and what to do.
+    pub detail: String,
+    /// The tolerance applied, in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerance_secs: Option<u64>,
+    /// True when the timestamp was recognised as milliseconds.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub milliseconds: bool,
+}
+
+/// The duplicate check's result (decided by the store).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DuplicateCheck {
+    /// The verdict.
+    pub status: DuplicateStatus,
+    /// The id of the first delivery with this event id (itself when `first`).
+    pub first_id: Option<i64>,
+    /// One sentence.
+    pub detail: String,
+}
+
+/// All checks of one delivery.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Checks {
+    /// Signature verdict.
+    pub signature: SignatureCheck,
+    /// Timestamp verdict.
+    pub timestamp: TimestampCheck,
+    /// Duplicate verdict.
+    pub duplicate: DuplicateCheck,
+}
+
+/// The job a delivery reports on, when its body names one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobRef {
+    /// The job id (`job_id`, `data.job_id`, or `data.id` when the event type names a job).
+    pub job_id: String,
+    /// The job state the event reports, when present.
+    pub status: Option<String>,
+}
+
+/// What the pure checks learn from one delivery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Evaluation {
+    /// The scheme used (configured) or detected, by name.
+    pub scheme: Option<String>,
+    /// The event id, from the scheme's header or the body.
+    pub event_id: Option<String>,
+    /// The event type, from a header or the body.
+    pub event_type: Option<String>,
+    /// The job, when the body names one.
+    pub job: Option<JobRef>,
+    /// The signature verdict.
+    pub signature: SignatureCheck,
+    /// The timestamp verdict.
+    pub timestamp: TimestampCheck,
+}
+
+impl DuplicateCheck {
+    /// The verdict for a delivery whose event id was not seen before.
+    pub fn first(delivery_id: i64, event_id: &str) -> Self {
+        Self {
+            status: DuplicateStatus::First,
+            first_id: Some(delivery_id),
+            detail: format!("First delivery of event {event_id}."),
+        }
+    }
+
+    /// The verdict for a repeat of an event id.
+    pub fn duplicate(first_id: i64, event_id: &str, seen_before: u64) -> Self {
+        let times = if seen_before == 1 { "once".to_string() } else { format!("{seen_before} times") };
+        Self {
+            status: DuplicateStatus::Duplicate,
+            first_id: Some(first_id),
+            detail: format!(
+                "Event {event_id} was already received {times} (first as delivery #{first_id}): a retry or replay; a receiver should answer 2xx and not process it again."
+            ),
+        }
+    }
+
+    /// The verdict when there is no event id.
+    pub fn skipped() -> Self {
+        Self {
+            status: DuplicateStatus::Skipped,
+            first_id: None,
+            detail: "No event id found in the headers or the body (id, event_id), so retries of this event cannot be recognised.".into(),
+        }
+    }
+}
+
+/// Runs the signature and timestamp checks and extracts the event facts. `now_secs` is the
+/// time of receipt in Unix seconds.
+pub fn evaluate(delivery: &Delivery, endpoint: &Endpoint, now_secs: i64) -> Evaluation {
+    let configured = endpoint.scheme.clone();
+    let detected = if configured.is_none() { scheme::detect(delivery) } else { None };
+    let active = configured.as_ref().or(detected.as_ref());
+    let body_json = delivery.body_json();
+
+    let signature = if !delivery.body_complete {
+        SignatureCheck {
+            status: SignatureStatus::Skipped,
+            detail: "The body was not received whole (over the size limit or cut short), so the signature could not be checked.".into(),
+            scheme: active.map(|s| s.name.clone()),
+            secret: None,
+            secrets_tried: 0,
+        }
+    } else {
+        signature_check(delivery, endpoint, configured.as_ref(), detected.as_ref())
+    };
+    let timestamp = timestamp_check(delivery, active, endpoint.tolerance_secs, now_secs);
+
+    let event_id = active
+        .and_then(|s| s.event_id_from_headers(delivery))
+        .map(str::to_string)
+        .or_else(|| body_json.as_ref().and_then(|j| first_text(j, &["/id", "/event_id"])))
+        .or_else(|| {
+            // With no scheme, still recognise the common id headers so duplicates are caught.
+            ["webhook-id", "svix-id", "x-github-delivery", "x-shopify-webhook-id", "x-event-id"]
+                .iter()
+                .find_map(|h| delivery.header_str(h))
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+        });
+    let event_type = active
+        .and_then(|s| s.event_type_header.as_deref())
+        .and_then(|h| delivery.header_str(h))
+        .map(str::to_string)
+        .or_else(|| body_json.as_ref().and_then(|j| first_text(j, &["/type", "/event_type", "/event"])));
+    let job = body_json.as_ref().and_then(|j| extract_job(j, event_type.as_deref()));
+
+    Evaluation {
+        scheme: active.map(|s| s.name.clone()),
+        event_id,
+        event_type,
+        job,
+        signature,
+        timestamp,
+    }
+}
+
+/// The first of several JSON pointers that holds a string or a number, as text.
+fn first_text(json: &serde_json::Value, pointers: &[&str]) -> Option<String> {
+    pointers.iter().find_map(|p| match json.pointer(p)? {
+        serde_json::Value::String(s) if !s.is_empty() => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    })
+}
+
+fn extract_job(json: &serde_json::Value, event_type: Option<&str>) -> Option<JobRef> {
+    let job_id = first_text(json, &["/job_id", "/data/job_id"]).or_else(|| {
+        let names_job = event_type.is_some_and(|t| t.starts_with("job."));
+        names_job.then(|| first_text(json, &["/data/id"])).flatten()
+    })?;
+    let status = first_text(json, &["/data/status", "/status"]);
+    Some(JobRef { job_id, status })
+}
+
+fn signature_check(
+    delivery: &Delivery,
+    endpoint: &Endpoint,
+    configured: Option<&Scheme>,
+    detected: Option<&Scheme>,
+) -> SignatureCheck {
+    let path = &delivery.path;
+    let Some(scheme) = configured else {
+        let (detail, name) = match detected {
+            Some(s) => (
+                format!(
+                    "Looks like {} (a {} header is present), but no secret is configured for {path}, so it was not verified: add an [[endpoint]] for this path with scheme = \"{}\" and its secret, or pass --scheme and --secret.",
+                    s.label,
+                    s.signature_header,
+                    s.name.split(' ').next().unwrap_or(&s.name)
+                ),
+                Some(s.name.clone()),
+            ),
+            None => (
+                format!(
+                    "No signature header recognised; if this sender signs its deliveries, configure an [[endpoint]] for {path} with its scheme and secret."
+                ),
+                None,
+            ),
+        };
+        return SignatureCheck {
+            status: SignatureStatus::Skipped,
+            detail,
+            scheme: name,
+            secret: None,
+            secrets_tried: 0,
+        };
+    };
+    let label = &scheme.label;
+    let skipped_or_fail = |status, detail: String, secrets_tried| SignatureCheck {
+        status,
+        detail,
+        scheme: Some(scheme.name.clone()),
+        secret: None,
+        secrets_tried,
+    };
+    if endpoint.secrets.is_empty() {
+        return skipped_or_fail(
+            SignatureStatus::Skipped,
+            format!(
+                "No secret is configured for {} ({label}), so the signature was not verified: add the sender's signing secret to this endpoint.",
+                endpoint.path
+            ),
+            0,
+        );
+    }
+    let total = endpoint.secrets.len();
+    match scheme.verify(delivery, &endpoint.secrets) {
+        Verification::Verified {
+            secret_index,
+            signature_index,
+        } => {
+            let which = if total > 1 {
+                format!("secret #{} of {total}", secret_index + 1)
+            } else {
+                "the configured secret".to_string()
+            };
+            let rotation = if secret_index > 0 {
+                " The first secret did not match: the sender still signs with another one, as during a rotation."
+            } else {
+                ""
+            };
+            let position = if signature_index > 0 {
+                format!(" (signature {} in the header)", signature_index + 1)
+            } else {
+                String::new()
+            };
+            SignatureCheck {
+                status: SignatureStatus::Pass,
+                detail: format!("{label} signature verified with {which}{position}.{rotation}"),
+                scheme: Some(scheme.name.clone()),
+                secret: Some(format!("secret #{}", secret_index + 1)),
+                secrets_tried: secret_index + 1,
+            }
+        }
+        Verification::NoMatch {
+            secrets_tried,
+            signatures,
+            unusable_secrets,
+        } => {
+            let sigs = if signatures == 1 { "the 1 signature".to_string() } else { format!("all {signatures} signatures") };
+            let secrets = if secrets_tried == 1 { "1 secret".to_string() } else { format!("{secrets_tried} secrets") };
+            let mut detail = format!(
+                "No {label} signature matches: {sigs} in {} checked against {secrets} over the exact {} body bytes; the body was changed after signing (e.g. re-serialised JSON) or the secret differs from the sender's.",
+                scheme.signature_header,
+                delivery.body.len()
+            );
+            for (index, err) in unusable_secrets {
+                detail.push_str(&format!(" Secret #{} could not be used: {err}.", index + 1));
+            }
+            skipped_or_fail(SignatureStatus::Fail, detail, secrets_tried)
+        }
+        Verification::BadHeader(HeaderError::Missing(header)) => skipped_or_fail(
+            SignatureStatus::Fail,
+            format!(
+                "The {header} header is missing, so this delivery is unsigned or not {label}: check the sender's scheme or this endpoint's configuration."
+            ),
+            0,
+        ),
+        Verification::BadHeader(err) => skipped_or_fail(
+            SignatureStatus::Fail,
+            format!("{}, so it cannot be verified as {label}.", capitalise(&err.to_string())),
+            0,
+        ),
+        Verification::MissingInput(err) => skipped_or_fail(
+            SignatureStatus::Fail,
+            format!("{}, and {label} signs it along with the body, so the signature cannot be checked.", capitalise(&err.to_string())),
+            0,
+        ),
+    }
+}
+
+fn capitalise(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(c) => c.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// Timestamps at or above this are taken as milliseconds (in seconds it would be year 5138).
+const MILLISECONDS_THRESHOLD: i64 = 100_000_000_000;
+
+fn timestamp_check(delivery: &Delivery, scheme: Option<&Scheme>, tolerance_override: Option<u64>, now_secs: i64) -> TimestampCheck {
+    let skipped = |detail: String| TimestampCheck {
+        status: TimestampStatus::Skipped,
+        skew_secs: None,
+        detail,
+        tolerance_secs: None,
+        milliseconds: false,
+    };
+    let Some(scheme) = scheme else {
+        return skipped("No scheme recognised, so there is no signed timestamp to check.".into());
+    };
+    let label = &scheme.label;
+    let Some(default_tolerance) = scheme.tolerance_secs else {
+        let id = scheme
+            .event_id_header
+            .as_deref()
+            .map(|h| format!(" ({h})"))
+            .unwrap_or_default();
+        return skipped(format!("{label} signs no timestamp; replay protection rests on the event id{id} alone."));
+    };
+    let tolerance = tolerance_override.unwrap_or(default_tolerance);
+    let fail = |detail: String, skew_secs: Option<i64>, milliseconds: bool| TimestampCheck {
+        status: TimestampStatus::Fail,
+        skew_secs,
+        detail,
+        tolerance_secs: Some(tolerance),
+        milliseconds,
+    };
+    let where_ = scheme.timestamp_header.clone().unwrap_or_else(|| scheme.signature_header.clone());
+    let Some(text) = scheme.timestamp_text(delivery) else {
+        return fail(format!("No timestamp found in {where_}; {label} signs one, so the delivery cannot be checked for staleness."), None, false);
+    };
+    let shown: String = text.chars().take(40).collect();
+    let Ok(raw) = text.parse::<i64>() else {
+        let reason = if text.parse::<f64>().is_ok() && text.len() < 40 {
+            "is not a whole number of seconds"
+        } else {
+            "is not a Unix time in seconds"
+        };
+        return fail(format!("The timestamp `{shown}` in {where_} {reason}; {label} expects an integer Unix time."), None, false);
+    };
+    if raw.abs() >= MILLISECONDS_THRESHOLD {
+        let skew = (raw / 1000).saturating_sub(now_secs);
+        return fail(
+            format!(
+                "The timestamp {raw} in {where_} looks like milliseconds (read as such it is {}); {label} expects seconds, so its libraries reject it: the sender or your signing code uses milliseconds.",
+                describe_skew(skew)
+            ),
+            Some(skew),
+            true,
+        );
+    }
+    let skew = raw.saturating_sub(now_secs);
+    let tol = i64::try_from(tolerance).unwrap_or(i64::MAX);
+    let described = describe_skew(skew);
+    if skew < -tol {
+        fail(
+            format!(
+                "The timestamp is {described}, beyond the {tolerance} s tolerance: a stale retry or a replay, or one of the two clocks is wrong; {label} libraries reject it."
+            ),
+            Some(skew),
+            false,
+        )
+    } else if skew > tol {
+        match scheme.future {
+            FuturePolicy::Reject => fail(
+                format!(
+                    "The timestamp is {described}, beyond the {tolerance} s tolerance: the sender's clock is ahead or this machine's is behind; {label} libraries reject it."
+                ),
+                Some(skew),
+                false,
+            ),
+            FuturePolicy::Warn => TimestampCheck {
+                status: TimestampStatus::Warn,
+                skew_secs: Some(skew),
+                detail: format!(
+                    "The timestamp is {described}, beyond the {tolerance} s tolerance; {label} libraries accept future timestamps, but a clock this far off is worth fixing."
+                ),
+                tolerance_secs: Some(tolerance),
+                milliseconds: false,
+            },
+        }
+    } else {
+        TimestampCheck {
+            status: TimestampStatus::Pass,
+            skew_secs: Some(skew),
+            detail: format!("The timestamp is {described}, within the {tolerance} s tolerance."),
+            tolerance_secs: Some(tolerance),
+            milliseconds: false,
+        }
+    }
+}
+
+fn describe_skew(skew: i64) -> String {
+    match skew {
+        0 => "current (0 s off)".to_string(),
+        s if s < 0 => format!("{} s old", s.unsigned_abs()),
+        s => format!("{s} s in the future"),
+    }
+}

@@ -1,0 +1,538 @@
+//! Configuration: the `config.toml` file, the CLI's overrides, and the endpoints they resolve to.
+//!
+//! The file holds `[[scheme]]` tables (custom schemes built from a family) and `[[endpoint]]`
+//! tables (a path prefix, a scheme, secrets and how to answer). [`Settings`] is the resolved
+//! form the receiver uses: each endpoint's scheme looked up, endpoints ordered so that the
+//! longest matching prefix wins, and a catch-all for everything else.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::scheme::{Encoding, Family, Scheme, Secret};
+
+/// The default body-size limit: 10 MiB.
+pub const DEFAULT_BODY_LIMIT: usize = 10 * 1024 * 1024;
+/// The default port of the receiver.
+pub const DEFAULT_PORT: u16 = 7878;
+
+/// Errors reading or resolving the configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file exists but could not be read.
+    #[error("cannot read the config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML or has unknown or mistyped fields.
+    #[error("the config file {path} is invalid: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What the TOML parser said, with the line.
+        message: String,
+    },
+    /// An endpoint names a scheme that is neither a preset nor a `[[scheme]]`.
+    #[error("endpoint {path} uses scheme \"{scheme}\", which is neither a preset ({presets}) nor a [[scheme]] in the config")]
+    UnknownScheme {
+        /// The endpoint's path.
+        path: String,
+        /// The name it used.
+        scheme: String,
+        /// The preset names, for the message.
+        presets: String,
+    },
+    /// A `[[scheme]]` table is incomplete or inconsistent.
+    #[error("scheme \"{name}\" is invalid: {reason}")]
+    InvalidScheme {
+        /// The scheme's name.
+        name: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// An endpoint table is invalid.
+    #[error("endpoint {path} is invalid: {reason}")]
+    InvalidEndpoint {
+        /// The endpoint's path.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The file could not be written.
+    #[error("cannot write the config file {path}: {source}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+/// The config file as written by people.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    /// Receiver settings.
+    #[serde(default)]
+    pub receiver: ReceiverSection,
+    /// Custom schemes.
+    #[serde(default, rename = "scheme", skip_serializing_if = "Vec::is_empty")]
+    pub schemes: Vec<SchemeConfig>,
+    /// Endpoints by path prefix.
+    #[serde(default, rename = "endpoint", skip_serializing_if = "Vec::is_empty")]
+    pub endpoints: Vec<EndpointConfig>,
+}
+
+/// `[receiver]`: where to listen and how much to accept.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReceiverSection {
+    /// The port (default 7878).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    /// The address to bind (default 127.0.0.1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bind: Option<String>,
+    /// The largest body kept, in bytes (default 10 MiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_limit_bytes: Option<usize>,
+}
+
+/// A `[[scheme]]` table: a custom scheme built from a family.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SchemeConfig {
+    /// The name endpoints refer to.
+    pub name: String,
+    /// The family (`standard-webhooks`, `stripe`, `hmac-body`, `slack`, `paddle`).
+    pub family: Family,
+    /// The header carrying the signature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature_header: Option<String>,
+    /// `hex` or `base64` (hmac-body).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoding: Option<Encoding>,
+    /// A prefix before the signature, e.g. `sha256=` (hmac-body).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    /// The header carrying the event id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_id_header: Option<String>,
+    /// The header carrying the timestamp (standard-webhooks and slack families).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp_header: Option<String>,
+    /// The header naming the event type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_type_header: Option<String>,
+    /// The default tolerance in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerance_secs: Option<u64>,
+}
+
+/// An `[[endpoint]]` table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointConfig {
+    /// The path prefix; the longest match wins; `/` catches all.
+    pub path: String,
+    /// A preset name or a `[[scheme]]` name; absent = detect from headers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheme: Option<String>,
+    /// Signing secrets (several during a rotation).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<Secret>,
+    /// Timestamp tolerance in seconds (default: the scheme's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerance_secs: Option<u64>,
+    /// The status hookscope answers with (default 200).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub respond_status: Option<u16>,
+    /// A delay before answering, in milliseconds (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub respond_delay_ms: Option<u64>,
+}
+
+/// A resolved endpoint, as the receiver and the checks use it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Endpoint {
+    /// The path prefix.
+    pub path: String,
+    /// The scheme, or `None` to detect it from the headers.
+    pub scheme: Option<Scheme>,
+    /// Secrets to try, in order.
+    pub secrets: Vec<Secret>,
+    /// Tolerance override in seconds.
+    pub tolerance_secs: Option<u64>,
+    /// The status to answer with.
+    pub respond_status: u16,
+    /// The delay before answering, in milliseconds.
+    pub respond_delay_ms: u64,
+}
+
+impl Endpoint {
+    /// The catch-all endpoint used when nothing is configured: detect, answer 200 at once.
+    pub fn catch_all() -> Self {
+        Self {
+            path: "/".into(),
+            scheme: None,
+            secrets: Vec::new(),
+            tolerance_secs: None,
+            respond_status: 200,
+            respond_delay_ms: 0,
+        }
+    }
+
+    /// Whether this endpoint's prefix covers `path`, on segment boundaries (`/hooks/a` covers
+    /// `/hooks/a` and `/hooks/a/x`, not `/hooks/ab`).
+    pub fn covers(&self, path: &str) -> bool {
+        let prefix = self.path.trim_end_matches('/');
+        if prefix.is_empty() {
+            return true;
+        }
+        path == prefix || path.strip_prefix(prefix).is_some_and(|rest| rest.starts_with('/'))
+    }
+}
+
+/// What the command line adds on top of the file (`listen --scheme … --secret …`).
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// `--scheme`.
+    pub scheme: Option<String>,
+    /// `--secret`, repeated.
+    pub secrets: Vec<Secret>,
+    /// `--tolerance`.
+    pub tolerance_secs: Option<u64>,
+    /// `--respond-status`.
+    pub respond_status: Option<u16>,
+    /// `--respond-delay-ms`.
+    pub respond_delay_ms: Option<u64>,
+}
+
+impl Overrides {
+    fn is_empty(&self) -> bool {
+        self.scheme.is_none()
+            && self.secrets.is_empty()
+            && self.tolerance_secs.is_none()
+            && self.respond_status.is_none()
+            && self.respond_delay_ms.is_none()
+    }
+}
+
+/// The resolved configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// Endpoints, longest prefix first; the last one is always a catch-all `/`.
+    pub endpoints: Vec<Endpoint>,
+    /// The largest body kept, in bytes.
+    pub body_limit: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            endpoints: vec![Endpoint::catch_all()],
+            body_limit: DEFAULT_BODY_LIMIT,
+        }
+    }
+}
+
+impl Settings {
+    /// Resolves the file and the command-line overrides. The overrides form (or replace) the
+    /// catch-all `/` endpoint; longer prefixes from the file still win for their paths.
+    pub fn resolve(file: &ConfigFile, overrides: &Overrides) -> Result<Settings, ConfigError> {
+        let mut endpoints = Vec::new();
+        for config in &file.endpoints {
+            endpoints.push(resolve_endpoint(file, config)?);
+        }
+        if !overrides.is_empty() {
+            endpoints.retain(|e| e.path.trim_end_matches('/') != "");
+            let config = EndpointConfig {
+                path: "/".into(),
+                scheme: overrides.scheme.clone(),
+                secrets: overrides.secrets.clone(),
+                tolerance_secs: overrides.tolerance_secs,
+                respond_status: overrides.respond_status,
+                respond_delay_ms: overrides.respond_delay_ms,
+            };
+            endpoints.push(resolve_endpoint(file, &config)?);
+        }
+        if !endpoints.iter().any(|e| e.path.trim_end_matches('/').is_empty()) {
+            endpoints.push(Endpoint::catch_all());
+        }
+        endpoints.sort_by_key(|e| std::cmp::Reverse(e.path.trim_end_matches('/').len()));
+        Ok(Settings {
+            endpoints,
+            body_limit: file.receiver.body_limit_bytes.unwrap_or(DEFAULT_BODY_LIMIT),
+        })
+    }
+
+    /// The endpoint for a request path: the longest prefix that covers it.
+    pub fn endpoint_for(&self, path: &str) -> &Endpoint {
+        self.endpoints
+            .iter()
+            .find(|e| e.covers(path))
+            .or(self.endpoints.last())
+            .unwrap_or_else(|| catch_all_ref())
+    }
+}
+
+fn catch_all_ref() -> &'static Endpoint {
+    static CATCH_ALL: std::sync::OnceLock<Endpoint> = std::sync::OnceLock::new();
+    CATCH_ALL.get_or_init(Endpoint::catch_all)
+}
+
+/// Looks up a scheme by name: the file's `[[scheme]]` tables first, then the presets.
+pub fn find_scheme(file: &ConfigFile, name: &str) -> Result<Option<Scheme>, ConfigError> {
+    match file.schemes.iter().find(|s| s.name == name) {
+        Some(config) => build_scheme(config).map(Some),
+        None => Ok(Scheme::preset(name)),
+    }
+}
+
+/// The preset names, for messages.
+pub fn preset_names() -> String {
+    crate::scheme::presets()
+        .iter()
+        .map(|s| s.name.clone())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn resolve_endpoint(file: &ConfigFile, config: &EndpointConfig) -> Result<Endpoint, ConfigError> {
+    if !config.path.starts_with('/') {
+        return Err(ConfigError::InvalidEndpoint {
+            path: config.path.clone(),
+            reason: "the path must start with `/`".into(),
+        });
+    }
+    let scheme = match &config.scheme {
+        None => None,
+        Some(name) => Some(find_scheme(file, name)?.ok_or_else(|| ConfigError::UnknownScheme {
+            path: config.path.clone(),
+            scheme: name.clone(),
+            presets: preset_names(),
+        })?),
+    };
+    let respond_status = config.respond_status.unwrap_or(200);
+    if !(100..=599).contains(&respond_status) {
+        return Err(ConfigError::InvalidEndpoint {
+            path: config.path.clone(),
+            reason: format!("respond_status {respond_status} is not an HTTP status (100-599)"),
+        });
+    }
+    Ok(Endpoint {
+        path: config.path.clone(),
+        scheme,
+        secrets: config.secrets.clone(),
+        tolerance_secs: config.tolerance_secs,
+        respond_status,
+        respond_delay_ms: config.respond_delay_ms.unwrap_or(0),
+    })
+}
+
+/// Builds a custom scheme from its family's preset and the table's fields.
+pub fn build_scheme(config: &SchemeConfig) -> Result<Scheme, ConfigError> {
+    let base = match config.family {
+        Family::StandardWebhooks => "standard-webhooks",
+        Family::Stripe => "stripe",
+        Family::Slack => "slack",
+        Family::Paddle => "paddle",
+        Family::HmacBody => "github",
+    };
+    let mut scheme = Scheme::preset(base).ok_or_else(|| ConfigError::InvalidScheme {
+        name: config.name.clone(),
+        reason: format!("family preset {base} is missing"),
+    })?;
+    scheme.name = config.name.clone();
+    scheme.label = config.name.clone();
+    if config.family == Family::HmacBody {
+        // A plain body HMAC has no provider defaults worth inheriting: everything is the table's.
+        scheme.prefix = String::new();
+        scheme.event_id_header = None;
+        scheme.event_type_header = None;
+        if config.signature_header.is_none() {
+            return Err(ConfigError::InvalidScheme {
+                name: config.name.clone(),
+                reason: "the hmac-body family needs signature_header".into(),
+            });
+        }
+    }
+    if let Some(h) = &config.signature_header {
+        scheme.signature_header = h.to_ascii_lowercase();
+    }
+    if let Some(e) = config.encoding {
+        if config.family != Family::HmacBody {
+            return Err(ConfigError::InvalidScheme {
+                name: config.name.clone(),
+                reason: format!("encoding is fixed by the {} family", config.family.config_name()),
+            });
+        }
+        scheme.encoding = e;
+    }
+    if let Some(p) = &config.prefix {
+        scheme.prefix = p.clone();
+    }
+    if let Some(h) = &config.event_id_header {
+        scheme.event_id_header = Some(h.to_ascii_lowercase());
+    }
+    if let Some(h) = &config.timestamp_header {
+        if !matches!(config.family, Family::StandardWebhooks | Family::Slack) {
+            return Err(ConfigError::InvalidScheme {
+                name: config.name.clone(),
+                reason: format!("the {} family keeps its timestamp in the signature header", config.family.config_name()),
+            });
+        }
+        scheme.timestamp_header = Some(h.to_ascii_lowercase());
+    }
+    if let Some(h) = &config.event_type_header {
+        scheme.event_type_header = Some(h.to_ascii_lowercase());
+    }
+    if config.tolerance_secs.is_some() {
+        scheme.tolerance_secs = config.tolerance_secs;
+    }
+    Ok(scheme)
+}
+
+/// Reads a config file; a missing file is an empty configuration.
+pub fn load_file(path: &Path) -> Result<ConfigFile, ConfigError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ConfigFile::default()),
+        Err(source) => {
+            return Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    parse(&text).map_err(|message| ConfigError::Parse {
+        path: path.to_path_buf(),
+        message,
+    })
+}
+
+/// Parses config text; the error is the parser's message with its location.
+pub fn parse(text: &str) -> Result<ConfigFile, String> {
+    toml::from_str(text).map_err(|e| e.to_string().trim().replace('\n', " "))
+}
+
+/// Writes a config file atomically with mode 0600, since it holds secrets.
+pub fn save_file(path: &Path, file: &ConfigFile) -> Result<(), ConfigError> {
+    let write_err = |source| ConfigError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let text = toml::to_string_pretty(file).map_err(|e| write_err(std::io::Error::other(e.to_string())))?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(write_err)?;
+    }
+    let tmp = path.with_extension("toml.tmp");
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    let mut out = options.open(&tmp).map_err(write_err)?;
+    out.write_all(text.as_bytes()).map_err(write_err)?;
+    out.sync_all().map_err(write_err)?;
+    std::fs::rename(&tmp, path).map_err(write_err)
+}
+
+/// The platform data directory (`~/.local/share/hookscope` on Linux).
+pub fn default_data_dir() -> Option<PathBuf> {
+    directories::ProjectDirs::from("dev", "hookscope", "hookscope").map(|d| d.data_dir().to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn longest_prefix_wins_on_segment_boundaries() {
+        let file = parse(
+            r#"
+            [[endpoint]]
+            path = "/hooks"
+            respond_status = 202
+            [[endpoint]]
+            path = "/hooks/acme"
+            respond_status = 204
+            "#,
+        )
+        .expect("valid");
+        let settings = Settings::resolve(&file, &Overrides::default()).expect("resolves");
+        assert_eq!(settings.endpoint_for("/hooks/acme/x").respond_status, 204);
+        assert_eq!(settings.endpoint_for("/hooks/acmex").respond_status, 202);
+        assert_eq!(settings.endpoint_for("/other").respond_status, 200);
+    }
+
+    #[test]
+    fn custom_hmac_body_scheme_from_the_design_example() {
+        let file = parse(
+            r#"
+            [[scheme]]
+            name = "acme"
+            family = "hmac-body"
+            signature_header = "X-Acme-Signature"
+            encoding = "hex"
+            prefix = ""
+            event_id_header = "X-Acme-Event-Id"
+
+            [[endpoint]]
+            path = "/hooks/acme"
+            scheme = "acme"
+            secrets = ["one", "two"]
+            tolerance_secs = 300
+            respond_status = 200
+            respond_delay_ms = 0
+            "#,
+        )
+        .expect("valid");
+        let settings = Settings::resolve(&file, &Overrides::default()).expect("resolves");
+        let endpoint = settings.endpoint_for("/hooks/acme");
+        let scheme = endpoint.scheme.as_ref().expect("scheme");
+        assert_eq!(scheme.signature_header, "x-acme-signature");
+        assert_eq!(scheme.event_id_header.as_deref(), Some("x-acme-event-id"));
+        assert_eq!(endpoint.secrets.len(), 2);
+    }
+
+    #[test]
+    fn unknown_scheme_and_typos_are_clear_errors() {
+        let file = parse("[[endpoint]]\npath = \"/x\"\nscheme = \"strpe\"\n").expect("parses");
+        let err = Settings::resolve(&file, &Overrides::default()).expect_err("unknown");
+        assert!(err.to_string().contains("\"strpe\""), "{err}");
+        let err = parse("[[endpoint]]\npath = \"/x\"\nsecret = \"s\"\n").expect_err("typo");
+        assert!(err.contains("secret"), "{err}");
+    }
+
+    #[test]
+    fn saved_config_is_private_and_reloads() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("config.toml");
+        let file = ConfigFile {
+            endpoints: vec![EndpointConfig {
+                path: "/".into(),
+                scheme: Some("stripe".into()),
+                secrets: vec![Secret::new("whsec_x")],
+                tolerance_secs: None,
+                respond_status: None,
+                respond_delay_ms: None,
+            }],
+            ..ConfigFile::default()
+        };
+        save_file(&path, &file).expect("saves");
+        assert_eq!(load_file(&path).expect("loads"), file);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = std::fs::metadata(&path).expect("meta").permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+    }
+}

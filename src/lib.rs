@@ -1,0 +1,13 @@
+//! hookscope's engine: everything but drawing.
+//!
+//! A delivery arrives at the [`receiver`], is checked by the pure functions in [`checks`] using
+//! the [`scheme`] engine and the endpoints of [`config`], is committed to the [`store`], and is
+//! reported in the shapes of [`report`]. None of this imports a UI toolkit.
+
+pub mod checks;
+pub mod config;
+pub mod delivery;
+pub mod receiver;
+pub mod report;
+pub mod scheme;
+pub mod store;

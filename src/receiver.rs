@@ -1,0 +1,323 @@
+//! The embedded HTTP receiver: accepts any method on any path, keeps the exact bytes, checks the
+//! delivery, commits it to the store, and only then answers.
+//!
+//! It runs on its own named thread with its own tokio runtime, so the GUI or the CLI that
+//! started it never shares an executor with request handling. The listening socket is bound
+//! before the thread starts, so "port in use" is reported to the caller at once.
+
+use std::net::{IpAddr, SocketAddr, TcpListener as StdListener};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use http_body_util::BodyExt as _;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::checks;
+use crate::config::Settings;
+use crate::delivery::{Delivery, Header};
+use crate::store::{NewRecord, StoreWriter, StoredDelivery};
+
+/// Errors starting the receiver.
+#[derive(Debug, thiserror::Error)]
+pub enum ReceiverError {
+    /// Another program already listens on the port.
+    #[error("port {port} is already in use on {ip}: stop the other program or choose another port (--port 0 picks a free one)")]
+    PortInUse {
+        /// The address.
+        ip: IpAddr,
+        /// The port.
+        port: u16,
+    },
+    /// Binding failed for another reason (permissions, an address not on this machine).
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The receiver's thread or runtime could not start.
+    #[error("cannot start the receiver: {0}")]
+    Start(std::io::Error),
+}
+
+/// Settings the receiver reads on every request; replace them to reconfigure it live.
+pub type SharedSettings = Arc<RwLock<Arc<Settings>>>;
+
+struct Shared {
+    settings: SharedSettings,
+    writer: StoreWriter,
+    events: Option<mpsc::Sender<StoredDelivery>>,
+}
+
+/// A running receiver. Dropping it stops it.
+pub struct Receiver {
+    addr: SocketAddr,
+    shutdown: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Receiver {
+    /// Binds `ip:port` (port 0 picks a free port) and starts serving on a new thread. Each
+    /// stored delivery is sent on `events` (when given) before it is answered.
+    pub fn start(
+        ip: IpAddr,
+        port: u16,
+        settings: SharedSettings,
+        writer: StoreWriter,
+        events: Option<mpsc::Sender<StoredDelivery>>,
+    ) -> Result<Receiver, ReceiverError> {
+        let addr = SocketAddr::new(ip, port);
+        let listener = StdListener::bind(addr).map_err(|source| {
+            if source.kind() == std::io::ErrorKind::AddrInUse {
+                ReceiverError::PortInUse { ip, port }
+            } else {
+                ReceiverError::Bind { addr, source }
+            }
+        })?;
+        listener.set_nonblocking(true).map_err(ReceiverError::Start)?;
+        let addr = listener.local_addr().map_err(ReceiverError::Start)?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("hookscope-receiver-worker")
+            .enable_all()
+            .build()
+            .map_err(ReceiverError::Start)?;
+        let shared = Arc::new(Shared {
+            settings,
+            writer,
+            events,
+        });
+        let (shutdown, shutdown_signal) = oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("hookscope-receiver".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let listener = match tokio::net::TcpListener::from_std(listener) {
+                        Ok(l) => l,
+                        Err(e) => {
+                            eprintln!("hookscope: the receiver could not start: {e}");
+                            return;
+                        }
+                    };
+                    let app = Router::new().fallback(handle).with_state(shared);
+                    let served = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
+                        .with_graceful_shutdown(async {
+                            let _ = shutdown_signal.await;
+                        })
+                        .await;
+                    if let Err(e) = served {
+                        eprintln!("hookscope: the receiver stopped: {e}");
+                    }
+                });
+                // In-flight handlers have answered; give their tasks a moment, then drop them.
+                runtime.shutdown_timeout(Duration::from_secs(2));
+            })
+            .map_err(ReceiverError::Start)?;
+        Ok(Receiver {
+            addr,
+            shutdown: Some(shutdown),
+            thread: Some(thread),
+        })
+    }
+
+    /// The address actually bound (with the real port when 0 was asked).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops accepting, lets in-flight requests finish, and waits for the thread.
+    pub fn stop(mut self) {
+        self.stop_inner();
+    }
+
+    fn stop_inner(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.stop_inner();
+    }
+}
+
+/// Whether an address is loopback only (the safe default).
+pub fn is_loopback(ip: IpAddr) -> bool {
+    ip.is_loopback()
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+enum BodyOutcome {
+    Whole(Vec<u8>),
+    TooLarge { seen: u64, declared: bool },
+    Cut { seen: u64, error: String },
+}
+
+async fn read_body(body: Body, limit: usize) -> BodyOutcome {
+    let mut body = body;
+    let mut bytes = Vec::new();
+    while let Some(frame) = body.frame().await {
+        match frame {
+            Ok(frame) => {
+                if let Some(data) = frame.data_ref() {
+                    if bytes.len() + data.len() > limit {
+                        return BodyOutcome::TooLarge {
+                            seen: (bytes.len() + data.len()) as u64,
+                            declared: false,
+                        };
+                    }
+                    bytes.extend_from_slice(data);
+                }
+            }
+            Err(e) => {
+                return BodyOutcome::Cut {
+                    seen: bytes.len() as u64,
+                    error: e.to_string(),
+                };
+            }
+        }
+    }
+    BodyOutcome::Whole(bytes)
+}
+
+fn human_size(bytes: usize) -> String {
+    if bytes >= 1024 * 1024 && bytes % (1024 * 1024) == 0 {
+        format!("{} MiB", bytes / (1024 * 1024))
+    } else if bytes >= 1024 && bytes % 1024 == 0 {
+        format!("{} KiB", bytes / 1024)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+async fn handle(State(shared): State<Arc<Shared>>, ConnectInfo(peer): ConnectInfo<SocketAddr>, request: Request) -> Response {
+    let started = Instant::now();
+    let received_at_ms = now_ms();
+    let settings = match shared.settings.read() {
+        Ok(guard) => Arc::clone(&guard),
+        Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+    };
+    let (parts, body) = request.into_parts();
+    let endpoint = settings.endpoint_for(parts.uri.path()).clone();
+    let limit = settings.body_limit;
+
+    let declared_len = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let outcome = match declared_len {
+        // Refuse at once rather than read a body we will not keep.
+        Some(len) if len > limit as u64 => BodyOutcome::TooLarge {
+            seen: len,
+            declared: true,
+        },
+        _ => read_body(body, limit).await,
+    };
+    let (body, body_size, body_complete, note, forced_status) = match outcome {
+        BodyOutcome::Whole(bytes) => {
+            let size = bytes.len() as u64;
+            (bytes, size, true, None, None)
+        }
+        BodyOutcome::TooLarge { seen, declared } => {
+            let size_text = if declared { format!("{seen} bytes") } else { format!("at least {seen} bytes") };
+            (
+                Vec::new(),
+                seen,
+                false,
+                Some(format!(
+                    "The body ({size_text}) is over the {} limit: answered 413 and kept the headers only.",
+                    human_size(limit)
+                )),
+                Some(413u16),
+            )
+        }
+        BodyOutcome::Cut { seen, error } => (
+            Vec::new(),
+            seen,
+            false,
+            Some(format!(
+                "The client stopped sending after {seen} bytes of the body ({error}); the delivery is incomplete and was not acknowledged."
+            )),
+            Some(400u16),
+        ),
+    };
+
+    let delivery = Delivery {
+        received_at_ms,
+        method: parts.method.as_str().to_string(),
+        path: parts.uri.path().to_string(),
+        query: parts.uri.query().unwrap_or("").to_string(),
+        headers: parts
+            .headers
+            .iter()
+            .map(|(name, value)| Header {
+                name: name.as_str().to_string(),
+                value: value.as_bytes().to_vec(),
+            })
+            .collect(),
+        body,
+        body_size,
+        body_complete,
+        remote_addr: Some(peer.to_string()),
+    };
+    let evaluation = checks::evaluate(&delivery, &endpoint, received_at_ms.div_euclid(1000));
+    let status = forced_status.unwrap_or(endpoint.respond_status);
+    let delay_ms = if forced_status.is_some() { 0 } else { endpoint.respond_delay_ms };
+    let record = NewRecord {
+        delivery,
+        endpoint: endpoint.path.clone(),
+        evaluation,
+        response_status: status,
+        latency_ms: started.elapsed().as_millis() as u64 + delay_ms,
+        note,
+    };
+    let stored = match shared.writer.insert(record).await {
+        Ok(stored) => stored,
+        Err(e) => {
+            // Not stored means not acknowledged: a 5xx makes the sender retry later.
+            eprintln!("hookscope: a delivery to {} could not be stored: {e}", parts.uri.path());
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("hookscope could not store this delivery: {e}\n"),
+            )
+                .into_response();
+        }
+    };
+    if delay_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+    }
+    let id = stored.id;
+    if let Some(events) = &shared.events {
+        // Waiting here (not dropping) keeps `--json` output complete under load.
+        let _ = events.send(stored).await;
+    }
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+    let body = if status == StatusCode::PAYLOAD_TOO_LARGE {
+        format!("{{\"error\":\"body over the {} limit\",\"delivery_id\":{id}}}\n", human_size(limit))
+    } else {
+        format!("{{\"received\":true,\"delivery_id\":{id}}}\n")
+    };
+    let mut response = (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
+    if let Ok(value) = HeaderValue::from_str(&id.to_string()) {
+        response.headers_mut().insert("x-hookscope-delivery-id", value);
+    }
+    response
+}

@@ -1,0 +1,145 @@
+//! How deliveries are written out: the JSON shape scripts rely on, and the one-line human form.
+//!
+//! The JSON shape is the interface in DESIGN.md (`listen --json`, `list --json`, "copy as JSON");
+//! fields are only ever added to it. Header values that are not UTF-8 are written with U+FFFD
+//! in place of the bad bytes; the store keeps the exact bytes.
+
+use serde_json::{Value, json};
+
+use crate::checks::{Evaluation, SignatureStatus, TimestampStatus};
+use crate::delivery::Delivery;
+use crate::store::StoredDelivery;
+
+/// Formats milliseconds since the epoch as RFC 3339 in UTC, with milliseconds.
+pub fn rfc3339_ms(ms: i64) -> String {
+    let format = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .ok()
+        .and_then(|t| t.format(&format).ok())
+        .unwrap_or_else(|| ms.to_string())
+}
+
+fn headers_json(delivery: &Delivery) -> Value {
+    Value::Array(
+        delivery
+            .headers
+            .iter()
+            .map(|h| json!([h.name, h.value_lossy()]))
+            .collect(),
+    )
+}
+
+/// The JSON object for a stored delivery (the DESIGN.md shape).
+pub fn delivery_json(stored: &StoredDelivery) -> Value {
+    let d = &stored.delivery;
+    let mut value = json!({
+        "id": stored.id,
+        "received_at": rfc3339_ms(d.received_at_ms),
+        "method": d.method,
+        "path": d.path,
+        "query": d.query,
+        "headers": headers_json(d),
+        "body_size": d.body_size,
+        "body_complete": d.body_complete,
+        "endpoint": stored.endpoint,
+        "scheme": stored.scheme,
+        "event_id": stored.event_id,
+        "event_type": stored.event_type,
+        "checks": stored.checks,
+        "job": stored.job,
+        "response": {"status": stored.response_status, "latency_ms": stored.latency_ms},
+    });
+    if let (Some(note), Some(obj)) = (&stored.note, value.as_object_mut()) {
+        obj.insert("note".into(), json!(note));
+    }
+    value
+}
+
+/// The JSON object `verify --json` prints: the same fields as a delivery, minus what only the
+/// store knows (id, duplicate, response), plus `ok` (the exit status as a boolean).
+pub fn evaluation_json(delivery: &Delivery, evaluation: &Evaluation, ok: bool) -> Value {
+    json!({
+        "ok": ok,
+        "method": delivery.method,
+        "path": delivery.path,
+        "query": delivery.query,
+        "headers": headers_json(delivery),
+        "body_size": delivery.body_size,
+        "scheme": evaluation.scheme,
+        "event_id": evaluation.event_id,
+        "event_type": evaluation.event_type,
+        "checks": {"signature": evaluation.signature, "timestamp": evaluation.timestamp},
+        "job": evaluation.job,
+    })
+}
+
+fn sig_word(status: SignatureStatus) -> &'static str {
+    match status {
+        SignatureStatus::Pass => "pass",
+        SignatureStatus::Fail => "FAIL",
+        SignatureStatus::Skipped => "skipped",
+    }
+}
+
+fn ts_word(status: TimestampStatus) -> &'static str {
+    match status {
+        TimestampStatus::Pass => "pass",
+        TimestampStatus::Warn => "WARN",
+        TimestampStatus::Fail => "FAIL",
+        TimestampStatus::Skipped => "skipped",
+    }
+}
+
+/// One line per delivery for people, followed by one indented line per check that did not
+/// pass, with its explanation.
+pub fn human_lines(stored: &StoredDelivery) -> String {
+    let d = &stored.delivery;
+    let time = rfc3339_ms(d.received_at_ms);
+    let clock = time.get(11..23).unwrap_or(&time);
+    let checks = &stored.checks;
+    let skew = checks
+        .timestamp
+        .skew_secs
+        .map(|s| format!("({s:+}s)"))
+        .unwrap_or_default();
+    let dup = serde_json::to_value(checks.duplicate.status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    let query = if d.query.is_empty() { String::new() } else { format!("?{}", d.query) };
+    let mut out = format!(
+        "#{id} {clock} {method} {path}{query} {scheme} event={event} type={etype} sig:{sig} ts:{ts}{skew} dup:{dup} -> {status} ({size} B)",
+        id = stored.id,
+        method = d.method,
+        path = d.path,
+        scheme = stored.scheme.as_deref().unwrap_or("unknown-scheme"),
+        event = stored.event_id.as_deref().unwrap_or("-"),
+        etype = stored.event_type.as_deref().unwrap_or("-"),
+        sig = sig_word(checks.signature.status),
+        ts = ts_word(checks.timestamp.status),
+        status = stored.response_status,
+        size = d.body_size,
+    );
+    if checks.signature.status == SignatureStatus::Fail {
+        out.push_str(&format!("\n    signature: {}", checks.signature.detail));
+    }
+    if matches!(checks.timestamp.status, TimestampStatus::Fail | TimestampStatus::Warn) {
+        out.push_str(&format!("\n    timestamp: {}", checks.timestamp.detail));
+    }
+    if let Some(note) = &stored.note {
+        out.push_str(&format!("\n    note: {note}"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_keeps_milliseconds_in_utc() {
+        assert_eq!(rfc3339_ms(1_614_265_330_123), "2021-02-25T15:02:10.123Z");
+    }
+}

@@ -1,0 +1,560 @@
+//! The local SQLite store: every delivery, its exact bytes and its verdicts, kept across runs.
+//!
+//! One writer thread owns the only write connection. It takes jobs from a bounded channel,
+//! commits them in small batches (group commit) in WAL mode with `synchronous = FULL`, and only
+//! then answers each job: the receiver acknowledges a delivery after that answer, so a 2xx from
+//! hookscope means the capture is on disk. Duplicates are decided inside the writer against a
+//! unique index on (endpoint, event id), so concurrent retries of one event yield one `first`.
+//! Readers open their own connections and never wait for the writer (WAL).
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension as _, params};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::checks::{Checks, DuplicateCheck, DuplicateStatus, Evaluation, JobRef};
+use crate::delivery::{Delivery, decode_headers, encode_headers};
+
+/// How many pending writes the channel holds before senders wait.
+const WRITE_QUEUE: usize = 4096;
+/// The largest number of deliveries committed in one transaction.
+const MAX_BATCH: usize = 256;
+
+/// The schema, one entry per version; `PRAGMA user_version` says how many were applied.
+const MIGRATIONS: &[&str] = &[
+    // v1: deliveries and the event-id index that decides duplicates.
+    "CREATE TABLE deliveries (
+        id INTEGER PRIMARY KEY,
+        received_at_ms INTEGER NOT NULL,
+        method TEXT NOT NULL,
+        path TEXT NOT NULL,
+        query TEXT NOT NULL,
+        headers BLOB NOT NULL,
+        body BLOB NOT NULL,
+        body_size INTEGER NOT NULL,
+        body_complete INTEGER NOT NULL,
+        remote_addr TEXT,
+        endpoint TEXT NOT NULL,
+        scheme TEXT,
+        event_id TEXT,
+        event_type TEXT,
+        job_id TEXT,
+        job_status TEXT,
+        sig_status TEXT NOT NULL,
+        ts_status TEXT NOT NULL,
+        dup_status TEXT NOT NULL,
+        first_id INTEGER,
+        checks_json TEXT NOT NULL,
+        response_status INTEGER NOT NULL,
+        latency_ms INTEGER NOT NULL,
+        note TEXT
+    );
+    CREATE TABLE event_ids (
+        endpoint TEXT NOT NULL,
+        event_id TEXT NOT NULL,
+        first_delivery_id INTEGER NOT NULL,
+        seen INTEGER NOT NULL DEFAULT 1,
+        PRIMARY KEY (endpoint, event_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX deliveries_event_id ON deliveries(event_id);
+    CREATE INDEX deliveries_job_id ON deliveries(job_id);
+    CREATE INDEX deliveries_sig_status ON deliveries(sig_status, id);",
+];
+
+/// Errors from the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database file could not be opened or set up.
+    #[error("cannot open the store {path}: {source}")]
+    Open {
+        /// The database file.
+        path: PathBuf,
+        /// SQLite's error.
+        source: rusqlite::Error,
+    },
+    /// The file was written by a newer hookscope.
+    #[error("the store {path} has schema version {found}, newer than this hookscope supports ({supported}); upgrade hookscope or use another --data-dir")]
+    NewerSchema {
+        /// The database file.
+        path: PathBuf,
+        /// The version found.
+        found: i64,
+        /// The newest version this build knows.
+        supported: i64,
+    },
+    /// A query failed.
+    #[error("store query failed: {0}")]
+    Query(#[from] rusqlite::Error),
+    /// A write failed; the delivery was not stored (and must not be acknowledged).
+    #[error("store write failed: {0}")]
+    Write(String),
+    /// The writer thread has stopped.
+    #[error("the store writer has stopped")]
+    WriterGone,
+    /// A row could not be decoded.
+    #[error("delivery {id} is damaged in the store: {what}")]
+    Damaged {
+        /// The delivery id.
+        id: i64,
+        /// What could not be read.
+        what: String,
+    },
+}
+
+/// A delivery and its verdicts, ready to be written.
+#[derive(Debug, Clone)]
+pub struct NewRecord {
+    /// The captured request.
+    pub delivery: Delivery,
+    /// The endpoint (path prefix) it matched.
+    pub endpoint: String,
+    /// What the pure checks found.
+    pub evaluation: Evaluation,
+    /// The status hookscope answers.
+    pub response_status: u16,
+    /// Milliseconds from arrival to the answer (including any configured delay).
+    pub latency_ms: u64,
+    /// A note on anything unusual (oversized body, client gone).
+    pub note: Option<String>,
+}
+
+/// A delivery as stored, with its id and all its verdicts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredDelivery {
+    /// The delivery id (increasing).
+    pub id: i64,
+    /// The captured request.
+    pub delivery: Delivery,
+    /// The endpoint (path prefix) it matched.
+    pub endpoint: String,
+    /// The scheme used or detected.
+    pub scheme: Option<String>,
+    /// The event id.
+    pub event_id: Option<String>,
+    /// The event type.
+    pub event_type: Option<String>,
+    /// The job it reports on.
+    pub job: Option<JobRef>,
+    /// All verdicts.
+    pub checks: Checks,
+    /// The status hookscope answered.
+    pub response_status: u16,
+    /// Milliseconds from arrival to the answer.
+    pub latency_ms: u64,
+    /// A note on anything unusual.
+    pub note: Option<String>,
+}
+
+struct WriteJob {
+    record: NewRecord,
+    reply: oneshot::Sender<Result<StoredDelivery, StoreError>>,
+}
+
+/// The store: a path and the channel to its writer thread.
+#[derive(Debug)]
+pub struct Store {
+    path: PathBuf,
+    writer: StoreWriter,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// A cloneable handle that submits writes to the writer thread.
+#[derive(Debug, Clone)]
+pub struct StoreWriter {
+    sender: mpsc::Sender<WriteJob>,
+}
+
+impl Store {
+    /// Opens (or creates) the store at `path`, migrates it, and starts its writer thread.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| StoreError::Open {
+                path: path.to_path_buf(),
+                source: rusqlite::Error::ToSqlConversionFailure(Box::new(e)),
+            })?;
+        }
+        let conn = open_connection(path, false)?;
+        migrate(&conn, path)?;
+        let (sender, receiver) = mpsc::channel(WRITE_QUEUE);
+        let thread = std::thread::Builder::new()
+            .name("hookscope-store-writer".into())
+            .spawn(move || writer_loop(conn, receiver))
+            .map_err(|e| StoreError::Write(format!("cannot start the writer thread: {e}")))?;
+        Ok(Store {
+            path: path.to_path_buf(),
+            writer: StoreWriter { sender },
+            thread: Some(thread),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A handle for submitting writes.
+    pub fn writer(&self) -> StoreWriter {
+        self.writer.clone()
+    }
+
+    /// A new read connection.
+    pub fn reader(&self) -> Result<Reader, StoreError> {
+        Reader::open(&self.path)
+    }
+}
+
+impl Store {
+    /// Stops accepting writes from this handle and waits for the writer thread to finish what
+    /// it holds. Returns once every other [`StoreWriter`] clone has been dropped too.
+    pub fn shutdown(mut self) {
+        let (dead, _) = mpsc::channel(1);
+        self.writer = StoreWriter { sender: dead };
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl StoreWriter {
+    /// Writes a delivery and returns it as stored, after its transaction has committed.
+    pub async fn insert(&self, record: NewRecord) -> Result<StoredDelivery, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.sender
+            .send(WriteJob { record, reply })
+            .await
+            .map_err(|_| StoreError::WriterGone)?;
+        answer.await.map_err(|_| StoreError::WriterGone)?
+    }
+
+    /// The same as [`StoreWriter::insert`], for code outside the async runtime.
+    pub fn insert_blocking(&self, record: NewRecord) -> Result<StoredDelivery, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.sender
+            .blocking_send(WriteJob { record, reply })
+            .map_err(|_| StoreError::WriterGone)?;
+        answer.blocking_recv().map_err(|_| StoreError::WriterGone)?
+    }
+}
+
+fn open_connection(path: &Path, read_only: bool) -> Result<Connection, StoreError> {
+    let open_err = |source| StoreError::Open {
+        path: path.to_path_buf(),
+        source,
+    };
+    let flags = if read_only {
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
+    } else {
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX
+    };
+    let conn = Connection::open_with_flags(path, flags).map_err(open_err)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(open_err)?;
+    if !read_only {
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(open_err)?;
+        conn.pragma_update(None, "synchronous", "FULL").map_err(open_err)?;
+    }
+    Ok(conn)
+}
+
+fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    let open_err = |source| StoreError::Open {
+        path: path.to_path_buf(),
+        source,
+    };
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(open_err)?;
+    let supported = MIGRATIONS.len() as i64;
+    if version > supported {
+        return Err(StoreError::NewerSchema {
+            path: path.to_path_buf(),
+            found: version,
+            supported,
+        });
+    }
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
+        let tx = conn.unchecked_transaction().map_err(open_err)?;
+        tx.execute_batch(sql).map_err(open_err)?;
+        tx.pragma_update(None, "user_version", (index + 1) as i64).map_err(open_err)?;
+        tx.commit().map_err(open_err)?;
+    }
+    Ok(())
+}
+
+fn writer_loop(mut conn: Connection, mut receiver: mpsc::Receiver<WriteJob>) {
+    while let Some(first) = receiver.blocking_recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match receiver.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        let records: Vec<&NewRecord> = batch.iter().map(|j| &j.record).collect();
+        match write_batch(&mut conn, &records) {
+            Ok(stored) => {
+                for (job, stored) in batch.into_iter().zip(stored) {
+                    let _ = job.reply.send(Ok(stored));
+                }
+            }
+            Err(_) => {
+                // One bad record must not fail its neighbours: write each alone, so every
+                // delivery gets its own verdict.
+                for job in batch {
+                    let result = write_batch(&mut conn, &[&job.record])
+                        .map(|mut v| v.remove(0))
+                        .map_err(|e| StoreError::Write(e.to_string()));
+                    let _ = job.reply.send(result);
+                }
+            }
+        }
+    }
+}
+
+fn write_batch(conn: &mut Connection, records: &[&NewRecord]) -> Result<Vec<StoredDelivery>, rusqlite::Error> {
+    let tx = conn.transaction()?;
+    let mut stored = Vec::with_capacity(records.len());
+    {
+        let mut insert = tx.prepare_cached(
+            "INSERT INTO deliveries (id, received_at_ms, method, path, query, headers, body, body_size,
+                body_complete, remote_addr, endpoint, scheme, event_id, event_type, job_id, job_status,
+                sig_status, ts_status, dup_status, first_id, checks_json, response_status, latency_ms, note)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
+        )?;
+        let mut find_event = tx.prepare_cached(
+            "UPDATE event_ids SET seen = seen + 1 WHERE endpoint = ?1 AND event_id = ?2
+             RETURNING first_delivery_id, seen - 1",
+        )?;
+        let mut add_event =
+            tx.prepare_cached("INSERT INTO event_ids (endpoint, event_id, first_delivery_id) VALUES (?1, ?2, ?3)")?;
+        let next_id: i64 = tx.query_row("SELECT COALESCE(MAX(id), 0) + 1 FROM deliveries", [], |r| r.get(0))?;
+        for (offset, record) in records.iter().enumerate() {
+            let id = next_id + offset as i64;
+            let evaluation = &record.evaluation;
+            let duplicate = match &evaluation.event_id {
+                None => DuplicateCheck::skipped(),
+                Some(event_id) => {
+                    let seen: Option<(i64, i64)> = find_event
+                        .query_row(params![record.endpoint, event_id], |r| Ok((r.get(0)?, r.get(1)?)))
+                        .optional()?;
+                    match seen {
+                        Some((first_id, seen_before)) => {
+                            DuplicateCheck::duplicate(first_id, event_id, seen_before.max(1) as u64)
+                        }
+                        None => {
+                            // The primary key on (endpoint, event_id) is what makes this the
+                            // only `first`: a second insert of the same pair would fail.
+                            add_event.execute(params![record.endpoint, event_id, id])?;
+                            DuplicateCheck::first(id, event_id)
+                        }
+                    }
+                }
+            };
+            let checks = Checks {
+                signature: evaluation.signature.clone(),
+                timestamp: evaluation.timestamp.clone(),
+                duplicate,
+            };
+            let checks_json =
+                serde_json::to_string(&checks).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+            let d = &record.delivery;
+            insert.execute(params![
+                id,
+                d.received_at_ms,
+                d.method,
+                d.path,
+                d.query,
+                encode_headers(&d.headers),
+                d.body,
+                d.body_size as i64,
+                d.body_complete,
+                d.remote_addr,
+                record.endpoint,
+                evaluation.scheme,
+                evaluation.event_id,
+                evaluation.event_type,
+                evaluation.job.as_ref().map(|j| j.job_id.clone()),
+                evaluation.job.as_ref().and_then(|j| j.status.clone()),
+                status_text(&checks.signature.status),
+                status_text(&checks.timestamp.status),
+                status_text(&checks.duplicate.status),
+                checks.duplicate.first_id,
+                checks_json,
+                record.response_status,
+                record.latency_ms as i64,
+                record.note,
+            ])?;
+            stored.push(StoredDelivery {
+                id,
+                delivery: record.delivery.clone(),
+                endpoint: record.endpoint.clone(),
+                scheme: evaluation.scheme.clone(),
+                event_id: evaluation.event_id.clone(),
+                event_type: evaluation.event_type.clone(),
+                job: evaluation.job.clone(),
+                checks,
+                response_status: record.response_status,
+                latency_ms: record.latency_ms,
+                note: record.note.clone(),
+            });
+        }
+    }
+    tx.commit()?;
+    Ok(stored)
+}
+
+fn status_text<T: serde::Serialize>(status: &T) -> String {
+    serde_json::to_value(status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// A read connection.
+pub struct Reader {
+    conn: Connection,
+}
+
+const SELECT_COLUMNS: &str = "id, received_at_ms, method, path, query, headers, body, body_size, body_complete,
+    remote_addr, endpoint, scheme, event_id, event_type, job_id, job_status, checks_json, response_status,
+    latency_ms, note";
+
+impl Reader {
+    /// Opens a read connection to an existing store (creating and migrating it if absent).
+    pub fn open(path: &Path) -> Result<Reader, StoreError> {
+        if !path.exists() {
+            let conn = open_connection(path, false)?;
+            migrate(&conn, path)?;
+        }
+        let conn = open_connection(path, true)?;
+        let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        if version > MIGRATIONS.len() as i64 {
+            return Err(StoreError::NewerSchema {
+                path: path.to_path_buf(),
+                found: version,
+                supported: MIGRATIONS.len() as i64,
+            });
+        }
+        Ok(Reader { conn })
+    }
+
+    /// How many deliveries the store holds.
+    pub fn count(&self) -> Result<i64, StoreError> {
+        Ok(self.conn.query_row("SELECT COUNT(*) FROM deliveries", [], |r| r.get(0))?)
+    }
+
+    /// The newest deliveries first, at most `limit`, older than `before_id` when given.
+    pub fn list(&self, limit: usize, before_id: Option<i64>) -> Result<Vec<StoredDelivery>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {SELECT_COLUMNS} FROM deliveries WHERE id < ?1 ORDER BY id DESC LIMIT ?2"
+        ))?;
+        let rows = stmt.query_map(params![before_id.unwrap_or(i64::MAX), limit as i64], read_row)?;
+        rows.map(|r| r?).collect()
+    }
+
+    /// One delivery by id.
+    pub fn get(&self, id: i64) -> Result<Option<StoredDelivery>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(&format!("SELECT {SELECT_COLUMNS} FROM deliveries WHERE id = ?1"))?;
+        match stmt.query_row(params![id], read_row).optional()? {
+            Some(row) => Ok(Some(row?)),
+            None => Ok(None),
+        }
+    }
+
+    /// How many deliveries have each duplicate status, for summaries and tests.
+    pub fn count_duplicates(&self, status: DuplicateStatus) -> Result<i64, StoreError> {
+        Ok(self.conn.query_row(
+            "SELECT COUNT(*) FROM deliveries WHERE dup_status = ?1",
+            params![status_text(&status)],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// Runs `PRAGMA integrity_check`; `Ok(())` when SQLite answers `ok`.
+    pub fn integrity_check(&self) -> Result<(), StoreError> {
+        let answer: String = self.conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+        if answer == "ok" {
+            Ok(())
+        } else {
+            Err(StoreError::Damaged { id: 0, what: answer })
+        }
+    }
+}
+
+type RowResult = Result<StoredDelivery, StoreError>;
+
+fn read_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RowResult> {
+    let id: i64 = row.get(0)?;
+    let header_blob: Vec<u8> = row.get(5)?;
+    let checks_json: String = row.get(16)?;
+    let Some(headers) = decode_headers(&header_blob) else {
+        return Ok(Err(StoreError::Damaged {
+            id,
+            what: "its headers cannot be decoded".into(),
+        }));
+    };
+    let checks: Checks = match serde_json::from_str(&checks_json) {
+        Ok(c) => c,
+        Err(e) => {
+            return Ok(Err(StoreError::Damaged {
+                id,
+                what: format!("its checks cannot be decoded: {e}"),
+            }));
+        }
+    };
+    let job_id: Option<String> = row.get(14)?;
+    let job_status: Option<String> = row.get(15)?;
+    Ok(Ok(StoredDelivery {
+        id,
+        delivery: Delivery {
+            received_at_ms: row.get(1)?,
+            method: row.get(2)?,
+            path: row.get(3)?,
+            query: row.get(4)?,
+            headers,
+            body: row.get(6)?,
+            body_size: row.get::<_, i64>(7)?.max(0) as u64,
+            body_complete: row.get(8)?,
+            remote_addr: row.get(9)?,
+        },
+        endpoint: row.get(10)?,
+        scheme: row.get(11)?,
+        event_id: row.get(12)?,
+        event_type: row.get(13)?,
+        job: job_id.map(|job_id| JobRef {
+            job_id,
+            status: job_status,
+        }),
+        checks,
+        response_status: row.get::<_, i64>(17)?.clamp(0, u16::MAX as i64) as u16,
+        latency_ms: row.get::<_, i64>(18)?.max(0) as u64,
+        note: row.get(19)?,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_from_a_newer_hookscope_is_refused_with_its_version() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("store.sqlite");
+        let conn = Connection::open(&path).expect("open");
+        conn.pragma_update(None, "user_version", 99).expect("set version");
+        drop(conn);
+        let err = Store::open(&path).expect_err("newer schema");
+        assert!(err.to_string().contains("schema version 99"), "{err}");
+    }
+
+    #[test]
+    fn reopening_applies_no_migration_twice() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("store.sqlite");
+        drop(Store::open(&path).expect("first open"));
+        drop(Store::open(&path).expect("second open"));
+        let reader = Reader::open(&path).expect("reader");
+        assert_eq!(reader.count().expect("count"), 0);
+    }
+}

@@ -49,6 +49,14 @@ pub enum DuplicateStatus {
     Skipped,
 }
 
+/// A verdict as the word the JSON uses (`pass`, `fail`, `first`…).
+pub fn status_word<T: Serialize>(status: &T) -> String {
+    serde_json::to_value(status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
 /// The signature check's result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SignatureCheck {
@@ -140,6 +148,18 @@ impl DuplicateCheck {
             status: DuplicateStatus::First,
             first_id: Some(delivery_id),
             detail: format!("First delivery of event {event_id}."),
+        }
+    }
+
+    /// The verdict for the first sight of an event id on a delivery whose signature failed: it
+    /// is not recorded as the event's first delivery, so a valid copy later still counts.
+    pub fn first_unverified(delivery_id: i64, event_id: &str) -> Self {
+        Self {
+            status: DuplicateStatus::First,
+            first_id: Some(delivery_id),
+            detail: format!(
+                "First delivery of event {event_id}, but its signature failed, so it does not claim the event id: the next correctly signed copy will also count as first."
+            ),
         }
     }
 

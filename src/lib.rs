@@ -5,6 +5,7 @@
 //! reported in the shapes of [`report`]. None of this imports a UI toolkit.
 
 pub mod checks;
+pub mod cli;
 pub mod config;
 pub mod delivery;
 pub mod receiver;

@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use crate::checks::{Evaluation, SignatureStatus, TimestampStatus};
+use crate::checks::{Evaluation, SignatureStatus, TimestampStatus, status_word};
 use crate::delivery::Delivery;
 use crate::store::StoredDelivery;
 
@@ -104,10 +104,7 @@ pub fn human_lines(stored: &StoredDelivery) -> String {
         .skew_secs
         .map(|s| format!("({s:+}s)"))
         .unwrap_or_default();
-    let dup = serde_json::to_value(checks.duplicate.status)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default();
+    let dup = status_word(&checks.duplicate.status);
     let query = if d.query.is_empty() { String::new() } else { format!("?{}", d.query) };
     let mut out = format!(
         "#{id} {clock} {method} {path}{query} {scheme} event={event} type={etype} sig:{sig} ts:{ts}{skew} dup:{dup} -> {status} ({size} B)",

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, OpenFlags, OptionalExtension as _, params};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::checks::{Checks, DuplicateCheck, DuplicateStatus, Evaluation, JobRef};
+use crate::checks::{Checks, DuplicateCheck, DuplicateStatus, Evaluation, JobRef, SignatureStatus, status_word};
 use crate::delivery::{Delivery, decode_headers, encode_headers};
 
 /// How many pending writes the channel holds before senders wait.
@@ -340,6 +340,11 @@ fn write_batch(conn: &mut Connection, records: &[&NewRecord]) -> Result<Vec<Stor
                         Some((first_id, seen_before)) => {
                             DuplicateCheck::duplicate(first_id, event_id, seen_before.max(1) as u64)
                         }
+                        None if evaluation.signature.status == SignatureStatus::Fail => {
+                            // A delivery that fails verification must not claim the event id,
+                            // or a forged first copy would make the real one look like a retry.
+                            DuplicateCheck::first_unverified(id, event_id)
+                        }
                         None => {
                             // The primary key on (endpoint, event_id) is what makes this the
                             // only `first`: a second insert of the same pair would fail.
@@ -374,9 +379,9 @@ fn write_batch(conn: &mut Connection, records: &[&NewRecord]) -> Result<Vec<Stor
                 evaluation.event_type,
                 evaluation.job.as_ref().map(|j| j.job_id.clone()),
                 evaluation.job.as_ref().and_then(|j| j.status.clone()),
-                status_text(&checks.signature.status),
-                status_text(&checks.timestamp.status),
-                status_text(&checks.duplicate.status),
+                status_word(&checks.signature.status),
+                status_word(&checks.timestamp.status),
+                status_word(&checks.duplicate.status),
                 checks.duplicate.first_id,
                 checks_json,
                 record.response_status,
@@ -400,13 +405,6 @@ fn write_batch(conn: &mut Connection, records: &[&NewRecord]) -> Result<Vec<Stor
     }
     tx.commit()?;
     Ok(stored)
-}
-
-fn status_text<T: serde::Serialize>(status: &T) -> String {
-    serde_json::to_value(status)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 /// A read connection.
@@ -466,7 +464,7 @@ impl Reader {
     pub fn count_duplicates(&self, status: DuplicateStatus) -> Result<i64, StoreError> {
         Ok(self.conn.query_row(
             "SELECT COUNT(*) FROM deliveries WHERE dup_status = ?1",
-            params![status_text(&status)],
+            params![status_word(&status)],
             |r| r.get(0),
         )?)
     }

@@ -1,0 +1,399 @@
+//! The command line: `listen`, `verify`, `list`, and the options they share.
+//!
+//! Parsing is clap's; each command returns an exit code. Errors are reported once, here, as one
+//! sentence on stderr prefixed with `hookscope:`.
+
+use std::io::Write as _;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Arc, RwLock};
+
+use anyhow::{Context as _, anyhow};
+use clap::{Args, Parser, Subcommand};
+
+use crate::checks::{self, SignatureStatus, TimestampStatus};
+use crate::config::{self, ConfigFile, Endpoint, Overrides, Settings};
+use crate::delivery::{Delivery, Header};
+use crate::receiver::Receiver;
+use crate::report;
+use crate::scheme::Secret;
+use crate::store::{Reader, Store};
+
+/// The store's file name inside the data directory.
+pub const STORE_FILE: &str = "hookscope.sqlite";
+/// The config's file name inside the data directory.
+pub const CONFIG_FILE: &str = "config.toml";
+
+/// A local inspector for webhook integrations: capture deliveries, check their signatures,
+/// timestamps and event ids, and keep the history on disk.
+#[derive(Debug, Parser)]
+#[command(name = "hookscope", version, about, long_about = None)]
+pub struct Cli {
+    #[command(flatten)]
+    pub common: Common,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Options every command accepts.
+#[derive(Debug, Args, Clone)]
+pub struct Common {
+    /// Where the store and config live (default: the platform data dir, e.g. ~/.local/share/hookscope)
+    #[arg(long, global = true, env = "HOOKSCOPE_DATA_DIR", value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// The config file (default: config.toml in the data dir)
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the receiver headless and print each delivery as it arrives
+    Listen(ListenArgs),
+    /// Check one request offline: exit 0 when signature and timestamp pass, 1 when a check fails, 2 on bad usage
+    Verify(VerifyArgs),
+    /// List stored deliveries, newest first
+    List(ListArgs),
+}
+
+/// `hookscope listen`.
+#[derive(Debug, Args)]
+pub struct ListenArgs {
+    /// The port to listen on; 0 picks a free port (default: the config's, else 7878)
+    #[arg(long, short = 'p')]
+    pub port: Option<u16>,
+    /// The address to bind; anything but loopback exposes captured secrets to the network
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<IpAddr>,
+    /// The scheme for paths no [[endpoint]] covers (a preset or a [[scheme]] name)
+    #[arg(long, value_name = "NAME")]
+    pub scheme: Option<String>,
+    /// A signing secret; repeat for a rotation
+    #[arg(long = "secret", value_name = "S")]
+    pub secrets: Vec<String>,
+    /// Timestamp tolerance in seconds (default: the scheme's)
+    #[arg(long, value_name = "SECS")]
+    pub tolerance: Option<u64>,
+    /// The status to answer with (default 200)
+    #[arg(long, value_name = "CODE", value_parser = clap::value_parser!(u16).range(100..=599))]
+    pub respond_status: Option<u16>,
+    /// Wait this long before answering, to watch a sender's timeout
+    #[arg(long, value_name = "MS")]
+    pub respond_delay_ms: Option<u64>,
+    /// Print one JSON object per delivery on stdout
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `hookscope verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The scheme: a preset (standard-webhooks, svix, stripe, github, shopify, slack, paddle) or a [[scheme]] name
+    #[arg(long, value_name = "NAME")]
+    pub scheme: String,
+    /// A signing secret; repeat to try several (rotation)
+    #[arg(long = "secret", value_name = "S", required = true)]
+    pub secrets: Vec<String>,
+    /// The time of receipt as Unix seconds (default: now)
+    #[arg(long, value_name = "UNIX")]
+    pub now: Option<i64>,
+    /// A request header, curl style: -H 'Name: value'
+    #[arg(short = 'H', long = "header", value_name = "'Name: value'")]
+    pub headers: Vec<String>,
+    /// The body, exactly
+    #[arg(long, value_name = "STR", conflicts_with = "body_file", required_unless_present = "body_file")]
+    pub data: Option<String>,
+    /// Read the body's exact bytes from a file ('-' for stdin)
+    #[arg(long, value_name = "FILE")]
+    pub body_file: Option<PathBuf>,
+    /// The URL the request was sent to (its path and query are recorded)
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Timestamp tolerance in seconds (default: the scheme's)
+    #[arg(long, value_name = "SECS")]
+    pub tolerance: Option<u64>,
+    /// Print the result as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `hookscope list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Print one JSON object per line
+    #[arg(long)]
+    pub json: bool,
+    /// How many deliveries (newest first)
+    #[arg(long, default_value_t = 50)]
+    pub limit: usize,
+}
+
+/// Exit status for bad usage, as clap uses.
+const EXIT_USAGE: u8 = 2;
+
+/// Parses the arguments and runs the command.
+pub fn main_with_args(cli: Cli) -> ExitCode {
+    let result = match cli.command {
+        None => {
+            // The desktop window arrives with the GUI; until then, say what there is.
+            use clap::CommandFactory as _;
+            let _ = Cli::command().print_help();
+            eprintln!("\nhookscope: the desktop window is not built yet; run `hookscope listen` for the headless receiver.");
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Listen(args)) => listen(&cli.common, args),
+        Some(Command::Verify(args)) => verify(&cli.common, args),
+        Some(Command::List(args)) => list(&cli.common, args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("hookscope: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The data directory: `--data-dir`, `HOOKSCOPE_DATA_DIR`, or the platform's.
+pub fn data_dir(common: &Common) -> anyhow::Result<PathBuf> {
+    match &common.data_dir {
+        Some(dir) => Ok(dir.clone()),
+        None => config::default_data_dir()
+            .ok_or_else(|| anyhow!("no home directory found for the default data dir; pass --data-dir")),
+    }
+}
+
+fn config_path(common: &Common, data_dir: &Path) -> PathBuf {
+    common.config.clone().unwrap_or_else(|| data_dir.join(CONFIG_FILE))
+}
+
+fn load_config(common: &Common, data_dir: &Path) -> anyhow::Result<ConfigFile> {
+    let path = config_path(common, data_dir);
+    if common.config.is_some() && !path.exists() {
+        return Err(anyhow!("the config file {} does not exist", path.display()));
+    }
+    Ok(config::load_file(&path)?)
+}
+
+fn listen(common: &Common, args: ListenArgs) -> anyhow::Result<ExitCode> {
+    let dir = data_dir(common)?;
+    let file = load_config(common, &dir)?;
+    let overrides = Overrides {
+        scheme: args.scheme.clone(),
+        secrets: args.secrets.iter().map(Secret::new).collect(),
+        tolerance_secs: args.tolerance,
+        respond_status: args.respond_status,
+        respond_delay_ms: args.respond_delay_ms,
+    };
+    let settings = Settings::resolve(&file, &overrides)?;
+    let bind: IpAddr = match (args.bind, &file.receiver.bind) {
+        (Some(ip), _) => ip,
+        (None, Some(text)) => text
+            .parse()
+            .with_context(|| format!("[receiver] bind = \"{text}\" in the config is not an IP address"))?,
+        (None, None) => IpAddr::from([127, 0, 0, 1]),
+    };
+    let port = args.port.or(file.receiver.port).unwrap_or(config::DEFAULT_PORT);
+
+    let store = Store::open(&dir.join(STORE_FILE))?;
+    let (events_tx, mut events_rx) = tokio::sync::mpsc::channel(1024);
+    let shared = Arc::new(RwLock::new(Arc::new(settings.clone())));
+    let receiver = Receiver::start(bind, port, shared, store.writer(), Some(events_tx))?;
+    let addr = receiver.local_addr();
+    if !bind.is_loopback() {
+        eprintln!(
+            "hookscope: warning: listening on {bind}, reachable from other machines; captured deliveries and their signatures are visible to anyone who can reach this port"
+        );
+    }
+    eprintln!("listening on http://{addr}");
+    for endpoint in &settings.endpoints {
+        eprintln!("  {}", describe_endpoint(endpoint));
+    }
+    eprintln!("  store: {}", store.path().display());
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the event loop")?;
+    let json = args.json;
+    runtime.block_on(async {
+        let mut stdout = std::io::stdout();
+        loop {
+            tokio::select! {
+                event = events_rx.recv() => {
+                    let Some(stored) = event else { break };
+                    let line = if json {
+                        report::delivery_json(&stored).to_string()
+                    } else {
+                        report::human_lines(&stored)
+                    };
+                    // A closed stdout (e.g. `| head`) ends the command rather than panicking.
+                    if writeln!(stdout, "{line}").and_then(|_| stdout.flush()).is_err() {
+                        break;
+                    }
+                }
+                _ = tokio::signal::ctrl_c() => break,
+            }
+        }
+    });
+    drop(events_rx);
+    receiver.stop();
+    store.shutdown();
+    Ok(ExitCode::SUCCESS)
+}
+
+fn describe_endpoint(endpoint: &Endpoint) -> String {
+    let scheme = match &endpoint.scheme {
+        Some(s) => s.name.clone(),
+        None => "detect scheme from headers".into(),
+    };
+    let secrets = match endpoint.secrets.len() {
+        0 => "no secret".to_string(),
+        1 => "1 secret".to_string(),
+        n => format!("{n} secrets"),
+    };
+    let delay = if endpoint.respond_delay_ms > 0 {
+        format!(" after {} ms", endpoint.respond_delay_ms)
+    } else {
+        String::new()
+    };
+    format!(
+        "{path:<20} {scheme}, {secrets}, answers {status}{delay}",
+        path = endpoint.path,
+        status = endpoint.respond_status
+    )
+}
+
+/// A usage error: reported, exit 2.
+fn usage(message: String) -> anyhow::Result<ExitCode> {
+    eprintln!("hookscope: {message}");
+    Ok(ExitCode::from(EXIT_USAGE))
+}
+
+fn verify(common: &Common, args: VerifyArgs) -> anyhow::Result<ExitCode> {
+    let dir = data_dir(common)?;
+    let file = load_config(common, &dir)?;
+    let Some(scheme) = config::find_scheme(&file, &args.scheme)? else {
+        return usage(format!(
+            "unknown scheme \"{}\": use a preset ({}) or a [[scheme]] from the config",
+            args.scheme,
+            config::preset_names()
+        ));
+    };
+    let mut headers = Vec::new();
+    for raw in &args.headers {
+        let Some((name, value)) = raw.split_once(':') else {
+            return usage(format!("-H '{raw}' is not of the form 'Name: value'"));
+        };
+        let name = name.trim();
+        if name.is_empty() || name.bytes().any(|b| b.is_ascii_whitespace() || b.is_ascii_control()) {
+            return usage(format!("-H '{raw}' has an invalid header name"));
+        }
+        headers.push(Header::new(name, value.trim()));
+    }
+    let body = match (&args.data, &args.body_file) {
+        (Some(data), _) => data.clone().into_bytes(),
+        (None, Some(path)) if path.as_os_str() == "-" => {
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes).context("cannot read the body from stdin")?;
+            bytes
+        }
+        (None, Some(path)) => match std::fs::read(path) {
+            Ok(bytes) => bytes,
+            Err(e) => return usage(format!("cannot read --body-file {}: {e}", path.display())),
+        },
+        (None, None) => return usage("give the body with --data or --body-file".into()),
+    };
+    let (path, query) = match &args.url {
+        Some(url) => split_url(url),
+        None => ("/".to_string(), String::new()),
+    };
+    let now = match args.now {
+        Some(now) => now,
+        None => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0),
+    };
+    let delivery = Delivery {
+        received_at_ms: now.saturating_mul(1000),
+        method: "POST".into(),
+        path,
+        query,
+        headers,
+        body_size: body.len() as u64,
+        body,
+        body_complete: true,
+        remote_addr: None,
+    };
+    let endpoint = Endpoint {
+        scheme: Some(scheme),
+        secrets: args.secrets.iter().map(Secret::new).collect(),
+        tolerance_secs: args.tolerance,
+        ..Endpoint::catch_all()
+    };
+    let evaluation = checks::evaluate(&delivery, &endpoint, now);
+    let ok = evaluation.signature.status == SignatureStatus::Pass
+        && matches!(
+            evaluation.timestamp.status,
+            TimestampStatus::Pass | TimestampStatus::Warn | TimestampStatus::Skipped
+        );
+    if args.json {
+        println!("{}", report::evaluation_json(&delivery, &evaluation, ok));
+    } else {
+        use checks::status_word as word;
+        println!("signature  {:<8} {}", word(&evaluation.signature.status), evaluation.signature.detail);
+        println!("timestamp  {:<8} {}", word(&evaluation.timestamp.status), evaluation.timestamp.detail);
+        println!("event id   {}", evaluation.event_id.as_deref().unwrap_or("(none found)"));
+        if let Some(t) = &evaluation.event_type {
+            println!("event type {t}");
+        }
+    }
+    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// The path and query of a URL (or of a bare path).
+fn split_url(url: &str) -> (String, String) {
+    let after_scheme = url.split_once("://").map(|(_, rest)| rest).unwrap_or(url);
+    let path_and_query = match after_scheme.find('/') {
+        Some(i) if url.contains("://") => &after_scheme[i..],
+        None if url.contains("://") => "/",
+        _ => after_scheme,
+    };
+    let without_fragment = path_and_query.split('#').next().unwrap_or("/");
+    match without_fragment.split_once('?') {
+        Some((p, q)) => (p.to_string(), q.to_string()),
+        None => (without_fragment.to_string(), String::new()),
+    }
+}
+
+fn list(common: &Common, args: ListArgs) -> anyhow::Result<ExitCode> {
+    let dir = data_dir(common)?;
+    let reader = Reader::open(&dir.join(STORE_FILE))?;
+    let mut stdout = std::io::stdout().lock();
+    for stored in reader.list(args.limit, None)? {
+        let line = if args.json {
+            report::delivery_json(&stored).to_string()
+        } else {
+            report::human_lines(&stored)
+        };
+        if writeln!(stdout, "{line}").is_err() {
+            break;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_split_into_path_and_query() {
+        assert_eq!(split_url("https://example.com/hooks/a?x=1#f"), ("/hooks/a".into(), "x=1".into()));
+        assert_eq!(split_url("https://example.com"), ("/".into(), String::new()));
+        assert_eq!(split_url("/hooks?y=2"), ("/hooks".into(), "y=2".into()));
+    }
+}

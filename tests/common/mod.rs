@@ -1,0 +1,110 @@
+//! Helpers shared by the integration tests: run the real `hookscope` binary, start `listen` on
+//! a free port over a temporary data dir, and stop it when the test ends.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The binary under test.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_hookscope"))
+}
+
+/// Runs `hookscope ARGS…` with an isolated data dir and returns its output.
+pub fn run(data_dir: &Path, args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .env("HOOKSCOPE_DATA_DIR", data_dir)
+        .output()
+        .expect("hookscope runs")
+}
+
+/// A `hookscope listen` child process; killed when dropped.
+pub struct Listener {
+    pub child: Child,
+    pub base_url: String,
+    pub port: u16,
+    pub stdout: BufReader<ChildStdout>,
+    pub stderr_head: String,
+    pub data_dir: PathBuf,
+}
+
+impl Listener {
+    /// Starts `hookscope listen --port 0 --json ARGS…` over `data_dir` and waits for its
+    /// `listening on` line.
+    pub fn start(data_dir: &Path, args: &[&str]) -> Listener {
+        let mut child = Command::new(bin())
+            .arg("listen")
+            .args(["--port", "0", "--json"])
+            .args(args)
+            .env("HOOKSCOPE_DATA_DIR", data_dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("listen starts");
+        let stderr = child.stderr.take().expect("stderr");
+        let mut stderr = BufReader::new(stderr);
+        let mut head = String::new();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let base_url = loop {
+            let mut line = String::new();
+            let n = stderr.read_line(&mut line).expect("read stderr");
+            assert!(n > 0 && Instant::now() < deadline, "listen exited early: {head}");
+            head.push_str(&line);
+            if let Some(url) = line.trim().strip_prefix("listening on ") {
+                break url.to_string();
+            }
+        };
+        // Keep draining stderr so the child never blocks on a full pipe.
+        std::thread::Builder::new()
+            .name("test-stderr-drain".into())
+            .spawn(move || {
+                let mut sink = String::new();
+                while stderr.read_line(&mut sink).map(|n| n > 0).unwrap_or(false) {
+                    sink.clear();
+                }
+            })
+            .expect("drain thread");
+        let port = base_url.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port in url");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        Listener {
+            child,
+            base_url,
+            port,
+            stdout,
+            stderr_head: head,
+            data_dir: data_dir.to_path_buf(),
+        }
+    }
+
+    /// Reads the next `--json` line as JSON.
+    pub fn next_json(&mut self) -> serde_json::Value {
+        let mut line = String::new();
+        let n = self.stdout.read_line(&mut line).expect("read stdout");
+        assert!(n > 0, "listen closed stdout");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+    }
+
+    /// The store file.
+    pub fn store_path(&self) -> PathBuf {
+        self.data_dir.join("hookscope.sqlite")
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Unix time now, in seconds.
+pub fn now_secs() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_secs() as i64
+}

@@ -165,7 +165,11 @@ impl DuplicateCheck {
 
     /// The verdict for a repeat of an event id.
     pub fn duplicate(first_id: i64, event_id: &str, seen_before: u64) -> Self {
-        let times = if seen_before == 1 { "once".to_string() } else { format!("{seen_before} times") };
+        let times = if seen_before == 1 {
+            "once".to_string()
+        } else {
+            format!("{seen_before} times")
+        };
         Self {
             status: DuplicateStatus::Duplicate,
             first_id: Some(first_id),
@@ -189,7 +193,11 @@ impl DuplicateCheck {
 /// time of receipt in Unix seconds.
 pub fn evaluate(delivery: &Delivery, endpoint: &Endpoint, now_secs: i64) -> Evaluation {
     let configured = endpoint.scheme.clone();
-    let detected = if configured.is_none() { scheme::detect(delivery) } else { None };
+    let detected = if configured.is_none() {
+        scheme::detect(delivery)
+    } else {
+        None
+    };
     let active = configured.as_ref().or(detected.as_ref());
     let body_json = delivery.body_json();
 
@@ -209,21 +217,37 @@ pub fn evaluate(delivery: &Delivery, endpoint: &Endpoint, now_secs: i64) -> Eval
     let event_id = active
         .and_then(|s| s.event_id_from_headers(delivery))
         .map(str::to_string)
-        .or_else(|| body_json.as_ref().and_then(|j| first_text(j, &["/id", "/event_id"])))
+        .or_else(|| {
+            body_json
+                .as_ref()
+                .and_then(|j| first_text(j, &["/id", "/event_id"]))
+        })
         .or_else(|| {
             // With no scheme, still recognise the common id headers so duplicates are caught.
-            ["webhook-id", "svix-id", "x-github-delivery", "x-shopify-webhook-id", "x-event-id"]
-                .iter()
-                .find_map(|h| delivery.header_str(h))
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty())
+            [
+                "webhook-id",
+                "svix-id",
+                "x-github-delivery",
+                "x-shopify-webhook-id",
+                "x-event-id",
+            ]
+            .iter()
+            .find_map(|h| delivery.header_str(h))
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
         });
     let event_type = active
         .and_then(|s| s.event_type_header.as_deref())
         .and_then(|h| delivery.header_str(h))
         .map(str::to_string)
-        .or_else(|| body_json.as_ref().and_then(|j| first_text(j, &["/type", "/event_type", "/event"])));
-    let job = body_json.as_ref().and_then(|j| extract_job(j, event_type.as_deref()));
+        .or_else(|| {
+            body_json
+                .as_ref()
+                .and_then(|j| first_text(j, &["/type", "/event_type", "/event"]))
+        });
+    let job = body_json
+        .as_ref()
+        .and_then(|j| extract_job(j, event_type.as_deref()));
 
     Evaluation {
         scheme: active.map(|s| s.name.clone()),
@@ -338,8 +362,16 @@ fn signature_check(
             signatures,
             unusable_secrets,
         } => {
-            let sigs = if signatures == 1 { "the 1 signature".to_string() } else { format!("all {signatures} signatures") };
-            let secrets = if secrets_tried == 1 { "1 secret".to_string() } else { format!("{secrets_tried} secrets") };
+            let sigs = if signatures == 1 {
+                "the 1 signature".to_string()
+            } else {
+                format!("all {signatures} signatures")
+            };
+            let secrets = if secrets_tried == 1 {
+                "1 secret".to_string()
+            } else {
+                format!("{secrets_tried} secrets")
+            };
             let mut detail = format!(
                 "No {label} signature matches: {sigs} in {} checked against {secrets} over the exact {} body bytes; the body was changed after signing (e.g. re-serialised JSON) or the secret differs from the sender's.",
                 scheme.signature_header,
@@ -359,12 +391,18 @@ fn signature_check(
         ),
         Verification::BadHeader(err) => skipped_or_fail(
             SignatureStatus::Fail,
-            format!("{}, so it cannot be verified as {label}.", capitalise(&err.to_string())),
+            format!(
+                "{}, so it cannot be verified as {label}.",
+                capitalise(&err.to_string())
+            ),
             0,
         ),
         Verification::MissingInput(err) => skipped_or_fail(
             SignatureStatus::Fail,
-            format!("{}, and {label} signs it along with the body, so the signature cannot be checked.", capitalise(&err.to_string())),
+            format!(
+                "{}, and {label} signs it along with the body, so the signature cannot be checked.",
+                capitalise(&err.to_string())
+            ),
             0,
         ),
     }
@@ -381,7 +419,12 @@ fn capitalise(text: &str) -> String {
 /// Timestamps at or above this are taken as milliseconds (in seconds it would be year 5138).
 const MILLISECONDS_THRESHOLD: i64 = 100_000_000_000;
 
-fn timestamp_check(delivery: &Delivery, scheme: Option<&Scheme>, tolerance_override: Option<u64>, now_secs: i64) -> TimestampCheck {
+fn timestamp_check(
+    delivery: &Delivery,
+    scheme: Option<&Scheme>,
+    tolerance_override: Option<u64>,
+    now_secs: i64,
+) -> TimestampCheck {
     let skipped = |detail: String| TimestampCheck {
         status: TimestampStatus::Skipped,
         skew_secs: None,
@@ -399,7 +442,9 @@ fn timestamp_check(delivery: &Delivery, scheme: Option<&Scheme>, tolerance_overr
             .as_deref()
             .map(|h| format!(" ({h})"))
             .unwrap_or_default();
-        return skipped(format!("{label} signs no timestamp; replay protection rests on the event id{id} alone."));
+        return skipped(format!(
+            "{label} signs no timestamp; replay protection rests on the event id{id} alone."
+        ));
     };
     let tolerance = tolerance_override.unwrap_or(default_tolerance);
     let fail = |detail: String, skew_secs: Option<i64>, milliseconds: bool| TimestampCheck {
@@ -409,9 +454,18 @@ fn timestamp_check(delivery: &Delivery, scheme: Option<&Scheme>, tolerance_overr
         tolerance_secs: Some(tolerance),
         milliseconds,
     };
-    let where_ = scheme.timestamp_header.clone().unwrap_or_else(|| scheme.signature_header.clone());
+    let where_ = scheme
+        .timestamp_header
+        .clone()
+        .unwrap_or_else(|| scheme.signature_header.clone());
     let Some(text) = scheme.timestamp_text(delivery) else {
-        return fail(format!("No timestamp found in {where_}; {label} signs one, so the delivery cannot be checked for staleness."), None, false);
+        return fail(
+            format!(
+                "No timestamp found in {where_}; {label} signs one, so the delivery cannot be checked for staleness."
+            ),
+            None,
+            false,
+        );
     };
     let shown: String = text.chars().take(40).collect();
     let Ok(raw) = text.parse::<i64>() else {
@@ -420,7 +474,13 @@ fn timestamp_check(delivery: &Delivery, scheme: Option<&Scheme>, tolerance_overr
         } else {
             "is not a Unix time in seconds"
         };
-        return fail(format!("The timestamp `{shown}` in {where_} {reason}; {label} expects an integer Unix time."), None, false);
+        return fail(
+            format!(
+                "The timestamp `{shown}` in {where_} {reason}; {label} expects an integer Unix time."
+            ),
+            None,
+            false,
+        );
     };
     if raw.abs() >= MILLISECONDS_THRESHOLD {
         let skew = (raw / 1000).saturating_sub(now_secs);

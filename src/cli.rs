@@ -103,7 +103,12 @@ pub struct VerifyArgs {
     #[arg(short = 'H', long = "header", value_name = "'Name: value'")]
     pub headers: Vec<String>,
     /// The body, exactly
-    #[arg(long, value_name = "STR", conflicts_with = "body_file", required_unless_present = "body_file")]
+    #[arg(
+        long,
+        value_name = "STR",
+        conflicts_with = "body_file",
+        required_unless_present = "body_file"
+    )]
     pub data: Option<String>,
     /// Read the body's exact bytes from a file ('-' for stdin)
     #[arg(long, value_name = "FILE")]
@@ -140,7 +145,9 @@ pub fn main_with_args(cli: Cli) -> ExitCode {
             // The desktop window arrives with the GUI; until then, say what there is.
             use clap::CommandFactory as _;
             let _ = Cli::command().print_help();
-            eprintln!("\nhookscope: the desktop window is not built yet; run `hookscope listen` for the headless receiver.");
+            eprintln!(
+                "\nhookscope: the desktop window is not built yet; run `hookscope listen` for the headless receiver."
+            );
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Listen(args)) => listen(&cli.common, args),
@@ -160,13 +167,17 @@ pub fn main_with_args(cli: Cli) -> ExitCode {
 pub fn data_dir(common: &Common) -> anyhow::Result<PathBuf> {
     match &common.data_dir {
         Some(dir) => Ok(dir.clone()),
-        None => config::default_data_dir()
-            .ok_or_else(|| anyhow!("no home directory found for the default data dir; pass --data-dir")),
+        None => config::default_data_dir().ok_or_else(|| {
+            anyhow!("no home directory found for the default data dir; pass --data-dir")
+        }),
     }
 }
 
 fn config_path(common: &Common, data_dir: &Path) -> PathBuf {
-    common.config.clone().unwrap_or_else(|| data_dir.join(CONFIG_FILE))
+    common
+        .config
+        .clone()
+        .unwrap_or_else(|| data_dir.join(CONFIG_FILE))
 }
 
 fn load_config(common: &Common, data_dir: &Path) -> anyhow::Result<ConfigFile> {
@@ -190,12 +201,15 @@ fn listen(common: &Common, args: ListenArgs) -> anyhow::Result<ExitCode> {
     let settings = Settings::resolve(&file, &overrides)?;
     let bind: IpAddr = match (args.bind, &file.receiver.bind) {
         (Some(ip), _) => ip,
-        (None, Some(text)) => text
-            .parse()
-            .with_context(|| format!("[receiver] bind = \"{text}\" in the config is not an IP address"))?,
+        (None, Some(text)) => text.parse().with_context(|| {
+            format!("[receiver] bind = \"{text}\" in the config is not an IP address")
+        })?,
         (None, None) => IpAddr::from([127, 0, 0, 1]),
     };
-    let port = args.port.or(file.receiver.port).unwrap_or(config::DEFAULT_PORT);
+    let port = args
+        .port
+        .or(file.receiver.port)
+        .unwrap_or(config::DEFAULT_PORT);
 
     let store = Store::open(&dir.join(STORE_FILE))?;
     let (events_tx, mut events_rx) = tokio::sync::mpsc::channel(1024);
@@ -288,7 +302,11 @@ fn verify(common: &Common, args: VerifyArgs) -> anyhow::Result<ExitCode> {
             return usage(format!("-H '{raw}' is not of the form 'Name: value'"));
         };
         let name = name.trim();
-        if name.is_empty() || name.bytes().any(|b| b.is_ascii_whitespace() || b.is_ascii_control()) {
+        if name.is_empty()
+            || name
+                .bytes()
+                .any(|b| b.is_ascii_whitespace() || b.is_ascii_control())
+        {
             return usage(format!("-H '{raw}' has an invalid header name"));
         }
         headers.push(Header::new(name, value.trim()));
@@ -297,7 +315,8 @@ fn verify(common: &Common, args: VerifyArgs) -> anyhow::Result<ExitCode> {
         (Some(data), _) => data.clone().into_bytes(),
         (None, Some(path)) if path.as_os_str() == "-" => {
             let mut bytes = Vec::new();
-            std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes).context("cannot read the body from stdin")?;
+            std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes)
+                .context("cannot read the body from stdin")?;
             bytes
         }
         (None, Some(path)) => match std::fs::read(path) {
@@ -344,14 +363,29 @@ fn verify(common: &Common, args: VerifyArgs) -> anyhow::Result<ExitCode> {
         println!("{}", report::evaluation_json(&delivery, &evaluation, ok));
     } else {
         use checks::status_word as word;
-        println!("signature  {:<8} {}", word(&evaluation.signature.status), evaluation.signature.detail);
-        println!("timestamp  {:<8} {}", word(&evaluation.timestamp.status), evaluation.timestamp.detail);
-        println!("event id   {}", evaluation.event_id.as_deref().unwrap_or("(none found)"));
+        println!(
+            "signature  {:<8} {}",
+            word(&evaluation.signature.status),
+            evaluation.signature.detail
+        );
+        println!(
+            "timestamp  {:<8} {}",
+            word(&evaluation.timestamp.status),
+            evaluation.timestamp.detail
+        );
+        println!(
+            "event id   {}",
+            evaluation.event_id.as_deref().unwrap_or("(none found)")
+        );
         if let Some(t) = &evaluation.event_type {
             println!("event type {t}");
         }
     }
-    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// The path and query of a URL (or of a bare path).
@@ -392,8 +426,14 @@ mod tests {
 
     #[test]
     fn urls_split_into_path_and_query() {
-        assert_eq!(split_url("https://example.com/hooks/a?x=1#f"), ("/hooks/a".into(), "x=1".into()));
-        assert_eq!(split_url("https://example.com"), ("/".into(), String::new()));
+        assert_eq!(
+            split_url("https://example.com/hooks/a?x=1#f"),
+            ("/hooks/a".into(), "x=1".into())
+        );
+        assert_eq!(
+            split_url("https://example.com"),
+            ("/".into(), String::new())
+        );
         assert_eq!(split_url("/hooks?y=2"), ("/hooks".into(), "y=2".into()));
     }
 }

@@ -37,7 +37,9 @@ pub enum ConfigError {
         message: String,
     },
     /// An endpoint names a scheme that is neither a preset nor a `[[scheme]]`.
-    #[error("endpoint {path} uses scheme \"{scheme}\", which is neither a preset ({presets}) nor a [[scheme]] in the config")]
+    #[error(
+        "endpoint {path} uses scheme \"{scheme}\", which is neither a preset ({presets}) nor a [[scheme]] in the config"
+    )]
     UnknownScheme {
         /// The endpoint's path.
         path: String,
@@ -193,7 +195,10 @@ impl Endpoint {
         if prefix.is_empty() {
             return true;
         }
-        path == prefix || path.strip_prefix(prefix).is_some_and(|rest| rest.starts_with('/'))
+        path == prefix
+            || path
+                .strip_prefix(prefix)
+                .is_some_and(|rest| rest.starts_with('/'))
     }
 }
 
@@ -249,7 +254,7 @@ impl Settings {
             endpoints.push(resolve_endpoint(file, config)?);
         }
         if !overrides.is_empty() {
-            endpoints.retain(|e| e.path.trim_end_matches('/') != "");
+            endpoints.retain(|e| !e.path.trim_end_matches('/').is_empty());
             let config = EndpointConfig {
                 path: "/".into(),
                 scheme: overrides.scheme.clone(),
@@ -260,7 +265,10 @@ impl Settings {
             };
             endpoints.push(resolve_endpoint(file, &config)?);
         }
-        if !endpoints.iter().any(|e| e.path.trim_end_matches('/').is_empty()) {
+        if !endpoints
+            .iter()
+            .any(|e| e.path.trim_end_matches('/').is_empty())
+        {
             endpoints.push(Endpoint::catch_all());
         }
         endpoints.sort_by_key(|e| std::cmp::Reverse(e.path.trim_end_matches('/').len()));
@@ -311,11 +319,13 @@ fn resolve_endpoint(file: &ConfigFile, config: &EndpointConfig) -> Result<Endpoi
     }
     let scheme = match &config.scheme {
         None => None,
-        Some(name) => Some(find_scheme(file, name)?.ok_or_else(|| ConfigError::UnknownScheme {
-            path: config.path.clone(),
-            scheme: name.clone(),
-            presets: preset_names(),
-        })?),
+        Some(name) => Some(
+            find_scheme(file, name)?.ok_or_else(|| ConfigError::UnknownScheme {
+                path: config.path.clone(),
+                scheme: name.clone(),
+                presets: preset_names(),
+            })?,
+        ),
     };
     let respond_status = config.respond_status.unwrap_or(200);
     if !(100..=599).contains(&respond_status) {
@@ -368,7 +378,10 @@ pub fn build_scheme(config: &SchemeConfig) -> Result<Scheme, ConfigError> {
         if config.family != Family::HmacBody {
             return Err(ConfigError::InvalidScheme {
                 name: config.name.clone(),
-                reason: format!("encoding is fixed by the {} family", config.family.config_name()),
+                reason: format!(
+                    "encoding is fixed by the {} family",
+                    config.family.config_name()
+                ),
             });
         }
         scheme.encoding = e;
@@ -383,7 +396,10 @@ pub fn build_scheme(config: &SchemeConfig) -> Result<Scheme, ConfigError> {
         if !matches!(config.family, Family::StandardWebhooks | Family::Slack) {
             return Err(ConfigError::InvalidScheme {
                 name: config.name.clone(),
-                reason: format!("the {} family keeps its timestamp in the signature header", config.family.config_name()),
+                reason: format!(
+                    "the {} family keeps its timestamp in the signature header",
+                    config.family.config_name()
+                ),
             });
         }
         scheme.timestamp_header = Some(h.to_ascii_lowercase());
@@ -426,7 +442,8 @@ pub fn save_file(path: &Path, file: &ConfigFile) -> Result<(), ConfigError> {
         path: path.to_path_buf(),
         source,
     };
-    let text = toml::to_string_pretty(file).map_err(|e| write_err(std::io::Error::other(e.to_string())))?;
+    let text = toml::to_string_pretty(file)
+        .map_err(|e| write_err(std::io::Error::other(e.to_string())))?;
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(write_err)?;
     }
@@ -446,7 +463,8 @@ pub fn save_file(path: &Path, file: &ConfigFile) -> Result<(), ConfigError> {
 
 /// The platform data directory (`~/.local/share/hookscope` on Linux).
 pub fn default_data_dir() -> Option<PathBuf> {
-    directories::ProjectDirs::from("dev", "hookscope", "hookscope").map(|d| d.data_dir().to_path_buf())
+    directories::ProjectDirs::from("dev", "hookscope", "hookscope")
+        .map(|d| d.data_dir().to_path_buf())
 }
 
 #[cfg(test)]

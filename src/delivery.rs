@@ -87,7 +87,12 @@ impl Delivery {
 /// Encodes headers into one blob for the store: for each header, a u32 name length, the name,
 /// a u32 value length and the value (little endian). Exact bytes survive the round trip.
 pub fn encode_headers(headers: &[Header]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(headers.iter().map(|h| 8 + h.name.len() + h.value.len()).sum());
+    let mut out = Vec::with_capacity(
+        headers
+            .iter()
+            .map(|h| 8 + h.name.len() + h.value.len())
+            .sum(),
+    );
     for h in headers {
         out.extend_from_slice(&(h.name.len() as u32).to_le_bytes());
         out.extend_from_slice(h.name.as_bytes());

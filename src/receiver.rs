@@ -26,7 +26,9 @@ use crate::store::{NewRecord, StoreWriter, StoredDelivery};
 #[derive(Debug, thiserror::Error)]
 pub enum ReceiverError {
     /// Another program already listens on the port.
-    #[error("port {port} is already in use on {ip}: stop the other program or choose another port (--port 0 picks a free one)")]
+    #[error(
+        "port {port} is already in use on {ip}: stop the other program or choose another port (--port 0 picks a free one)"
+    )]
     PortInUse {
         /// The address.
         ip: IpAddr,
@@ -80,7 +82,9 @@ impl Receiver {
                 ReceiverError::Bind { addr, source }
             }
         })?;
-        listener.set_nonblocking(true).map_err(ReceiverError::Start)?;
+        listener
+            .set_nonblocking(true)
+            .map_err(ReceiverError::Start)?;
         let addr = listener.local_addr().map_err(ReceiverError::Start)?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -106,11 +110,14 @@ impl Receiver {
                         }
                     };
                     let app = Router::new().fallback(handle).with_state(shared);
-                    let served = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
-                        .with_graceful_shutdown(async {
-                            let _ = shutdown_signal.await;
-                        })
-                        .await;
+                    let served = axum::serve(
+                        listener,
+                        app.into_make_service_with_connect_info::<SocketAddr>(),
+                    )
+                    .with_graceful_shutdown(async {
+                        let _ = shutdown_signal.await;
+                    })
+                    .await;
                     if let Err(e) = served {
                         eprintln!("hookscope: the receiver stopped: {e}");
                     }
@@ -198,16 +205,20 @@ async fn read_body(body: Body, limit: usize) -> BodyOutcome {
 }
 
 fn human_size(bytes: usize) -> String {
-    if bytes >= 1024 * 1024 && bytes % (1024 * 1024) == 0 {
+    if bytes >= 1024 * 1024 && bytes.is_multiple_of(1024 * 1024) {
         format!("{} MiB", bytes / (1024 * 1024))
-    } else if bytes >= 1024 && bytes % 1024 == 0 {
+    } else if bytes >= 1024 && bytes.is_multiple_of(1024) {
         format!("{} KiB", bytes / 1024)
     } else {
         format!("{bytes} bytes")
     }
 }
 
-async fn handle(State(shared): State<Arc<Shared>>, ConnectInfo(peer): ConnectInfo<SocketAddr>, request: Request) -> Response {
+async fn handle(
+    State(shared): State<Arc<Shared>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    request: Request,
+) -> Response {
     let started = Instant::now();
     let received_at_ms = now_ms();
     let settings = match shared.settings.read() {
@@ -237,7 +248,11 @@ async fn handle(State(shared): State<Arc<Shared>>, ConnectInfo(peer): ConnectInf
             (bytes, size, true, None, None)
         }
         BodyOutcome::TooLarge { seen, declared } => {
-            let size_text = if declared { format!("{seen} bytes") } else { format!("at least {seen} bytes") };
+            let size_text = if declared {
+                format!("{seen} bytes")
+            } else {
+                format!("at least {seen} bytes")
+            };
             (
                 Vec::new(),
                 seen,
@@ -280,7 +295,11 @@ async fn handle(State(shared): State<Arc<Shared>>, ConnectInfo(peer): ConnectInf
     };
     let evaluation = checks::evaluate(&delivery, &endpoint, received_at_ms.div_euclid(1000));
     let status = forced_status.unwrap_or(endpoint.respond_status);
-    let delay_ms = if forced_status.is_some() { 0 } else { endpoint.respond_delay_ms };
+    let delay_ms = if forced_status.is_some() {
+        0
+    } else {
+        endpoint.respond_delay_ms
+    };
     let record = NewRecord {
         delivery,
         endpoint: endpoint.path.clone(),
@@ -293,7 +312,10 @@ async fn handle(State(shared): State<Arc<Shared>>, ConnectInfo(peer): ConnectInf
         Ok(stored) => stored,
         Err(e) => {
             // Not stored means not acknowledged: a 5xx makes the sender retry later.
-            eprintln!("hookscope: a delivery to {} could not be stored: {e}", parts.uri.path());
+            eprintln!(
+                "hookscope: a delivery to {} could not be stored: {e}",
+                parts.uri.path()
+            );
             return (
                 StatusCode::SERVICE_UNAVAILABLE,
                 format!("hookscope could not store this delivery: {e}\n"),
@@ -311,13 +333,18 @@ async fn handle(State(shared): State<Arc<Shared>>, ConnectInfo(peer): ConnectInf
     }
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
     let body = if status == StatusCode::PAYLOAD_TOO_LARGE {
-        format!("{{\"error\":\"body over the {} limit\",\"delivery_id\":{id}}}\n", human_size(limit))
+        format!(
+            "{{\"error\":\"body over the {} limit\",\"delivery_id\":{id}}}\n",
+            human_size(limit)
+        )
     } else {
         format!("{{\"received\":true,\"delivery_id\":{id}}}\n")
     };
     let mut response = (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
     if let Ok(value) = HeaderValue::from_str(&id.to_string()) {
-        response.headers_mut().insert("x-hookscope-delivery-id", value);
+        response
+            .headers_mut()
+            .insert("x-hookscope-delivery-id", value);
     }
     response
 }

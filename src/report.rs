@@ -105,7 +105,11 @@ pub fn human_lines(stored: &StoredDelivery) -> String {
         .map(|s| format!("({s:+}s)"))
         .unwrap_or_default();
     let dup = status_word(&checks.duplicate.status);
-    let query = if d.query.is_empty() { String::new() } else { format!("?{}", d.query) };
+    let query = if d.query.is_empty() {
+        String::new()
+    } else {
+        format!("?{}", d.query)
+    };
     let mut out = format!(
         "#{id} {clock} {method} {path}{query} {scheme} event={event} type={etype} sig:{sig} ts:{ts}{skew} dup:{dup} -> {status} ({size} B)",
         id = stored.id,
@@ -122,7 +126,10 @@ pub fn human_lines(stored: &StoredDelivery) -> String {
     if checks.signature.status == SignatureStatus::Fail {
         out.push_str(&format!("\n    signature: {}", checks.signature.detail));
     }
-    if matches!(checks.timestamp.status, TimestampStatus::Fail | TimestampStatus::Warn) {
+    if matches!(
+        checks.timestamp.status,
+        TimestampStatus::Fail | TimestampStatus::Warn
+    ) {
         out.push_str(&format!("\n    timestamp: {}", checks.timestamp.detail));
     }
     if let Some(note) = &stored.note {

@@ -115,7 +115,15 @@ impl Secret {
     /// A masked form safe to show: the `whsec_` style prefix and the last two characters.
     pub fn masked(&self) -> String {
         let prefix = self.0.find('_').map(|i| &self.0[..=i]).unwrap_or("");
-        let tail: String = self.0.chars().rev().take(2).collect::<Vec<_>>().into_iter().rev().collect();
+        let tail: String = self
+            .0
+            .chars()
+            .rev()
+            .take(2)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
         if self.0.chars().count() <= 6 {
             return format!("{prefix}…");
         }
@@ -133,7 +141,9 @@ impl fmt::Debug for Secret {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KeyError {
     /// A Standard Webhooks secret must be base64 after the optional `whsec_` prefix.
-    #[error("the secret is not valid base64 after the `whsec_` prefix, as Standard Webhooks keys must be")]
+    #[error(
+        "the secret is not valid base64 after the `whsec_` prefix, as Standard Webhooks keys must be"
+    )]
     NotBase64,
     /// An empty secret cannot authenticate anything.
     #[error("the secret is empty")]
@@ -219,7 +229,9 @@ impl Scheme {
     /// Looks up a preset by name (`standard-webhooks`, `svix`, `stripe`, `github`, `shopify`,
     /// `slack`, `paddle`).
     pub fn preset(name: &str) -> Option<Scheme> {
-        presets().into_iter().find(|s| s.name.eq_ignore_ascii_case(name))
+        presets()
+            .into_iter()
+            .find(|s| s.name.eq_ignore_ascii_case(name))
     }
 
     /// Derives the HMAC key from a secret, as this family's official libraries do.
@@ -335,7 +347,10 @@ impl Scheme {
             },
             Family::HmacBody => {
                 let Some(encoded) = text.strip_prefix(self.prefix.as_str()) else {
-                    return Err(malformed(&format!("it does not start with `{}`", self.prefix)));
+                    return Err(malformed(&format!(
+                        "it does not start with `{}`",
+                        self.prefix
+                    )));
                 };
                 let decoded = match self.encoding {
                     Encoding::Hex => decode_hex(encoded),
@@ -376,7 +391,11 @@ impl Scheme {
                 // A timestamp is still worth reporting when the signatures are broken, so read it
                 // leniently rather than through `parse_header`.
                 let text = std::str::from_utf8(value).ok()?;
-                let (separator, key) = if self.family == Family::Stripe { (',', "t=") } else { (';', "ts=") };
+                let (separator, key) = if self.family == Family::Stripe {
+                    (',', "t=")
+                } else {
+                    (';', "ts=")
+                };
                 text.split(separator)
                     .find_map(|e| e.trim().strip_prefix(key))
                     .map(|s| s.trim().to_string())
@@ -398,7 +417,10 @@ impl Scheme {
             match self.event_id_from_headers(delivery) {
                 Some(id) => id.to_string(),
                 None => {
-                    let name = self.event_id_header.clone().unwrap_or_else(|| "event id".into());
+                    let name = self
+                        .event_id_header
+                        .clone()
+                        .unwrap_or_else(|| "event id".into());
                     return Verification::MissingInput(HeaderError::Missing(name));
                 }
             }
@@ -406,10 +428,17 @@ impl Scheme {
             String::new()
         };
         let timestamp = if self.signs_timestamp() {
-            match parsed.timestamp.clone().or_else(|| self.timestamp_text(delivery)) {
+            match parsed
+                .timestamp
+                .clone()
+                .or_else(|| self.timestamp_text(delivery))
+            {
                 Some(ts) => ts,
                 None => {
-                    let name = self.timestamp_header.clone().unwrap_or_else(|| self.signature_header.clone());
+                    let name = self
+                        .timestamp_header
+                        .clone()
+                        .unwrap_or_else(|| self.signature_header.clone());
                     return Verification::MissingInput(HeaderError::Missing(name));
                 }
             }
@@ -484,11 +513,17 @@ impl Scheme {
                 .collect::<Vec<_>>()
                 .join(" "),
             Family::Stripe => {
-                let sigs: Vec<String> = macs.iter().map(|m| format!("v1={}", hex::encode(m))).collect();
+                let sigs: Vec<String> = macs
+                    .iter()
+                    .map(|m| format!("v1={}", hex::encode(m)))
+                    .collect();
                 format!("t={ts},{}", sigs.join(","))
             }
             Family::Paddle => {
-                let sigs: Vec<String> = macs.iter().map(|m| format!("h1={}", hex::encode(m))).collect();
+                let sigs: Vec<String> = macs
+                    .iter()
+                    .map(|m| format!("h1={}", hex::encode(m)))
+                    .collect();
                 format!("ts={ts};{}", sigs.join(";"))
             }
             Family::Slack => format!("v0={}", hex::encode(first)),
@@ -650,7 +685,9 @@ mod tests {
     fn signing_then_verifying_round_trips_for_every_preset() {
         for scheme in presets() {
             let secrets = [Secret::new("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")];
-            let headers = scheme.sign(&secrets, "evt_1", 1_700_000_000, b"{\"a\":1}").expect("sign");
+            let headers = scheme
+                .sign(&secrets, "evt_1", 1_700_000_000, b"{\"a\":1}")
+                .expect("sign");
             let delivery = Delivery {
                 received_at_ms: 0,
                 method: "POST".into(),
@@ -663,7 +700,10 @@ mod tests {
                 remote_addr: None,
             };
             assert!(
-                matches!(scheme.verify(&delivery, &secrets), Verification::Verified { .. }),
+                matches!(
+                    scheme.verify(&delivery, &secrets),
+                    Verification::Verified { .. }
+                ),
                 "{} did not verify its own signature",
                 scheme.name
             );

@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, OpenFlags, OptionalExtension as _, params};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::checks::{Checks, DuplicateCheck, DuplicateStatus, Evaluation, JobRef, SignatureStatus, status_word};
+use crate::checks::{
+    Checks, DuplicateCheck, DuplicateStatus, Evaluation, JobRef, SignatureStatus, status_word,
+};
 use crate::delivery::{Delivery, decode_headers, encode_headers};
 
 /// How many pending writes the channel holds before senders wait.
@@ -73,7 +75,9 @@ pub enum StoreError {
         source: rusqlite::Error,
     },
     /// The file was written by a newer hookscope.
-    #[error("the store {path} has schema version {found}, newer than this hookscope supports ({supported}); upgrade hookscope or use another --data-dir")]
+    #[error(
+        "the store {path} has schema version {found}, newer than this hookscope supports ({supported}); upgrade hookscope or use another --data-dir"
+    )]
     NewerSchema {
         /// The database file.
         path: PathBuf,
@@ -244,13 +248,18 @@ fn open_connection(path: &Path, read_only: bool) -> Result<Connection, StoreErro
     let flags = if read_only {
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
     } else {
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
     };
     let conn = Connection::open_with_flags(path, flags).map_err(open_err)?;
-    conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(open_err)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(open_err)?;
     if !read_only {
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(open_err)?;
-        conn.pragma_update(None, "synchronous", "FULL").map_err(open_err)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(open_err)?;
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(open_err)?;
     }
     Ok(conn)
 }
@@ -274,7 +283,8 @@ fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {
     for (index, sql) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
         let tx = conn.unchecked_transaction().map_err(open_err)?;
         tx.execute_batch(sql).map_err(open_err)?;
-        tx.pragma_update(None, "user_version", (index + 1) as i64).map_err(open_err)?;
+        tx.pragma_update(None, "user_version", (index + 1) as i64)
+            .map_err(open_err)?;
         tx.commit().map_err(open_err)?;
     }
     Ok(())
@@ -310,7 +320,10 @@ fn writer_loop(mut conn: Connection, mut receiver: mpsc::Receiver<WriteJob>) {
     }
 }
 
-fn write_batch(conn: &mut Connection, records: &[&NewRecord]) -> Result<Vec<StoredDelivery>, rusqlite::Error> {
+fn write_batch(
+    conn: &mut Connection,
+    records: &[&NewRecord],
+) -> Result<Vec<StoredDelivery>, rusqlite::Error> {
     let tx = conn.transaction()?;
     let mut stored = Vec::with_capacity(records.len());
     {
@@ -324,9 +337,13 @@ fn write_batch(conn: &mut Connection, records: &[&NewRecord]) -> Result<Vec<Stor
             "UPDATE event_ids SET seen = seen + 1 WHERE endpoint = ?1 AND event_id = ?2
              RETURNING first_delivery_id, seen - 1",
         )?;
-        let mut add_event =
-            tx.prepare_cached("INSERT INTO event_ids (endpoint, event_id, first_delivery_id) VALUES (?1, ?2, ?3)")?;
-        let next_id: i64 = tx.query_row("SELECT COALESCE(MAX(id), 0) + 1 FROM deliveries", [], |r| r.get(0))?;
+        let mut add_event = tx.prepare_cached(
+            "INSERT INTO event_ids (endpoint, event_id, first_delivery_id) VALUES (?1, ?2, ?3)",
+        )?;
+        let next_id: i64 =
+            tx.query_row("SELECT COALESCE(MAX(id), 0) + 1 FROM deliveries", [], |r| {
+                r.get(0)
+            })?;
         for (offset, record) in records.iter().enumerate() {
             let id = next_id + offset as i64;
             let evaluation = &record.evaluation;
@@ -334,7 +351,9 @@ fn write_batch(conn: &mut Connection, records: &[&NewRecord]) -> Result<Vec<Stor
                 None => DuplicateCheck::skipped(),
                 Some(event_id) => {
                     let seen: Option<(i64, i64)> = find_event
-                        .query_row(params![record.endpoint, event_id], |r| Ok((r.get(0)?, r.get(1)?)))
+                        .query_row(params![record.endpoint, event_id], |r| {
+                            Ok((r.get(0)?, r.get(1)?))
+                        })
                         .optional()?;
                     match seen {
                         Some((first_id, seen_before)) => {
@@ -359,8 +378,8 @@ fn write_batch(conn: &mut Connection, records: &[&NewRecord]) -> Result<Vec<Stor
                 timestamp: evaluation.timestamp.clone(),
                 duplicate,
             };
-            let checks_json =
-                serde_json::to_string(&checks).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+            let checks_json = serde_json::to_string(&checks)
+                .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
             let d = &record.delivery;
             insert.execute(params![
                 id,
@@ -437,23 +456,32 @@ impl Reader {
 
     /// How many deliveries the store holds.
     pub fn count(&self) -> Result<i64, StoreError> {
-        Ok(self.conn.query_row("SELECT COUNT(*) FROM deliveries", [], |r| r.get(0))?)
+        Ok(self
+            .conn
+            .query_row("SELECT COUNT(*) FROM deliveries", [], |r| r.get(0))?)
     }
 
     /// The newest deliveries first, at most `limit`, older than `before_id` when given.
-    pub fn list(&self, limit: usize, before_id: Option<i64>) -> Result<Vec<StoredDelivery>, StoreError> {
+    pub fn list(
+        &self,
+        limit: usize,
+        before_id: Option<i64>,
+    ) -> Result<Vec<StoredDelivery>, StoreError> {
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {SELECT_COLUMNS} FROM deliveries WHERE id < ?1 ORDER BY id DESC LIMIT ?2"
         ))?;
-        let rows = stmt.query_map(params![before_id.unwrap_or(i64::MAX), limit as i64], read_row)?;
+        let rows = stmt.query_map(
+            params![before_id.unwrap_or(i64::MAX), limit as i64],
+            read_row,
+        )?;
         rows.map(|r| r?).collect()
     }
 
     /// One delivery by id.
     pub fn get(&self, id: i64) -> Result<Option<StoredDelivery>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(&format!("SELECT {SELECT_COLUMNS} FROM deliveries WHERE id = ?1"))?;
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {SELECT_COLUMNS} FROM deliveries WHERE id = ?1"
+        ))?;
         match stmt.query_row(params![id], read_row).optional()? {
             Some(row) => Ok(Some(row?)),
             None => Ok(None),
@@ -471,11 +499,16 @@ impl Reader {
 
     /// Runs `PRAGMA integrity_check`; `Ok(())` when SQLite answers `ok`.
     pub fn integrity_check(&self) -> Result<(), StoreError> {
-        let answer: String = self.conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+        let answer: String = self
+            .conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
         if answer == "ok" {
             Ok(())
         } else {
-            Err(StoreError::Damaged { id: 0, what: answer })
+            Err(StoreError::Damaged {
+                id: 0,
+                what: answer,
+            })
         }
     }
 }
@@ -540,7 +573,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("store.sqlite");
         let conn = Connection::open(&path).expect("open");
-        conn.pragma_update(None, "user_version", 99).expect("set version");
+        conn.pragma_update(None, "user_version", 99)
+            .expect("set version");
         drop(conn);
         let err = Store::open(&path).expect_err("newer schema");
         assert!(err.to_string().contains("schema version 99"), "{err}");

@@ -17,7 +17,9 @@ fn signed_request(
     body: &[u8],
 ) -> reqwest::RequestBuilder {
     let scheme = Scheme::preset("standard-webhooks").expect("preset");
-    let headers = scheme.sign(&[Secret::new(SECRET)], event_id, now_secs(), body).expect("signs");
+    let headers = scheme
+        .sign(&[Secret::new(SECRET)], event_id, now_secs(), body)
+        .expect("signs");
     let mut request = client.post(url).body(body.to_vec());
     for h in headers {
         request = request.header(h.name, h.value);
@@ -36,13 +38,18 @@ fn runtime() -> tokio::runtime::Runtime {
 #[test]
 fn signed_delivery_passes_and_a_flipped_signature_fails_with_a_sentence() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut listener = Listener::start(dir.path(), &["--scheme", "standard-webhooks", "--secret", SECRET]);
+    let mut listener = Listener::start(
+        dir.path(),
+        &["--scheme", "standard-webhooks", "--secret", SECRET],
+    );
     let url = format!("{}/hooks/ocr?batch=7", listener.base_url);
     let body = br#"{"type":"job.completed","data":{"job_id":"job_8f3a1c2b","status":"completed"}}"#;
     let rt = runtime();
     let client = reqwest::Client::new();
 
-    let response = rt.block_on(signed_request(&client, &url, "msg_1", body).send()).expect("post");
+    let response = rt
+        .block_on(signed_request(&client, &url, "msg_1", body).send())
+        .expect("post");
     assert_eq!(response.status(), 200);
     let line = listener.next_json();
     assert_eq!(line["checks"]["signature"]["status"], "pass", "{line}");
@@ -58,7 +65,9 @@ fn signed_delivery_passes_and_a_flipped_signature_fails_with_a_sentence() {
 
     // Flip one character of the signature: same event id, so also a duplicate.
     let scheme = Scheme::preset("standard-webhooks").expect("preset");
-    let mut headers = scheme.sign(&[Secret::new(SECRET)], "msg_2", now_secs(), body).expect("signs");
+    let mut headers = scheme
+        .sign(&[Secret::new(SECRET)], "msg_2", now_secs(), body)
+        .expect("signs");
     for h in &mut headers {
         if h.name == "webhook-signature" {
             h.value[5] = if h.value[5] == b'A' { b'B' } else { b'A' };
@@ -69,18 +78,30 @@ fn signed_delivery_passes_and_a_flipped_signature_fails_with_a_sentence() {
         request = request.header(h.name, h.value);
     }
     let response = rt.block_on(request.send()).expect("post");
-    assert_eq!(response.status(), 200, "hookscope answers its configured status even to a bad signature");
+    assert_eq!(
+        response.status(),
+        200,
+        "hookscope answers its configured status even to a bad signature"
+    );
     let line = listener.next_json();
     assert_eq!(line["checks"]["signature"]["status"], "fail", "{line}");
-    let detail = line["checks"]["signature"]["detail"].as_str().expect("detail");
-    assert!(detail.contains("No Standard Webhooks signature matches") && detail.contains("secret"), "{detail}");
+    let detail = line["checks"]["signature"]["detail"]
+        .as_str()
+        .expect("detail");
+    assert!(
+        detail.contains("No Standard Webhooks signature matches") && detail.contains("secret"),
+        "{detail}"
+    );
 
     // The store holds both, with the exact body bytes.
     let reader = Reader::open(&listener.store_path()).expect("store");
     let rows = reader.list(10, None).expect("list");
     assert_eq!(rows.len(), 2);
     assert!(rows.iter().all(|r| r.delivery.body == body));
-    assert_eq!(rows[0].checks.signature.status, hookscope::checks::SignatureStatus::Fail);
+    assert_eq!(
+        rows[0].checks.signature.status,
+        hookscope::checks::SignatureStatus::Fail
+    );
 
     // `list --json` prints the same shape from the store.
     let out = run(dir.path(), &["list", "--json", "--limit", "1"]);
@@ -92,15 +113,25 @@ fn signed_delivery_passes_and_a_flipped_signature_fails_with_a_sentence() {
 #[test]
 fn fifty_concurrent_retries_of_one_event_yield_exactly_one_first() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut listener = Listener::start(dir.path(), &["--scheme", "standard-webhooks", "--secret", SECRET]);
+    let mut listener = Listener::start(
+        dir.path(),
+        &["--scheme", "standard-webhooks", "--secret", SECRET],
+    );
     let url = format!("{}/hooks", listener.base_url);
     let rt = runtime();
     let client = reqwest::Client::new();
     let statuses = rt.block_on(async {
         let mut tasks = Vec::new();
         for attempt in 0..50 {
-            let request = signed_request(&client, &url, "evt_same", format!("{{\"attempt\":{attempt}}}").as_bytes());
-            tasks.push(tokio::spawn(async move { request.send().await.map(|r| r.status().as_u16()) }));
+            let request = signed_request(
+                &client,
+                &url,
+                "evt_same",
+                format!("{{\"attempt\":{attempt}}}").as_bytes(),
+            );
+            tasks.push(tokio::spawn(async move {
+                request.send().await.map(|r| r.status().as_u16())
+            }));
         }
         let mut statuses = Vec::new();
         for t in tasks {
@@ -110,19 +141,36 @@ fn fifty_concurrent_retries_of_one_event_yield_exactly_one_first() {
     });
     assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
     let lines: Vec<serde_json::Value> = (0..50).map(|_| listener.next_json()).collect();
-    let firsts = lines.iter().filter(|l| l["checks"]["duplicate"]["status"] == "first").count();
+    let firsts = lines
+        .iter()
+        .filter(|l| l["checks"]["duplicate"]["status"] == "first")
+        .count();
     assert_eq!(firsts, 1);
     let reader = Reader::open(&listener.store_path()).expect("store");
     assert_eq!(reader.count().expect("count"), 50);
-    assert_eq!(reader.count_duplicates(DuplicateStatus::First).expect("firsts"), 1);
-    assert_eq!(reader.count_duplicates(DuplicateStatus::Duplicate).expect("dups"), 49);
+    assert_eq!(
+        reader
+            .count_duplicates(DuplicateStatus::First)
+            .expect("firsts"),
+        1
+    );
+    assert_eq!(
+        reader
+            .count_duplicates(DuplicateStatus::Duplicate)
+            .expect("dups"),
+        49
+    );
     // Every duplicate points at the one first delivery.
     let first_id = lines
         .iter()
         .find(|l| l["checks"]["duplicate"]["status"] == "first")
         .map(|l| l["id"].clone())
         .expect("first");
-    assert!(lines.iter().all(|l| l["checks"]["duplicate"]["first_id"] == first_id));
+    assert!(
+        lines
+            .iter()
+            .all(|l| l["checks"]["duplicate"]["first_id"] == first_id)
+    );
 }
 
 #[test]
@@ -135,23 +183,42 @@ fn acknowledged_delivery_survives_sigkill_right_after_the_response() {
     let rt = runtime();
     let client = reqwest::Client::new();
     let response = rt
-        .block_on(client.post(&url).header("x-event-id", "evt_kill").body(body.clone()).send())
+        .block_on(
+            client
+                .post(&url)
+                .header("x-event-id", "evt_kill")
+                .body(body.clone())
+                .send(),
+        )
         .expect("post");
     assert_eq!(response.status(), 200);
-    let id: i64 = response.headers()["x-hookscope-delivery-id"].to_str().expect("id").parse().expect("number");
+    let id: i64 = response.headers()["x-hookscope-delivery-id"]
+        .to_str()
+        .expect("id")
+        .parse()
+        .expect("number");
     listener.child.kill().expect("SIGKILL");
     listener.child.wait().expect("reaped");
 
     let reader = Reader::open(&listener.store_path()).expect("store reopens");
     reader.integrity_check().expect("integrity_check says ok");
-    let stored = reader.get(id).expect("query").expect("the acknowledged delivery is on disk");
+    let stored = reader
+        .get(id)
+        .expect("query")
+        .expect("the acknowledged delivery is on disk");
     assert_eq!(stored.delivery.body, body);
     assert_eq!(stored.event_id.as_deref(), Some("evt_kill"));
 
     // A restarted receiver on the same store continues the numbering and the duplicate index.
     let mut again = Listener::start(dir.path(), &[]);
     let response = rt
-        .block_on(client.post(format!("{}/hooks/render", again.base_url)).header("x-event-id", "evt_kill").body("retry").send())
+        .block_on(
+            client
+                .post(format!("{}/hooks/render", again.base_url))
+                .header("x-event-id", "evt_kill")
+                .body("retry")
+                .send(),
+        )
         .expect("post");
     assert_eq!(response.status(), 200);
     let line = again.next_json();
@@ -163,34 +230,54 @@ fn acknowledged_delivery_survives_sigkill_right_after_the_response() {
 #[test]
 fn body_over_the_limit_gets_413_and_is_still_recorded_with_its_size() {
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("config.toml"), "[receiver]\nbody_limit_bytes = 1024\n").expect("config");
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[receiver]\nbody_limit_bytes = 1024\n",
+    )
+    .expect("config");
     let mut listener = Listener::start(dir.path(), &[]);
     let rt = runtime();
     let client = reqwest::Client::new();
     let url = format!("{}/big", listener.base_url);
 
-    let at_limit = rt.block_on(client.post(&url).body(vec![b'a'; 1024]).send()).expect("post");
+    let at_limit = rt
+        .block_on(client.post(&url).body(vec![b'a'; 1024]).send())
+        .expect("post");
     assert_eq!(at_limit.status(), 200);
     let line = listener.next_json();
     assert_eq!(line["body_size"], 1024);
     assert_eq!(line["body_complete"], true);
 
-    let over = rt.block_on(client.post(&url).body(vec![b'a'; 5000]).send()).expect("post");
+    let over = rt
+        .block_on(client.post(&url).body(vec![b'a'; 5000]).send())
+        .expect("post");
     assert_eq!(over.status(), 413);
     let line = listener.next_json();
     assert_eq!(line["body_size"], 5000);
     assert_eq!(line["body_complete"], false);
     assert_eq!(line["response"]["status"], 413);
-    assert!(line["note"].as_str().expect("note").contains("over the 1 KiB limit"), "{line}");
+    assert!(
+        line["note"]
+            .as_str()
+            .expect("note")
+            .contains("over the 1 KiB limit"),
+        "{line}"
+    );
 
     // A chunked body (no Content-Length) is cut off at the limit as well.
-    let chunks: Vec<Result<Vec<u8>, std::io::Error>> = (0..8).map(|_| Ok(vec![b'b'; 512])).collect();
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
+        (0..8).map(|_| Ok(vec![b'b'; 512])).collect();
     let stream = reqwest::Body::wrap_stream(futures_stream(chunks));
-    let chunked = rt.block_on(client.post(&url).body(stream).send()).expect("post");
+    let chunked = rt
+        .block_on(client.post(&url).body(stream).send())
+        .expect("post");
     assert_eq!(chunked.status(), 413);
     let line = listener.next_json();
     assert_eq!(line["body_complete"], false);
-    assert!(line["note"].as_str().expect("note").contains("at least"), "{line}");
+    assert!(
+        line["note"].as_str().expect("note").contains("at least"),
+        "{line}"
+    );
 }
 
 fn futures_stream(
@@ -220,7 +307,10 @@ fn without_a_scheme_the_scheme_is_detected_and_timestamp_and_duplicate_still_run
         .block_on(
             client
                 .post(format!("{}/stripe", listener.base_url))
-                .header("Stripe-Signature", format!("t={stale},v1={}", "ab".repeat(32)))
+                .header(
+                    "Stripe-Signature",
+                    format!("t={stale},v1={}", "ab".repeat(32)),
+                )
                 .body(r#"{"id":"evt_9","type":"invoice.paid"}"#)
                 .send(),
         )
@@ -229,8 +319,13 @@ fn without_a_scheme_the_scheme_is_detected_and_timestamp_and_duplicate_still_run
     let line = listener.next_json();
     assert_eq!(line["scheme"], "stripe");
     assert_eq!(line["checks"]["signature"]["status"], "skipped");
-    let detail = line["checks"]["signature"]["detail"].as_str().expect("detail");
-    assert!(detail.contains("Looks like Stripe") && detail.contains("secret"), "{detail}");
+    let detail = line["checks"]["signature"]["detail"]
+        .as_str()
+        .expect("detail");
+    assert!(
+        detail.contains("Looks like Stripe") && detail.contains("secret"),
+        "{detail}"
+    );
     assert_eq!(line["checks"]["timestamp"]["status"], "fail");
     assert_eq!(line["checks"]["duplicate"]["status"], "first");
     assert_eq!(line["event_id"], "evt_9");
@@ -248,7 +343,14 @@ fn configured_status_and_delay_are_applied_after_the_commit() {
     let rt = runtime();
     let client = reqwest::Client::new();
     let started = std::time::Instant::now();
-    let response = rt.block_on(client.put(format!("{}/slow/x", listener.base_url)).body("{}").send()).expect("send");
+    let response = rt
+        .block_on(
+            client
+                .put(format!("{}/slow/x", listener.base_url))
+                .body("{}")
+                .send(),
+        )
+        .expect("send");
     assert_eq!(response.status(), 503);
     assert!(started.elapsed() >= std::time::Duration::from_millis(300));
     let line = listener.next_json();
@@ -256,7 +358,9 @@ fn configured_status_and_delay_are_applied_after_the_commit() {
     assert_eq!(line["endpoint"], "/slow");
     assert_eq!(line["response"]["status"], 503);
     // Other paths fall through to the catch-all.
-    let other = rt.block_on(client.get(format!("{}/fast", listener.base_url)).send()).expect("send");
+    let other = rt
+        .block_on(client.get(format!("{}/fast", listener.base_url)).send())
+        .expect("send");
     assert_eq!(other.status(), 200);
 }
 
@@ -269,20 +373,33 @@ fn port_in_use_is_one_line_naming_the_port() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
-    assert!(stderr.contains(&format!("port {port} is already in use")), "{stderr}");
+    assert!(
+        stderr.contains(&format!("port {port} is already in use")),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn binding_beyond_loopback_prints_a_warning() {
     let dir = tempfile::tempdir().expect("tempdir");
     let listener = Listener::start(dir.path(), &["--bind", "0.0.0.0"]);
-    assert!(listener.stderr_head.contains("warning: listening on 0.0.0.0"), "{}", listener.stderr_head);
+    assert!(
+        listener
+            .stderr_head
+            .contains("warning: listening on 0.0.0.0"),
+        "{}",
+        listener.stderr_head
+    );
 }
 
 #[test]
 fn a_broken_config_is_a_clear_error_not_a_crash() {
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("config.toml"), "[[endpoint]]\npath = \"/x\"\nscheme = \"stirpe\"\n").expect("config");
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[[endpoint]]\npath = \"/x\"\nscheme = \"stirpe\"\n",
+    )
+    .expect("config");
     let out = run(dir.path(), &["listen", "--port", "0"]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -52,7 +52,10 @@ impl Listener {
         let base_url = loop {
             let mut line = String::new();
             let n = stderr.read_line(&mut line).expect("read stderr");
-            assert!(n > 0 && Instant::now() < deadline, "listen exited early: {head}");
+            assert!(
+                n > 0 && Instant::now() < deadline,
+                "listen exited early: {head}"
+            );
             head.push_str(&line);
             if let Some(url) = line.trim().strip_prefix("listening on ") {
                 break url.to_string();
@@ -68,7 +71,11 @@ impl Listener {
                 }
             })
             .expect("drain thread");
-        let port = base_url.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port in url");
+        let port = base_url
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("port in url");
         let stdout = BufReader::new(child.stdout.take().expect("stdout"));
         Listener {
             child,

@@ -87,6 +87,21 @@ pub struct ConfigFile {
     /// Endpoints by path prefix.
     #[serde(default, rename = "endpoint", skip_serializing_if = "Vec::is_empty")]
     pub endpoints: Vec<EndpointConfig>,
+    /// How much history to keep.
+    #[serde(default)]
+    pub retention: RetentionSection,
+}
+
+/// `[retention]`: how much history to keep (default: everything).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetentionSection {
+    /// Delete deliveries older than this many days.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_days: Option<u32>,
+    /// Keep at most this many deliveries (the newest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_deliveries: Option<u64>,
 }
 
 /// `[receiver]`: where to listen and how much to accept.

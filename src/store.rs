@@ -16,6 +16,7 @@ use crate::checks::{
     Checks, DuplicateCheck, DuplicateStatus, Evaluation, JobRef, SignatureStatus, status_word,
 };
 use crate::delivery::{Delivery, decode_headers, encode_headers};
+use crate::filter::Filter;
 
 /// How many pending writes the channel holds before senders wait.
 const WRITE_QUEUE: usize = 4096;
@@ -58,9 +59,19 @@ const MIGRATIONS: &[&str] = &[
         seen INTEGER NOT NULL DEFAULT 1,
         PRIMARY KEY (endpoint, event_id)
     ) WITHOUT ROWID;
-    CREATE INDEX deliveries_event_id ON deliveries(event_id);
-    CREATE INDEX deliveries_job_id ON deliveries(job_id);
-    CREATE INDEX deliveries_sig_status ON deliveries(sig_status, id);",
+    -- Narrow indexes ending in id, so that a filtered page is an index range walked in id order.
+    CREATE INDEX deliveries_by_id ON deliveries(id);
+    CREATE INDEX deliveries_event_id ON deliveries(event_id, id);
+    CREATE INDEX deliveries_job_id ON deliveries(job_id, id);
+    CREATE INDEX deliveries_event_type ON deliveries(event_type, id);
+    CREATE INDEX deliveries_path ON deliveries(path, id);
+    CREATE INDEX deliveries_sig_status ON deliveries(sig_status, id);
+    CREATE INDEX deliveries_ts_status ON deliveries(ts_status, id);
+    CREATE INDEX deliveries_dup_status ON deliveries(dup_status, id);
+    CREATE INDEX deliveries_received_at ON deliveries(received_at_ms);
+    -- Free text over path, headers and the first 64 KiB of text bodies; contentless, so the
+    -- text is not stored twice.
+    CREATE VIRTUAL TABLE deliveries_fts USING fts5(path, headers, body, content='', contentless_delete=1);",
 ];
 
 /// Errors from the store.
@@ -149,9 +160,44 @@ pub struct StoredDelivery {
     pub note: Option<String>,
 }
 
-struct WriteJob {
-    record: NewRecord,
-    reply: oneshot::Sender<Result<StoredDelivery, StoreError>>,
+enum WriteJob {
+    Insert {
+        record: NewRecord,
+        reply: oneshot::Sender<Result<StoredDelivery, StoreError>>,
+    },
+    Maintain {
+        task: Maintenance,
+        reply: oneshot::Sender<Result<usize, StoreError>>,
+    },
+}
+
+/// Changes to stored deliveries other than new ones.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Maintenance {
+    /// Replaces a delivery's signature and timestamp verdicts (after its endpoint changed).
+    Recheck {
+        /// The delivery.
+        id: i64,
+        /// The scheme now used or detected.
+        scheme: Option<String>,
+        /// The new signature verdict.
+        signature: crate::checks::SignatureCheck,
+        /// The new timestamp verdict.
+        timestamp: crate::checks::TimestampCheck,
+    },
+    /// Deletes deliveries by id.
+    Delete(Vec<i64>),
+    /// Deletes every delivery.
+    Clear,
+    /// Deletes deliveries older than `max_age_ms` before now, and the oldest beyond `max_count`.
+    Retain {
+        /// Keep deliveries received within this many milliseconds.
+        max_age_ms: Option<i64>,
+        /// Keep at most this many deliveries.
+        max_count: Option<i64>,
+        /// The current time, in Unix milliseconds.
+        now_ms: i64,
+    },
 }
 
 /// The store: a path and the channel to its writer thread.
@@ -224,17 +270,26 @@ impl StoreWriter {
     pub async fn insert(&self, record: NewRecord) -> Result<StoredDelivery, StoreError> {
         let (reply, answer) = oneshot::channel();
         self.sender
-            .send(WriteJob { record, reply })
+            .send(WriteJob::Insert { record, reply })
             .await
             .map_err(|_| StoreError::WriterGone)?;
         answer.await.map_err(|_| StoreError::WriterGone)?
+    }
+
+    /// Applies a maintenance task; returns how many deliveries it touched.
+    pub fn maintain_blocking(&self, task: Maintenance) -> Result<usize, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.sender
+            .blocking_send(WriteJob::Maintain { task, reply })
+            .map_err(|_| StoreError::WriterGone)?;
+        answer.blocking_recv().map_err(|_| StoreError::WriterGone)?
     }
 
     /// The same as [`StoreWriter::insert`], for code outside the async runtime.
     pub fn insert_blocking(&self, record: NewRecord) -> Result<StoredDelivery, StoreError> {
         let (reply, answer) = oneshot::channel();
         self.sender
-            .blocking_send(WriteJob { record, reply })
+            .blocking_send(WriteJob::Insert { record, reply })
             .map_err(|_| StoreError::WriterGone)?;
         answer.blocking_recv().map_err(|_| StoreError::WriterGone)?
     }
@@ -291,33 +346,123 @@ fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {
 }
 
 fn writer_loop(mut conn: Connection, mut receiver: mpsc::Receiver<WriteJob>) {
-    while let Some(first) = receiver.blocking_recv() {
-        let mut batch = vec![first];
+    let mut pending = None;
+    loop {
+        let Some(first) = pending.take().or_else(|| receiver.blocking_recv()) else {
+            break;
+        };
+        let (record, reply) = match first {
+            WriteJob::Insert { record, reply } => (record, reply),
+            WriteJob::Maintain { task, reply } => {
+                let _ = reply.send(maintain(&mut conn, &task).map_err(StoreError::from));
+                continue;
+            }
+        };
+        // Group commit: take every insert already waiting, up to a batch, into one transaction.
+        let mut batch = vec![(record, reply)];
         while batch.len() < MAX_BATCH {
             match receiver.try_recv() {
-                Ok(job) => batch.push(job),
+                Ok(WriteJob::Insert { record, reply }) => batch.push((record, reply)),
+                Ok(other) => {
+                    pending = Some(other);
+                    break;
+                }
                 Err(_) => break,
             }
         }
-        let records: Vec<&NewRecord> = batch.iter().map(|j| &j.record).collect();
+        let records: Vec<&NewRecord> = batch.iter().map(|(record, _)| record).collect();
         match write_batch(&mut conn, &records) {
             Ok(stored) => {
-                for (job, stored) in batch.into_iter().zip(stored) {
-                    let _ = job.reply.send(Ok(stored));
+                for ((_, reply), stored) in batch.into_iter().zip(stored) {
+                    let _ = reply.send(Ok(stored));
                 }
             }
             Err(_) => {
                 // One bad record must not fail its neighbours: write each alone, so every
                 // delivery gets its own verdict.
-                for job in batch {
-                    let result = write_batch(&mut conn, &[&job.record])
+                for (record, reply) in batch {
+                    let result = write_batch(&mut conn, &[&record])
                         .map(|mut v| v.remove(0))
                         .map_err(|e| StoreError::Write(e.to_string()));
-                    let _ = job.reply.send(result);
+                    let _ = reply.send(result);
                 }
             }
         }
     }
+}
+
+fn maintain(conn: &mut Connection, task: &Maintenance) -> Result<usize, rusqlite::Error> {
+    let tx = conn.transaction()?;
+    let touched = match task {
+        Maintenance::Recheck {
+            id,
+            scheme,
+            signature,
+            timestamp,
+        } => {
+            let json: Option<String> = tx
+                .query_row("SELECT checks_json FROM deliveries WHERE id = ?1", params![id], |r| r.get(0))
+                .optional()?;
+            match json.and_then(|j| serde_json::from_str::<Checks>(&j).ok()) {
+                None => 0,
+                Some(mut checks) => {
+                    checks.signature = signature.clone();
+                    checks.timestamp = timestamp.clone();
+                    let json = serde_json::to_string(&checks)
+                        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+                    tx.execute(
+                        "UPDATE deliveries SET scheme = ?2, sig_status = ?3, ts_status = ?4, checks_json = ?5 WHERE id = ?1",
+                        params![id, scheme, status_word(&checks.signature.status), status_word(&checks.timestamp.status), json],
+                    )?
+                }
+            }
+        }
+        Maintenance::Delete(ids) => {
+            let mut delete = tx.prepare_cached("DELETE FROM deliveries WHERE id = ?1")?;
+            let mut delete_fts = tx.prepare_cached("DELETE FROM deliveries_fts WHERE rowid = ?1")?;
+            let mut n = 0;
+            for id in ids {
+                n += delete.execute(params![id])?;
+                delete_fts.execute(params![id])?;
+            }
+            n
+        }
+        Maintenance::Clear => {
+            let n = tx.execute("DELETE FROM deliveries", [])?;
+            tx.execute("DELETE FROM deliveries_fts", [])?;
+            tx.execute("DELETE FROM event_ids", [])?;
+            n
+        }
+        Maintenance::Retain {
+            max_age_ms,
+            max_count,
+            now_ms,
+        } => {
+            let mut cutoff_id = 0i64;
+            if let Some(age) = max_age_ms {
+                let id: Option<i64> = tx.query_row(
+                    "SELECT MAX(id) FROM deliveries WHERE received_at_ms < ?1",
+                    params![now_ms - age],
+                    |r| r.get(0),
+                )?;
+                cutoff_id = cutoff_id.max(id.unwrap_or(0));
+            }
+            if let Some(count) = max_count {
+                let id: Option<i64> = tx
+                    .query_row(
+                        "SELECT id FROM deliveries ORDER BY id DESC LIMIT 1 OFFSET ?1",
+                        params![(*count).max(0)],
+                        |r| r.get(0),
+                    )
+                    .optional()?;
+                cutoff_id = cutoff_id.max(id.unwrap_or(0));
+            }
+            tx.execute("DELETE FROM deliveries_fts WHERE rowid <= ?1", params![cutoff_id])?;
+            tx.execute("DELETE FROM deliveries WHERE id <= ?1", params![cutoff_id])?
+        }
+    };
+    tx.commit()?;
+    Ok(touched)
 }
 
 fn write_batch(
@@ -337,6 +482,8 @@ fn write_batch(
             "UPDATE event_ids SET seen = seen + 1 WHERE endpoint = ?1 AND event_id = ?2
              RETURNING first_delivery_id, seen - 1",
         )?;
+        let mut add_fts =
+            tx.prepare_cached("INSERT INTO deliveries_fts (rowid, path, headers, body) VALUES (?1, ?2, ?3, ?4)")?;
         let mut add_event = tx.prepare_cached(
             "INSERT INTO event_ids (endpoint, event_id, first_delivery_id) VALUES (?1, ?2, ?3)",
         )?;
@@ -407,6 +554,7 @@ fn write_batch(
                 record.latency_ms as i64,
                 record.note,
             ])?;
+            add_fts.execute(params![id, d.path, searchable_headers(d), searchable_body(d)])?;
             stored.push(StoredDelivery {
                 id,
                 delivery: record.delivery.clone(),
@@ -424,6 +572,56 @@ fn write_batch(
     }
     tx.commit()?;
     Ok(stored)
+}
+
+/// The most of a body the free-text index holds.
+const FTS_BODY_LIMIT: usize = 64 * 1024;
+
+fn searchable_headers(delivery: &Delivery) -> String {
+    let mut text = String::new();
+    for h in &delivery.headers {
+        text.push_str(&h.name);
+        text.push_str(": ");
+        text.push_str(&h.value_lossy());
+        text.push('\n');
+    }
+    text
+}
+
+fn searchable_body(delivery: &Delivery) -> Option<String> {
+    let head = &delivery.body[..delivery.body.len().min(FTS_BODY_LIMIT)];
+    match std::str::from_utf8(head) {
+        Ok(text) => Some(text.to_string()),
+        // Cut inside a character: keep the valid part.
+        Err(e) if e.error_len().is_none() => Some(String::from_utf8_lossy(&head[..e.valid_up_to()]).into_owned()),
+        // Binary bodies are not words.
+        Err(_) => None,
+    }
+}
+
+/// One line of the deliveries list: what the list shows, without the body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListRow {
+    /// The delivery id.
+    pub id: i64,
+    /// Arrival time, Unix milliseconds.
+    pub received_at_ms: i64,
+    /// HTTP method.
+    pub method: String,
+    /// Request path.
+    pub path: String,
+    /// Event type.
+    pub event_type: Option<String>,
+    /// Event id.
+    pub event_id: Option<String>,
+    /// Job id.
+    pub job_id: Option<String>,
+    /// Verdicts (for the badges and their hover text).
+    pub checks: Checks,
+    /// Body size in bytes.
+    pub body_size: u64,
+    /// The status hookscope answered.
+    pub response_status: u16,
 }
 
 /// A read connection.
@@ -486,6 +684,76 @@ impl Reader {
             Some(row) => Ok(Some(row?)),
             None => Ok(None),
         }
+    }
+
+    /// How many deliveries match a filter.
+    pub fn count_matching(&self, filter: &Filter) -> Result<i64, StoreError> {
+        let (condition, params) = filter.to_sql();
+        let mut stmt = self
+            .conn
+            .prepare_cached(&format!("SELECT COUNT(*) FROM deliveries WHERE {condition}"))?;
+        Ok(stmt.query_row(rusqlite::params_from_iter(params.iter()), |r| r.get(0))?)
+    }
+
+    /// The rows at positions `offset..offset + limit` of the filtered list, oldest first.
+    pub fn page(&self, filter: &Filter, offset: usize, limit: usize) -> Result<Vec<ListRow>, StoreError> {
+        let (condition, mut params) = filter.to_sql();
+        params.push(limit.to_string());
+        params.push(offset.to_string());
+        let n = params.len();
+        // Unfiltered, walk the narrow id index rather than the table, whose rows carry bodies.
+        let source = if filter.is_empty() { "deliveries INDEXED BY deliveries_by_id" } else { "deliveries" };
+        let ids_sql =
+            format!("SELECT id FROM {source} WHERE {condition} ORDER BY id LIMIT ?{} OFFSET ?{n}", n - 1);
+        let sql = format!(
+            "SELECT id, received_at_ms, method, path, event_type, event_id, job_id, checks_json, body_size, response_status
+             FROM deliveries WHERE id IN ({ids_sql}) ORDER BY id"
+        );
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(params.iter()), |row| {
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, i64>(1)?,
+                row.get::<_, String>(2)?,
+                row.get::<_, String>(3)?,
+                row.get::<_, Option<String>>(4)?,
+                row.get::<_, Option<String>>(5)?,
+                row.get::<_, Option<String>>(6)?,
+                row.get::<_, String>(7)?,
+                row.get::<_, i64>(8)?,
+                row.get::<_, i64>(9)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, received_at_ms, method, path, event_type, event_id, job_id, checks_json, size, status) = row?;
+            let checks = serde_json::from_str::<Checks>(&checks_json).map_err(|e| StoreError::Damaged {
+                id,
+                what: format!("its checks cannot be decoded: {e}"),
+            })?;
+            out.push(ListRow {
+                id,
+                received_at_ms,
+                method,
+                path,
+                event_type,
+                event_id,
+                job_id,
+                checks,
+                body_size: size.max(0) as u64,
+                response_status: status.clamp(0, u16::MAX as i64) as u16,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The position of a delivery in the filtered list (for keeping a selection in view).
+    pub fn position_of(&self, filter: &Filter, id: i64) -> Result<i64, StoreError> {
+        let (condition, mut params) = filter.to_sql();
+        params.push(id.to_string());
+        let sql = format!("SELECT COUNT(*) FROM deliveries WHERE {condition} AND id < ?{}", params.len());
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        Ok(stmt.query_row(rusqlite::params_from_iter(params.iter()), |r| r.get(0))?)
     }
 
     /// How many deliveries have each duplicate status, for summaries and tests.

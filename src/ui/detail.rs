@@ -1,0 +1,275 @@
+//! The detail pane of the selected delivery: its checks explained, the request (headers and
+//! body as pretty JSON, raw text or hex), and what hookscope answered.
+
+use eframe::egui::{self, Color32, RichText, text::LayoutJob};
+use hookscope::engine::Command;
+use hookscope::pretty::{Token, hexdump, human_bytes, pretty_json};
+use hookscope::report::{delivery_json, rfc3339_ms};
+use hookscope::store::StoredDelivery;
+use serde::{Deserialize, Serialize};
+
+use super::{HookscopeApp, widgets};
+
+/// The most of a body drawn at once; larger bodies show their beginning, so the window stays
+/// responsive with a 10 MiB capture.
+const BODY_VIEW_LIMIT: usize = 256 * 1024;
+
+/// The detail pane's tabs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum Tab {
+    /// Verdicts and their sentences.
+    #[default]
+    Checks,
+    /// Headers and body.
+    Request,
+    /// hookscope's answer.
+    Response,
+}
+
+/// How the body is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum BodyView {
+    /// JSON re-indented and coloured (falls back to raw for non-JSON).
+    #[default]
+    Pretty,
+    /// The text exactly as received.
+    Raw,
+    /// A hex dump.
+    Hex,
+}
+
+/// The laid-out body of the shown delivery, computed once per delivery and view.
+#[derive(Default)]
+pub struct BodyCache {
+    key: Option<(i64, BodyView, bool)>,
+    job: Option<LayoutJob>,
+    note: Option<String>,
+}
+
+/// Draws the detail pane.
+pub fn detail_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
+    let Some(stored) = app.detail.clone() else {
+        ui.weak("Loading…");
+        return;
+    };
+    ui.add_space(4.0);
+    ui.horizontal(|ui| {
+        ui.strong(format!("#{}", stored.id));
+        ui.monospace(format!("{} {}", stored.delivery.method, stored.delivery.path));
+        ui.weak(rfc3339_ms(stored.delivery.received_at_ms));
+        ui.separator();
+        for (tab, label) in [(Tab::Checks, "Checks"), (Tab::Request, "Request"), (Tab::Response, "Response")] {
+            ui.selectable_value(&mut app.state.detail_tab, tab, label);
+        }
+        ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
+            if ui.button("Delete").on_hover_text("Delete this delivery from the store").clicked() {
+                app.send(Command::Delete(vec![stored.id]));
+                app.selected = None;
+                app.detail = None;
+            }
+            if ui.button("Copy as JSON").on_hover_text("Ctrl+C").clicked() {
+                ui.ctx().copy_text(delivery_json(&stored).to_string());
+                app.notice(format!("copied delivery #{} as JSON", stored.id), false);
+            }
+        });
+    });
+    ui.separator();
+    egui::ScrollArea::vertical()
+        .id_salt("detail_scroll")
+        .auto_shrink([false, false])
+        .show(ui, |ui| match app.state.detail_tab {
+            Tab::Checks => checks_ui(app, ui, &stored),
+            Tab::Request => request_ui(app, ui, &stored),
+            Tab::Response => response_ui(ui, &stored),
+        });
+}
+
+fn check_row(ui: &mut egui::Ui, name: &str, color: Color32, word: &str, detail: &str) {
+    ui.label(RichText::new(name).strong());
+    widgets::badge(ui, word, color, detail);
+    ui.add(egui::Label::new(detail).wrap());
+    ui.end_row();
+}
+
+fn checks_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery) {
+    let checks = &stored.checks;
+    egui::Grid::new("checks_grid")
+        .num_columns(3)
+        .spacing([12.0, 10.0])
+        .min_col_width(70.0)
+        .show(ui, |ui| {
+            let (color, word) = widgets::signature_look(checks.signature.status);
+            check_row(ui, "Signature", color, word, &checks.signature.detail);
+            let (color, word) = widgets::timestamp_look(checks.timestamp.status);
+            check_row(ui, "Timestamp", color, word, &checks.timestamp.detail);
+            let (color, word) = widgets::duplicate_look(checks.duplicate.status);
+            check_row(ui, "Duplicate", color, word, &checks.duplicate.detail);
+        });
+    ui.add_space(8.0);
+    egui::Grid::new("facts_grid").num_columns(2).spacing([12.0, 4.0]).show(ui, |ui| {
+        let fact = |ui: &mut egui::Ui, name: &str, value: String| {
+            ui.weak(name);
+            ui.add(egui::Label::new(RichText::new(value).monospace()).selectable(true));
+            ui.end_row();
+        };
+        fact(ui, "scheme", stored.scheme.clone().unwrap_or_else(|| "none recognised".into()));
+        fact(ui, "endpoint", stored.endpoint.clone());
+        if let Some(secret) = &checks.signature.secret {
+            fact(ui, "matched", secret.clone());
+        }
+        if let Some(skew) = checks.timestamp.skew_secs {
+            fact(ui, "skew", format!("{skew:+} s"));
+        }
+        fact(ui, "event id", stored.event_id.clone().unwrap_or_else(|| "-".into()));
+        fact(ui, "event type", stored.event_type.clone().unwrap_or_else(|| "-".into()));
+        if let Some(job) = &stored.job {
+            let status = job.status.as_deref().unwrap_or("?");
+            fact(ui, "job", format!("{} ({status})", job.job_id));
+        }
+    });
+    if let (hookscope::checks::DuplicateStatus::Duplicate, Some(first)) = (checks.duplicate.status, checks.duplicate.first_id)
+    {
+        ui.add_space(6.0);
+        if ui.link(format!("Go to the first delivery of this event (#{first})")).clicked() {
+            app.select(first);
+            app.scroll_to_selected = true;
+        }
+    }
+    if let Some(note) = &stored.note {
+        ui.add_space(6.0);
+        ui.colored_label(widgets::WARN, note);
+    }
+}
+
+fn request_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery) {
+    let d = &stored.delivery;
+    egui::CollapsingHeader::new(format!("Headers ({})", d.headers.len()))
+        .default_open(true)
+        .show(ui, |ui| {
+            egui::Grid::new("headers_grid").num_columns(2).spacing([16.0, 2.0]).striped(true).show(ui, |ui| {
+                for h in &d.headers {
+                    ui.monospace(&h.name);
+                    ui.add(egui::Label::new(RichText::new(h.value_lossy()).monospace()).selectable(true).wrap());
+                    ui.end_row();
+                }
+            });
+        });
+    ui.add_space(6.0);
+    let text = std::str::from_utf8(&d.body).ok();
+    ui.horizontal(|ui| {
+        ui.strong(format!("Body ({})", human_bytes(d.body_size)));
+        ui.separator();
+        let view = &mut app.state.body_view;
+        ui.add_enabled_ui(text.is_some(), |ui| {
+            ui.selectable_value(view, BodyView::Pretty, "Pretty");
+            ui.selectable_value(view, BodyView::Raw, "Raw");
+        });
+        ui.selectable_value(view, BodyView::Hex, "Hex");
+    });
+    if !d.body_complete {
+        ui.colored_label(widgets::WARN, stored.note.clone().unwrap_or_else(|| "The body was not kept whole.".into()));
+        return;
+    }
+    if d.body.is_empty() {
+        ui.weak("(empty body)");
+        return;
+    }
+    let dark = ui.visuals().dark_mode;
+    let view = if text.is_none() { BodyView::Hex } else { app.state.body_view };
+    let cache = &mut app.body_cache;
+    if cache.key != Some((stored.id, view, dark)) {
+        let (job, note) = layout_body(&d.body, view, dark);
+        cache.key = Some((stored.id, view, dark));
+        cache.job = Some(job);
+        cache.note = note;
+    }
+    if let Some(note) = &cache.note {
+        ui.weak(note);
+    }
+    if let Some(job) = &cache.job {
+        ui.add(egui::Label::new(job.clone()).selectable(true));
+    }
+}
+
+fn layout_body(body: &[u8], view: BodyView, dark: bool) -> (LayoutJob, Option<String>) {
+    let shown = &body[..body.len().min(BODY_VIEW_LIMIT)];
+    let mut note = (body.len() > BODY_VIEW_LIMIT).then(|| {
+        format!(
+            "Showing the first {} of {}; copy the delivery as JSON or export it for the rest.",
+            human_bytes(BODY_VIEW_LIMIT as u64),
+            human_bytes(body.len() as u64)
+        )
+    });
+    let font = egui::FontId::monospace(12.5);
+    let plain = if dark { Color32::from_gray(215) } else { Color32::from_gray(30) };
+    let mut job = LayoutJob::default();
+    let text_of = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    match view {
+        BodyView::Hex => job.append(&hexdump(shown), 0.0, format(&font, plain)),
+        BodyView::Raw => job.append(&text_of(shown), 0.0, format(&font, plain)),
+        BodyView::Pretty => {
+            let text = text_of(shown);
+            match pretty_json(&text).filter(|_| body.len() <= BODY_VIEW_LIMIT) {
+                Some(pretty) => {
+                    let color = |token: Token| match (token, dark) {
+                        (Token::Key, true) => Color32::from_rgb(140, 190, 255),
+                        (Token::Key, false) => Color32::from_rgb(20, 80, 170),
+                        (Token::String, true) => Color32::from_rgb(150, 210, 140),
+                        (Token::String, false) => Color32::from_rgb(30, 120, 40),
+                        (Token::Number, true) => Color32::from_rgb(240, 180, 110),
+                        (Token::Number, false) => Color32::from_rgb(170, 90, 0),
+                        (Token::Literal, true) => Color32::from_rgb(210, 150, 240),
+                        (Token::Literal, false) => Color32::from_rgb(130, 40, 160),
+                        (Token::Punct, _) => plain,
+                    };
+                    let mut at = 0;
+                    for (start, end, token) in &pretty.spans {
+                        if *start > at {
+                            job.append(&pretty.text[at..*start], 0.0, format(&font, plain));
+                        }
+                        job.append(&pretty.text[*start..*end], 0.0, format(&font, color(*token)));
+                        at = *end;
+                    }
+                    job.append(&pretty.text[at..], 0.0, format(&font, plain));
+                }
+                None => {
+                    if note.is_none() && text.trim_start().starts_with(['{', '[']) {
+                        note = Some("Not valid JSON: shown as received.".into());
+                    }
+                    job.append(&text, 0.0, format(&font, plain));
+                }
+            }
+        }
+    }
+    (job, note)
+}
+
+fn format(font: &egui::FontId, color: Color32) -> egui::TextFormat {
+    egui::TextFormat::simple(font.clone(), color)
+}
+
+fn response_ui(ui: &mut egui::Ui, stored: &StoredDelivery) {
+    egui::Grid::new("response_grid").num_columns(2).spacing([12.0, 6.0]).show(ui, |ui| {
+        ui.weak("status");
+        ui.monospace(stored.response_status.to_string());
+        ui.end_row();
+        ui.weak("answered after");
+        ui.monospace(format!("{} ms", stored.latency_ms));
+        ui.end_row();
+        ui.weak("received at");
+        ui.monospace(rfc3339_ms(stored.delivery.received_at_ms));
+        ui.end_row();
+        ui.weak("from");
+        ui.monospace(stored.delivery.remote_addr.clone().unwrap_or_else(|| "-".into()));
+        ui.end_row();
+        ui.weak("body");
+        if stored.response_status == 413 {
+            ui.monospace(format!("{{\"error\":\"body over the limit\",\"delivery_id\":{}}}", stored.id));
+        } else {
+            ui.monospace(format!("{{\"received\":true,\"delivery_id\":{}}}", stored.id));
+        }
+        ui.end_row();
+    });
+    ui.add_space(6.0);
+    ui.weak("hookscope answers only after the delivery is committed to the store, so this answer means it is on disk.");
+}

@@ -1,0 +1,72 @@
+//! The empty state: what to give the sender, how to reach this laptop from the internet, and a
+//! button that sends a signed test delivery so the first row appears within seconds.
+
+use eframe::egui::{self, RichText};
+use hookscope::engine::{Command, ReceiverState, TEST_ENDPOINT};
+
+use super::{HookscopeApp, widgets};
+
+/// Draws the empty state.
+pub fn empty_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
+    ui.vertical_centered(|ui| {
+        ui.add_space(ui.available_height() * 0.12);
+        ui.heading(RichText::new("No deliveries yet").size(24.0));
+        ui.add_space(12.0);
+        match app.receiver.clone() {
+            ReceiverState::Running { addr } => {
+                let url = format!("http://127.0.0.1:{}/", addr.port());
+                ui.label("Point your webhook sender at this URL (any path works):");
+                ui.add_space(4.0);
+                ui.horizontal(|ui| {
+                    let width = 420.0;
+                    ui.add_space((ui.available_width() - width).max(0.0) / 2.0);
+                    ui.label(RichText::new(&url).monospace().size(18.0).strong());
+                    if ui.button("Copy").clicked() {
+                        ui.ctx().copy_text(url.clone());
+                        app.notice(format!("copied {url}"), false);
+                    }
+                });
+            }
+            ReceiverState::Stopped => {
+                ui.colored_label(widgets::SKIPPED, "The receiver is stopped: start it from the top bar.");
+            }
+            ReceiverState::Failed(reason) => {
+                ui.colored_label(widgets::FAIL, reason);
+                ui.label("Pick another port in the top bar (0 picks a free one) and press Retry.");
+            }
+        }
+        ui.add_space(16.0);
+        ui.label("From a provider on the internet, expose it through a tunnel:");
+        ui.add_space(4.0);
+        let port = match &app.receiver {
+            ReceiverState::Running { addr } => addr.port(),
+            _ => 7878,
+        };
+        egui::Grid::new("tunnels").num_columns(2).spacing([16.0, 6.0]).show(ui, |ui| {
+            for (tool, command) in [
+                ("ngrok", format!("ngrok http {port}")),
+                ("cloudflared", format!("cloudflared tunnel --url http://localhost:{port}")),
+                ("Stripe CLI", format!("stripe listen --forward-to localhost:{port}/hooks/stripe")),
+                ("smee", format!("smee --url https://smee.io/<channel> --target http://localhost:{port}/hooks/github")),
+            ] {
+                ui.label(tool);
+                ui.monospace(command);
+                ui.end_row();
+            }
+        });
+        ui.add_space(20.0);
+        let running = matches!(app.receiver, ReceiverState::Running { .. });
+        let button = egui::Button::new(RichText::new("Send a test delivery").size(16.0)).min_size(egui::vec2(220.0, 34.0));
+        if ui
+            .add_enabled(running, button)
+            .on_hover_text(format!(
+                "Signs a sample job.completed event (Standard Webhooks, a generated secret on the {TEST_ENDPOINT} endpoint) and posts it here"
+            ))
+            .clicked()
+        {
+            app.send(Command::SendTestDelivery);
+        }
+        ui.add_space(6.0);
+        ui.weak("Then add your provider's secret under Endpoints & secrets to verify its signatures.");
+    });
+}

@@ -1,0 +1,252 @@
+//! The endpoints and secrets panel: path prefixes, their scheme, secrets (masked unless
+//! revealed), tolerance and how hookscope answers. Saving writes the config file (mode 0600)
+//! and applies it to the running receiver at once.
+
+use std::collections::HashSet;
+
+use eframe::egui::{self, RichText};
+use hookscope::config::{ConfigFile, EndpointConfig, find_scheme};
+use hookscope::engine::{Command, generate_secret};
+use hookscope::scheme::{Secret, presets};
+
+use super::{HookscopeApp, widgets};
+
+/// The working copy the panel edits, apart from the saved config.
+pub struct Editor {
+    /// Whether the window is open.
+    pub open: bool,
+    saved: ConfigFile,
+    draft: ConfigFile,
+    revealed: HashSet<(usize, usize)>,
+    error: Option<String>,
+}
+
+impl Editor {
+    /// An editor over the config as loaded.
+    pub fn new(config: ConfigFile) -> Self {
+        Self {
+            open: false,
+            saved: config.clone(),
+            draft: config,
+            revealed: HashSet::new(),
+            error: None,
+        }
+    }
+
+    /// Records a successful save (the engine's answer).
+    pub fn saved(&mut self, config: ConfigFile) {
+        // Keep edits made since the save was sent only if they differ from what was saved.
+        if self.draft == self.saved {
+            self.draft = config.clone();
+        }
+        self.saved = config;
+        self.error = None;
+    }
+
+    fn dirty(&self) -> bool {
+        self.draft != self.saved
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        let mut seen = HashSet::new();
+        for endpoint in &self.draft.endpoints {
+            if !endpoint.path.starts_with('/') {
+                return Err(format!("the path \"{}\" must start with /", endpoint.path));
+            }
+            if !seen.insert(endpoint.path.trim_end_matches('/').to_string()) {
+                return Err(format!("two endpoints have the path {}", endpoint.path));
+            }
+            if let Some(name) = &endpoint.scheme {
+                if !matches!(find_scheme(&self.draft, name), Ok(Some(_))) {
+                    return Err(format!("endpoint {} uses an unknown scheme \"{name}\"", endpoint.path));
+                }
+            }
+            if endpoint.secrets.iter().any(|s| s.expose().trim().is_empty()) {
+                return Err(format!("endpoint {} has an empty secret", endpoint.path));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Draws the panel's window when it is open.
+pub fn endpoints_window(app: &mut HookscopeApp, ctx: &egui::Context) {
+    if !app.endpoints.open {
+        return;
+    }
+    let mut open = true;
+    let mut save = false;
+    egui::Window::new("Endpoints & secrets")
+        .open(&mut open)
+        .default_width(720.0)
+        .default_height(460.0)
+        .resizable(true)
+        .show(ctx, |ui| {
+            ui.label("Deliveries go to the endpoint with the longest matching path prefix; \"/\" catches the rest. With no scheme, hookscope detects one from the headers.");
+            ui.weak(format!("Saved to {} (readable by you only).", app.engine.config_path.display()));
+            ui.add_space(6.0);
+            let editor = &mut app.endpoints;
+            let scheme_names: Vec<String> = presets()
+                .into_iter()
+                .map(|s| s.name)
+                .chain(editor.draft.schemes.iter().map(|s| s.name.clone()))
+                .collect();
+            let mut remove = None;
+            egui::ScrollArea::vertical().max_height(360.0).show(ui, |ui| {
+                for (index, endpoint) in editor.draft.endpoints.iter_mut().enumerate() {
+                    egui::Frame::group(ui.style()).show(ui, |ui| {
+                        endpoint_ui(ui, index, endpoint, &scheme_names, &mut editor.revealed);
+                        if ui.button("Remove endpoint").clicked() {
+                            remove = Some(index);
+                        }
+                    });
+                    ui.add_space(4.0);
+                }
+            });
+            if let Some(index) = remove {
+                editor.draft.endpoints.remove(index);
+                editor.revealed.clear();
+            }
+            ui.horizontal(|ui| {
+                if ui.button("Add endpoint").clicked() {
+                    let path = if editor.draft.endpoints.iter().any(|e| e.path == "/") { "/hooks/new" } else { "/" };
+                    editor.draft.endpoints.push(EndpointConfig {
+                        path: path.into(),
+                        scheme: None,
+                        secrets: Vec::new(),
+                        tolerance_secs: None,
+                        respond_status: None,
+                        respond_delay_ms: None,
+                    });
+                }
+                ui.separator();
+                let dirty = editor.dirty();
+                if ui.add_enabled(dirty, egui::Button::new(RichText::new("Save").strong())).clicked() {
+                    match editor.validate() {
+                        Ok(()) => save = true,
+                        Err(e) => editor.error = Some(e),
+                    }
+                }
+                if ui.add_enabled(dirty, egui::Button::new("Discard changes")).clicked() {
+                    editor.draft = editor.saved.clone();
+                    editor.error = None;
+                }
+                if dirty {
+                    ui.colored_label(widgets::WARN, "unsaved changes");
+                }
+            });
+            if let Some(error) = &editor.error {
+                ui.colored_label(widgets::FAIL, error);
+            }
+        });
+    app.endpoints.open = open;
+    if save {
+        let draft = app.endpoints.draft.clone();
+        app.send(Command::SaveConfig(Box::new(draft)));
+    }
+}
+
+fn endpoint_ui(
+    ui: &mut egui::Ui,
+    index: usize,
+    endpoint: &mut EndpointConfig,
+    scheme_names: &[String],
+    revealed: &mut HashSet<(usize, usize)>,
+) {
+    egui::Grid::new(("endpoint", index)).num_columns(2).spacing([10.0, 6.0]).show(ui, |ui| {
+        ui.label("Path prefix");
+        ui.add(egui::TextEdit::singleline(&mut endpoint.path).desired_width(260.0));
+        ui.end_row();
+
+        ui.label("Scheme");
+        let shown = endpoint.scheme.clone().unwrap_or_else(|| "detect from headers".into());
+        egui::ComboBox::from_id_salt(("scheme", index)).selected_text(shown).show_ui(ui, |ui| {
+            ui.selectable_value(&mut endpoint.scheme, None, "detect from headers");
+            for name in scheme_names {
+                ui.selectable_value(&mut endpoint.scheme, Some(name.clone()), name);
+            }
+        });
+        ui.end_row();
+
+        ui.label("Secrets");
+        ui.vertical(|ui| {
+            let mut remove = None;
+            for (i, secret) in endpoint.secrets.iter_mut().enumerate() {
+                ui.horizontal(|ui| {
+                    let shown = revealed.contains(&(index, i));
+                    let mut text = secret.expose().to_string();
+                    let edit = egui::TextEdit::singleline(&mut text)
+                        .password(!shown)
+                        .desired_width(330.0)
+                        .hint_text("the sender's signing secret");
+                    if ui.add(edit).changed() {
+                        *secret = Secret::new(text);
+                    }
+                    if ui.button(if shown { "Hide" } else { "Reveal" }).clicked() {
+                        if shown {
+                            revealed.remove(&(index, i));
+                        } else {
+                            revealed.insert((index, i));
+                        }
+                    }
+                    ui.weak(format!("secret #{}", i + 1));
+                    if ui.small_button("✕").on_hover_text("Remove this secret").clicked() {
+                        remove = Some(i);
+                    }
+                });
+            }
+            if let Some(i) = remove {
+                endpoint.secrets.remove(i);
+                revealed.retain(|(e, _)| *e != index);
+            }
+            ui.horizontal(|ui| {
+                if ui.button("Add secret").clicked() {
+                    endpoint.secrets.push(Secret::new(""));
+                    revealed.insert((index, endpoint.secrets.len() - 1));
+                }
+                if ui
+                    .button("Generate test secret")
+                    .on_hover_text("A random whsec_ secret, for signing your own test deliveries")
+                    .clicked()
+                {
+                    endpoint.secrets.push(generate_secret());
+                }
+                if endpoint.secrets.len() > 1 {
+                    ui.weak("several secrets = a rotation: each is tried in turn");
+                }
+            });
+        });
+        ui.end_row();
+
+        ui.label("Tolerance");
+        ui.horizontal(|ui| {
+            let mut custom = endpoint.tolerance_secs.is_some();
+            if ui.checkbox(&mut custom, "custom").changed() {
+                endpoint.tolerance_secs = custom.then_some(300);
+            }
+            match &mut endpoint.tolerance_secs {
+                Some(secs) => {
+                    ui.add(egui::DragValue::new(secs).range(0..=86_400).suffix(" s"));
+                }
+                None => {
+                    ui.weak("the scheme's default");
+                }
+            }
+        });
+        ui.end_row();
+
+        ui.label("Answer with");
+        ui.horizontal(|ui| {
+            let mut status = endpoint.respond_status.unwrap_or(200);
+            if ui.add(egui::DragValue::new(&mut status).range(100..=599)).changed() {
+                endpoint.respond_status = (status != 200).then_some(status);
+            }
+            ui.label("after");
+            let mut delay = endpoint.respond_delay_ms.unwrap_or(0);
+            if ui.add(egui::DragValue::new(&mut delay).range(0..=120_000).suffix(" ms")).changed() {
+                endpoint.respond_delay_ms = (delay != 0).then_some(delay);
+            }
+        });
+        ui.end_row();
+    });
+}

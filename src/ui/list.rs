@@ -1,0 +1,109 @@
+//! The deliveries list: a virtual table over the store. Only the visible rows (plus a margin)
+//! are held; the rest are fetched by position when scrolled to.
+
+use eframe::egui::{self, RichText};
+use egui_extras::{Column, TableBuilder};
+use hookscope::pretty::human_bytes;
+use hookscope::report::rfc3339_ms;
+
+use super::{HookscopeApp, widgets};
+
+const ROW_HEIGHT: f32 = 22.0;
+
+/// Draws the list.
+pub fn list_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
+    let total = app.list.total;
+    let scroll_to = if app.scroll_to_selected {
+        app.scroll_to_selected = false;
+        app.selected.and_then(|id| app.list.position_of(id))
+    } else {
+        None
+    };
+    let mut first_visible = usize::MAX;
+    let mut last_visible = 0usize;
+    let mut clicked = None;
+    let mut table = TableBuilder::new(ui)
+        .striped(true)
+        .sense(egui::Sense::click())
+        .stick_to_bottom(!app.paused)
+        .cell_layout(egui::Layout::left_to_right(egui::Align::Center))
+        .column(Column::exact(104.0))
+        .column(Column::exact(56.0))
+        .column(Column::initial(190.0).at_least(80.0).clip(true).resizable(true))
+        .column(Column::initial(150.0).at_least(60.0).clip(true).resizable(true))
+        .column(Column::initial(150.0).at_least(60.0).clip(true).resizable(true))
+        .column(Column::initial(120.0).at_least(50.0).clip(true).resizable(true))
+        .column(Column::exact(210.0))
+        .column(Column::exact(70.0))
+        .column(Column::remainder().at_least(40.0));
+    if let Some(position) = scroll_to {
+        table = table.scroll_to_row(position, None);
+    }
+    table
+        .header(20.0, |mut header| {
+            for title in ["Time", "Method", "Path", "Event type", "Event id", "Job", "Checks", "Size", "Status"] {
+                header.col(|ui| {
+                    ui.strong(title);
+                });
+            }
+        })
+        .body(|body| {
+            body.rows(ROW_HEIGHT, total, |mut row| {
+                let position = row.index();
+                first_visible = first_visible.min(position);
+                last_visible = last_visible.max(position);
+                let Some(item) = app.list.row_at(position).cloned() else {
+                    row.col(|ui| {
+                        ui.weak("…");
+                    });
+                    return;
+                };
+                row.set_selected(app.selected == Some(item.id));
+                let time = rfc3339_ms(item.received_at_ms);
+                row.col(|ui| {
+                    ui.monospace(time.get(11..23).unwrap_or(&time)).on_hover_text(&time);
+                });
+                row.col(|ui| {
+                    ui.monospace(&item.method);
+                });
+                row.col(|ui| {
+                    ui.label(&item.path);
+                });
+                row.col(|ui| {
+                    ui.label(item.event_type.as_deref().unwrap_or(""));
+                });
+                row.col(|ui| {
+                    ui.monospace(item.event_id.as_deref().unwrap_or(""));
+                });
+                row.col(|ui| {
+                    ui.monospace(item.job_id.as_deref().unwrap_or(""));
+                });
+                row.col(|ui| {
+                    widgets::check_badges(ui, &item.checks);
+                });
+                row.col(|ui| {
+                    ui.label(human_bytes(item.body_size));
+                });
+                row.col(|ui| {
+                    let status = item.response_status;
+                    let text = RichText::new(status.to_string()).monospace();
+                    if (200..300).contains(&status) {
+                        ui.label(text);
+                    } else {
+                        ui.colored_label(widgets::WARN, text);
+                    }
+                });
+                if row.response().clicked() {
+                    clicked = Some(item.id);
+                }
+            });
+        });
+    if first_visible <= last_visible {
+        app.list.visible = first_visible..last_visible + 1;
+    } else {
+        app.list.visible = 0..0;
+    }
+    if let Some(id) = clicked {
+        app.select(id);
+    }
+}

@@ -1,0 +1,394 @@
+//! The desktop window. Each panel is its own file; this one holds the app state, drains the
+//! engine's events with a time budget, and lays the panels out.
+//!
+//! The window never waits on I/O: it sends [`Command`]s to the engine and draws whatever it has.
+//! The list holds a window of rows around what is visible, fetched from the store by position.
+
+mod detail;
+mod empty;
+mod endpoints;
+mod list;
+#[cfg(test)]
+mod tests;
+mod top_bar;
+mod widgets;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use eframe::egui;
+use hookscope::engine::{self, Command, EngineHandle, EngineOptions, Event, ReceiverState};
+use hookscope::store::{ListRow, StoredDelivery};
+use serde::{Deserialize, Serialize};
+
+/// How long one frame may spend reading engine events.
+const EVENT_BUDGET: Duration = Duration::from_millis(4);
+
+/// What is remembered between runs (the layout and the filter, not the data).
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct UiState {
+    /// The filter text.
+    pub filter: String,
+    /// The detail pane's tab.
+    pub detail_tab: detail::Tab,
+    /// How the body is shown.
+    pub body_view: detail::BodyView,
+}
+
+/// The rows the list holds, around what is visible.
+#[derive(Debug, Default)]
+struct ListCache {
+    /// The generation of the newest query sent.
+    generation: u64,
+    /// Whether a query is waiting for its answer.
+    in_flight: bool,
+    /// The filter the cached rows were fetched with.
+    filter: String,
+    /// Rows matching the filter, in all.
+    total: usize,
+    /// The position of `rows[0]`.
+    offset: usize,
+    rows: Vec<ListRow>,
+    /// The store changed since the rows were fetched.
+    stale: bool,
+    /// Whether any answer has arrived yet.
+    loaded: bool,
+    /// The filter's error, if it has one.
+    error: Option<String>,
+    /// The visible positions in the last frame.
+    visible: std::ops::Range<usize>,
+}
+
+impl ListCache {
+    fn row_at(&self, position: usize) -> Option<&ListRow> {
+        position.checked_sub(self.offset).and_then(|i| self.rows.get(i))
+    }
+
+    fn position_of(&self, id: i64) -> Option<usize> {
+        self.rows.iter().position(|r| r.id == id).map(|i| i + self.offset)
+    }
+
+    fn covers(&self, range: &std::ops::Range<usize>) -> bool {
+        let end = range.end.min(self.total);
+        range.start >= self.offset && end <= self.offset + self.rows.len()
+    }
+}
+
+/// A message in the status line.
+struct Notice {
+    text: String,
+    error: bool,
+    shown_at: Instant,
+}
+
+/// The hookscope window.
+pub struct HookscopeApp {
+    engine: EngineHandle,
+    /// Remembered between runs.
+    pub state: UiState,
+    receiver: ReceiverState,
+    port_text: String,
+    paused: bool,
+    paused_at_id: i64,
+    seen_latest: i64,
+    list: ListCache,
+    selected: Option<i64>,
+    scroll_to_selected: bool,
+    detail: Option<Box<StoredDelivery>>,
+    body_cache: detail::BodyCache,
+    endpoints: endpoints::Editor,
+    notice: Option<Notice>,
+    focus_filter: bool,
+    confirm_clear: bool,
+}
+
+impl HookscopeApp {
+    /// Starts the engine (receiver and store) and builds the window's state.
+    pub fn new(ctx: &egui::Context, options: EngineOptions, state: UiState) -> anyhow::Result<Self> {
+        let repaint_ctx = ctx.clone();
+        let waker: engine::Waker = Arc::new(move || repaint_ctx.request_repaint_after(Duration::from_millis(10)));
+        let engine = engine::spawn(options, waker)?;
+        let port = engine.config.receiver.port.unwrap_or(hookscope::config::DEFAULT_PORT);
+        let config = engine.config.clone();
+        let latest = engine.latest_id.load(Ordering::SeqCst);
+        Ok(Self {
+            engine,
+            state,
+            receiver: ReceiverState::Stopped,
+            port_text: port.to_string(),
+            paused: false,
+            paused_at_id: latest,
+            seen_latest: latest,
+            list: ListCache::default(),
+            selected: None,
+            scroll_to_selected: false,
+            detail: None,
+            body_cache: detail::BodyCache::default(),
+            endpoints: endpoints::Editor::new(config),
+            notice: None,
+            focus_filter: false,
+            confirm_clear: false,
+        })
+    }
+
+    fn notice(&mut self, text: impl Into<String>, error: bool) {
+        self.notice = Some(Notice {
+            text: text.into(),
+            error,
+            shown_at: Instant::now(),
+        });
+    }
+
+    fn send(&mut self, command: Command) {
+        if !self.engine.send(command) {
+            self.notice("hookscope is busy; try again in a moment", true);
+        }
+    }
+
+    /// Selects a delivery and loads it for the detail pane.
+    fn select(&mut self, id: i64) {
+        if self.selected != Some(id) {
+            self.selected = Some(id);
+            self.send(Command::Load { id });
+        }
+    }
+
+    fn drain_events(&mut self) {
+        let started = Instant::now();
+        while started.elapsed() < EVENT_BUDGET {
+            let Some(event) = self.engine.try_recv() else { break };
+            self.apply(event);
+        }
+        let latest = self.engine.latest_id.load(Ordering::SeqCst);
+        if latest != self.seen_latest && !self.paused {
+            self.seen_latest = latest;
+            self.list.stale = true;
+        }
+    }
+
+    fn apply(&mut self, event: Event) {
+        match event {
+            Event::Receiver(state) => {
+                if let ReceiverState::Running { addr } = &state {
+                    self.port_text = addr.port().to_string();
+                }
+                self.receiver = state;
+            }
+            Event::Page {
+                generation,
+                offset,
+                total,
+                rows,
+            } => {
+                if generation == self.list.generation {
+                    self.list.in_flight = false;
+                    self.list.offset = offset;
+                    self.list.total = total;
+                    self.list.rows = rows;
+                    self.list.loaded = true;
+                    self.list.error = None;
+                }
+            }
+            Event::QueryFailed { generation, message } => {
+                if generation == self.list.generation {
+                    self.list.in_flight = false;
+                    self.list.error = Some(message);
+                }
+            }
+            Event::Loaded(stored) => {
+                if Some(stored.id) == self.selected {
+                    self.body_cache = detail::BodyCache::default();
+                    self.detail = Some(stored);
+                }
+            }
+            Event::ConfigSaved(file) => {
+                self.endpoints.saved(*file);
+                self.notice("endpoints saved", false);
+                // A changed secret or scheme applies to the delivery being read at once.
+                if let Some(id) = self.selected {
+                    self.send(Command::Recheck { id });
+                }
+            }
+            Event::Rechecked { id } => {
+                self.list.stale = true;
+                if Some(id) == self.selected {
+                    self.send(Command::Load { id });
+                }
+            }
+            Event::HistoryChanged => {
+                self.list.stale = true;
+                if let Some(id) = self.selected {
+                    self.send(Command::Load { id });
+                }
+            }
+            Event::Notice(text) => self.notice(text, false),
+            Event::Error(text) => self.notice(text, true),
+        }
+    }
+
+    /// Asks the engine for the rows the list needs, at most one query at a time.
+    fn request_rows(&mut self) {
+        const PAD: usize = 100;
+        let filter_changed = self.list.filter != self.state.filter;
+        if self.list.in_flight && !filter_changed {
+            return;
+        }
+        let visible = self.list.visible.clone();
+        let need = !self.list.loaded || filter_changed || self.list.stale || !self.list.covers(&visible);
+        if !need {
+            return;
+        }
+        // Before the first answer, after a new filter, or while following the newest rows: ask
+        // for the last page. Otherwise refetch around what is visible (new rows only append).
+        let following = visible.end >= self.list.total;
+        let offset = if !self.list.loaded || filter_changed || following {
+            usize::MAX
+        } else {
+            visible.start.saturating_sub(PAD)
+        };
+        self.list.generation += 1;
+        self.list.in_flight = true;
+        self.list.stale = false;
+        self.list.filter = self.state.filter.clone();
+        let command = Command::Query {
+            generation: self.list.generation,
+            filter: self.state.filter.clone(),
+            offset,
+            limit: visible.len().max(60) + 2 * PAD,
+        };
+        self.send(command);
+    }
+
+    fn keyboard(&mut self, ctx: &egui::Context) {
+        let (up, down, find, copy) = ctx.input(|i| {
+            (
+                i.key_pressed(egui::Key::ArrowUp),
+                i.key_pressed(egui::Key::ArrowDown),
+                i.modifiers.command && i.key_pressed(egui::Key::F),
+                i.events.iter().any(|e| matches!(e, egui::Event::Copy)),
+            )
+        });
+        if find {
+            self.focus_filter = true;
+        }
+        let typing = ctx.memory(|m| m.focused().is_some());
+        if copy && !typing {
+            if let Some(stored) = &self.detail {
+                ctx.copy_text(hookscope::report::delivery_json(stored).to_string());
+                self.notice(format!("copied delivery #{} as JSON", stored.id), false);
+            }
+        }
+        if typing || !(up || down) {
+            return;
+        }
+        let current = self.selected.and_then(|id| self.list.position_of(id));
+        let target = match current {
+            Some(p) if up => p.checked_sub(1),
+            Some(p) => Some(p + 1),
+            None => self.list.total.checked_sub(1),
+        };
+        if let Some(id) = target.and_then(|p| self.list.row_at(p)).map(|r| r.id) {
+            self.select(id);
+            self.scroll_to_selected = true;
+        }
+    }
+
+    /// Draws the whole window into `ui` (the root).
+    pub fn draw(&mut self, ui: &mut egui::Ui) {
+        let ctx = ui.ctx().clone();
+        self.drain_events();
+        self.keyboard(&ctx);
+
+        egui::Panel::top("top_bar").show(ui, |ui| top_bar::top_bar_ui(self, ui));
+        egui::Panel::bottom("status_line").show(ui, |ui| self.status_line_ui(ui));
+        let has_history = self.list.total > 0 || !self.state.filter.is_empty() || !self.list.loaded;
+        if has_history && self.selected.is_some() {
+            egui::Panel::bottom("detail")
+                .resizable(true)
+                .default_size(360.0)
+                .min_size(160.0)
+                .show(ui, |ui| detail::detail_ui(self, ui));
+        }
+        egui::CentralPanel::default().show(ui, |ui| {
+            if has_history {
+                list::list_ui(self, ui);
+            } else {
+                empty::empty_ui(self, ui);
+            }
+        });
+        endpoints::endpoints_window(self, &ctx);
+        self.request_rows();
+        if self.list.in_flight {
+            ctx.request_repaint_after(Duration::from_millis(30));
+        }
+        if let Some(notice) = &self.notice {
+            let left = Duration::from_secs(8).saturating_sub(notice.shown_at.elapsed());
+            if left.is_zero() {
+                self.notice = None;
+            } else {
+                ctx.request_repaint_after(left);
+            }
+        }
+    }
+
+    fn status_line_ui(&mut self, ui: &mut egui::Ui) {
+        ui.horizontal(|ui| {
+            let shown = if self.list.total == 1 { "1 delivery".to_string() } else { format!("{} deliveries", self.list.total) };
+            let scope = if self.state.filter.trim().is_empty() { "" } else { " match the filter" };
+            ui.label(format!("{shown}{scope}"));
+            if self.paused {
+                let waiting = self.engine.latest_id.load(Ordering::SeqCst) - self.paused_at_id;
+                ui.separator();
+                ui.colored_label(widgets::WARN, format!("live updates paused: {waiting} new since"));
+            }
+            if let Some(notice) = &self.notice {
+                ui.separator();
+                let color = if notice.error { widgets::FAIL } else { ui.visuals().text_color() };
+                ui.colored_label(color, &notice.text);
+            }
+            ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
+                ui.weak(format!("store: {}", self.engine.data_dir.display()));
+            });
+        });
+    }
+}
+
+impl eframe::App for HookscopeApp {
+    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+        self.draw(ui);
+    }
+
+    fn save(&mut self, storage: &mut dyn eframe::Storage) {
+        eframe::set_value(storage, eframe::APP_KEY, &self.state);
+    }
+}
+
+/// Opens the window on the given data dir and runs until it is closed.
+pub fn run(options: EngineOptions) -> anyhow::Result<()> {
+    if std::env::var_os("DISPLAY").is_none() && std::env::var_os("WAYLAND_DISPLAY").is_none() {
+        anyhow::bail!("no display available (neither DISPLAY nor WAYLAND_DISPLAY is set): use `hookscope listen` for the headless receiver");
+    }
+    let native = eframe::NativeOptions {
+        viewport: egui::ViewportBuilder::default()
+            .with_title("hookscope")
+            .with_app_id("hookscope")
+            .with_inner_size([1280.0, 820.0])
+            .with_min_inner_size([760.0, 480.0]),
+        ..Default::default()
+    };
+    eframe::run_native(
+        "hookscope",
+        native,
+        Box::new(move |cc| {
+            let state: UiState = cc
+                .storage
+                .and_then(|s| eframe::get_value(s, eframe::APP_KEY))
+                .unwrap_or_default();
+            let app = HookscopeApp::new(&cc.egui_ctx, options, state)?;
+            Ok(Box::new(app))
+        }),
+    )
+    .map_err(|e| anyhow::anyhow!("the window could not open: {e}"))
+}

@@ -1,0 +1,117 @@
+//! The top bar: the receiver's state and URL, start/stop, port, pause, the filter, and the
+//! buttons that open the other panels.
+
+use eframe::egui::{self, RichText};
+use hookscope::engine::{Command, ReceiverState};
+
+use super::{HookscopeApp, widgets};
+
+/// The filter box's id, so Ctrl+F can focus it.
+pub fn filter_id() -> egui::Id {
+    egui::Id::unique("hookscope_filter")
+}
+
+/// Draws the top bar.
+pub fn top_bar_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
+    ui.add_space(4.0);
+    ui.horizontal(|ui| {
+        ui.heading(RichText::new("hookscope").strong());
+        ui.separator();
+        match app.receiver.clone() {
+            ReceiverState::Running { addr } => {
+                widgets::status_dot(ui, widgets::PASS, "listening");
+                let host = if addr.ip().is_unspecified() { "127.0.0.1".to_string() } else { addr.ip().to_string() };
+                let url = format!("http://{host}:{}/", addr.port());
+                ui.monospace(&url).on_hover_text("Give this URL (plus any path) to the sender, or to your tunnel");
+                if ui.button("Copy URL").clicked() {
+                    ui.ctx().copy_text(url.clone());
+                    app.notice(format!("copied {url}"), false);
+                }
+                if !addr.ip().is_loopback() {
+                    ui.colored_label(widgets::WARN, format!("reachable from the network ({})", addr.ip()))
+                        .on_hover_text("Bound beyond loopback: anyone who can reach this port can send and read deliveries");
+                }
+                if ui.button("Stop").clicked() {
+                    app.send(Command::StopReceiver);
+                }
+                start_controls(app, ui, "Change port");
+            }
+            ReceiverState::Stopped => {
+                widgets::status_dot(ui, widgets::SKIPPED, "stopped");
+                start_controls(app, ui, "Start");
+            }
+            ReceiverState::Failed(reason) => {
+                widgets::status_dot(ui, widgets::FAIL, "not listening").on_hover_text(&reason);
+                ui.colored_label(widgets::FAIL, shorten(&reason, 90)).on_hover_text(&reason);
+                start_controls(app, ui, "Retry");
+            }
+        }
+        ui.separator();
+        let pause_label = if app.paused { "Resume live" } else { "Pause live" };
+        if ui
+            .button(pause_label)
+            .on_hover_text("Freeze the list while you read; the receiver keeps capturing and nothing is lost")
+            .clicked()
+        {
+            app.paused = !app.paused;
+            app.paused_at_id = app.engine.latest_id.load(std::sync::atomic::Ordering::SeqCst);
+        }
+        ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
+            if ui.button("Endpoints & secrets").clicked() {
+                app.endpoints.open = true;
+            }
+            if app.confirm_clear {
+                if ui.button(RichText::new("Yes, delete all").color(widgets::FAIL)).clicked() {
+                    app.send(Command::ClearHistory);
+                    app.selected = None;
+                    app.detail = None;
+                    app.confirm_clear = false;
+                }
+                if ui.button("Keep").clicked() {
+                    app.confirm_clear = false;
+                }
+            } else if ui.button("Clear history…").clicked() {
+                app.confirm_clear = true;
+            }
+        });
+    });
+    ui.horizontal(|ui| {
+        ui.label("Filter");
+        let hint = "text, or terms: sig:fail dup:yes type:job.failed job:job_123 path:/hooks/acme  (Ctrl+F)";
+        let edit = egui::TextEdit::singleline(&mut app.state.filter)
+            .id(filter_id())
+            .hint_text(hint)
+            .desired_width(ui.available_width() - 90.0);
+        let response = ui.add(edit);
+        if app.focus_filter {
+            response.request_focus();
+            app.focus_filter = false;
+        }
+        if !app.state.filter.is_empty() && ui.button("Clear").clicked() {
+            app.state.filter.clear();
+        }
+    });
+    if let Some(error) = &app.list.error {
+        ui.colored_label(widgets::FAIL, error);
+    }
+    ui.add_space(2.0);
+}
+
+fn start_controls(app: &mut HookscopeApp, ui: &mut egui::Ui, verb: &str) {
+    ui.label("port");
+    ui.add(egui::TextEdit::singleline(&mut app.port_text).desired_width(52.0));
+    if ui.button(verb).clicked() {
+        match app.port_text.trim().parse::<u16>() {
+            Ok(port) => app.send(Command::StartReceiver { port }),
+            Err(_) => app.notice(format!("\"{}\" is not a port (0-65535)", app.port_text.trim()), true),
+        }
+    }
+}
+
+fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_string()
+    } else {
+        format!("{}…", text.chars().take(max).collect::<String>())
+    }
+}

@@ -201,6 +201,11 @@ pub fn evaluate(delivery: &Delivery, endpoint: &Endpoint, now_secs: i64) -> Eval
     let active = configured.as_ref().or(detected.as_ref());
     let body_json = delivery.body_json();
 
+    // A detected scheme is verified when the endpoint has secrets: adding the provider's secret
+    // is enough, choosing the scheme by name is optional.
+    let verify_with = configured
+        .as_ref()
+        .or(detected.as_ref().filter(|_| !endpoint.secrets.is_empty()));
     let signature = if !delivery.body_complete {
         SignatureCheck {
             status: SignatureStatus::Skipped,
@@ -210,7 +215,7 @@ pub fn evaluate(delivery: &Delivery, endpoint: &Endpoint, now_secs: i64) -> Eval
             secrets_tried: 0,
         }
     } else {
-        signature_check(delivery, endpoint, configured.as_ref(), detected.as_ref())
+        signature_check(delivery, endpoint, verify_with, detected.as_ref())
     };
     let timestamp = timestamp_check(delivery, active, endpoint.tolerance_secs, now_secs);
 
@@ -280,11 +285,11 @@ fn extract_job(json: &serde_json::Value, event_type: Option<&str>) -> Option<Job
 fn signature_check(
     delivery: &Delivery,
     endpoint: &Endpoint,
-    configured: Option<&Scheme>,
+    verify_with: Option<&Scheme>,
     detected: Option<&Scheme>,
 ) -> SignatureCheck {
     let path = &delivery.path;
-    let Some(scheme) = configured else {
+    let Some(scheme) = verify_with else {
         let (detail, name) = match detected {
             Some(s) => (
                 format!(
@@ -294,6 +299,13 @@ fn signature_check(
                     s.name.split(' ').next().unwrap_or(&s.name)
                 ),
                 Some(s.name.clone()),
+            ),
+            None if !endpoint.secrets.is_empty() => (
+                format!(
+                    "No signature header recognised, so the secrets of endpoint {} were not used: set its scheme (a custom [[scheme]] for a provider-specific header).",
+                    endpoint.path
+                ),
+                None,
             ),
             None => (
                 format!(

@@ -11,7 +11,7 @@ use std::io::{Read as _, Write as _};
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::mpsc::{Receiver as StdReceiver, RecvTimeoutError, SyncSender, TryRecvError, sync_channel};
+use std::sync::mpsc::{Receiver as StdReceiver, RecvTimeoutError, SyncSender, sync_channel};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -144,10 +144,7 @@ impl EngineHandle {
 
     /// The next event, if one is waiting.
     pub fn try_recv(&self) -> Option<Event> {
-        match self.events.try_recv() {
-            Ok(event) => Some(event),
-            Err(TryRecvError::Empty | TryRecvError::Disconnected) => None,
-        }
+        self.events.try_recv().ok()
     }
 }
 
@@ -202,7 +199,10 @@ pub fn spawn(options: EngineOptions, waker: Waker) -> anyhow::Result<EngineHandl
         latest_id: Arc::clone(&latest_id),
         test_counter: 0,
     };
-    let port = options.port.or(config.receiver.port).unwrap_or(config::DEFAULT_PORT);
+    let port = options
+        .port
+        .or(config.receiver.port)
+        .unwrap_or(config::DEFAULT_PORT);
     std::thread::Builder::new()
         .name("hookscope-engine".into())
         .spawn(move || {
@@ -269,7 +269,10 @@ impl Engine {
                         } else {
                             offset
                         };
-                        let rows = self.reader.page(&f, offset, limit).map_err(|e| e.to_string())?;
+                        let rows = self
+                            .reader
+                            .page(&f, offset, limit)
+                            .map_err(|e| e.to_string())?;
                         Ok((total, offset, rows))
                     });
                 match result {
@@ -279,12 +282,17 @@ impl Engine {
                         total: total.max(0) as usize,
                         rows,
                     }),
-                    Err(message) => self.emit(Event::QueryFailed { generation, message }),
+                    Err(message) => self.emit(Event::QueryFailed {
+                        generation,
+                        message,
+                    }),
                 }
             }
             Command::Load { id } => match self.reader.get(id) {
                 Ok(Some(stored)) => self.emit(Event::Loaded(Box::new(stored))),
-                Ok(None) => self.emit(Event::Error(format!("delivery #{id} is no longer in the store"))),
+                Ok(None) => self.emit(Event::Error(format!(
+                    "delivery #{id} is no longer in the store"
+                ))),
                 Err(e) => self.emit(Event::Error(e.to_string())),
             },
             Command::SaveConfig(file) => self.save_config(*file),
@@ -313,7 +321,9 @@ impl Engine {
                 }
             });
         if let Err(e) = drained {
-            self.emit(Event::Receiver(ReceiverState::Failed(format!("cannot start: {e}"))));
+            self.emit(Event::Receiver(ReceiverState::Failed(format!(
+                "cannot start: {e}"
+            ))));
             return;
         }
         match Receiver::start(
@@ -363,7 +373,11 @@ impl Engine {
         };
         let settings = self.current_settings();
         let endpoint = settings.endpoint_for(&stored.delivery.path);
-        let evaluation = checks::evaluate(&stored.delivery, endpoint, stored.delivery.received_at_ms.div_euclid(1000));
+        let evaluation = checks::evaluate(
+            &stored.delivery,
+            endpoint,
+            stored.delivery.received_at_ms.div_euclid(1000),
+        );
         let task = Maintenance::Recheck {
             id,
             scheme: evaluation.scheme,
@@ -393,14 +407,18 @@ impl Engine {
         }
         let task = Maintenance::Retain {
             max_age_ms: retention.max_days.map(|d| i64::from(d) * 86_400_000),
-            max_count: retention.max_deliveries.map(|n| n.min(i64::MAX as u64) as i64),
+            max_count: retention
+                .max_deliveries
+                .map(|n| n.min(i64::MAX as u64) as i64),
             now_ms: now_secs() * 1000,
         };
         match self.store.writer().maintain_blocking(task) {
             Ok(0) => {}
             Ok(n) => {
                 self.emit(Event::HistoryChanged);
-                self.emit(Event::Notice(format!("retention removed {n} old deliveries")));
+                self.emit(Event::Notice(format!(
+                    "retention removed {n} old deliveries"
+                )));
             }
             Err(e) => self.emit(Event::Error(e.to_string())),
         }
@@ -410,9 +428,16 @@ impl Engine {
     /// sample job event with it, and posts it to the running receiver.
     fn send_test_delivery(&mut self) {
         let Some(addr) = self.receiver.as_ref().map(Receiver::local_addr) else {
-            return self.emit(Event::Error("start the receiver first: the test delivery is sent to it".into()));
+            return self.emit(Event::Error(
+                "start the receiver first: the test delivery is sent to it".into(),
+            ));
         };
-        if !self.config.endpoints.iter().any(|e| e.path == TEST_ENDPOINT) {
+        if !self
+            .config
+            .endpoints
+            .iter()
+            .any(|e| e.path == TEST_ENDPOINT)
+        {
             let mut file = self.config.clone();
             file.endpoints.push(EndpointConfig {
                 path: TEST_ENDPOINT.into(),
@@ -427,7 +452,9 @@ impl Engine {
         let settings = self.current_settings();
         let endpoint = settings.endpoint_for(TEST_ENDPOINT);
         let (Some(scheme), false) = (endpoint.scheme.clone(), endpoint.secrets.is_empty()) else {
-            return self.emit(Event::Error(format!("the {TEST_ENDPOINT} endpoint needs a scheme and a secret")));
+            return self.emit(Event::Error(format!(
+                "the {TEST_ENDPOINT} endpoint needs a scheme and a secret"
+            )));
         };
         self.test_counter += 1;
         let now = now_secs();
@@ -435,10 +462,21 @@ impl Engine {
         let body = format!(
             r#"{{"id":"evt_test_{n}","type":"job.completed","created_at":{now},"data":{{"job_id":"job_test_{n}","status":"completed","result_url":"https://example.com/results/job_test_{n}"}}}}"#
         );
-        let result = sign_and_post(addr, &scheme, &endpoint.secrets, &format!("msg_test_{n}"), now, &body);
+        let result = sign_and_post(
+            addr,
+            &scheme,
+            &endpoint.secrets,
+            &format!("msg_test_{n}"),
+            now,
+            &body,
+        );
         match result {
-            Ok(status) => self.emit(Event::Notice(format!("test delivery sent: hookscope answered {status}"))),
-            Err(e) => self.emit(Event::Error(format!("the test delivery could not be sent: {e}"))),
+            Ok(status) => self.emit(Event::Notice(format!(
+                "test delivery sent: hookscope answered {status}"
+            ))),
+            Err(e) => self.emit(Event::Error(format!(
+                "the test delivery could not be sent: {e}"
+            ))),
         }
     }
 }
@@ -456,7 +494,10 @@ pub fn generate_secret() -> Secret {
     // The OS random source does not fail on the platforms we build for; if it ever did, an
     // all-zero key would be obvious in the config rather than silently weak.
     let _ = getrandom::fill(&mut bytes);
-    Secret::new(format!("whsec_{}", base64::engine::general_purpose::STANDARD.encode(bytes)))
+    Secret::new(format!(
+        "whsec_{}",
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    ))
 }
 
 /// Signs `body` and posts it over loopback HTTP/1.1; returns the response status.
@@ -476,8 +517,11 @@ fn sign_and_post(
     } else {
         addr
     };
-    let mut stream = TcpStream::connect_timeout(&connect_to, Duration::from_secs(5)).map_err(|e| e.to_string())?;
-    stream.set_read_timeout(Some(Duration::from_secs(10))).map_err(|e| e.to_string())?;
+    let mut stream = TcpStream::connect_timeout(&connect_to, Duration::from_secs(5))
+        .map_err(|e| e.to_string())?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .map_err(|e| e.to_string())?;
     let mut request = format!(
         "POST {TEST_ENDPOINT}/jobs HTTP/1.1\r\nHost: {connect_to}\r\nUser-Agent: hookscope-test\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
         body.len()
@@ -493,7 +537,9 @@ fn sign_and_post(
     request.extend_from_slice(body.as_bytes());
     stream.write_all(&request).map_err(|e| e.to_string())?;
     let mut response = Vec::new();
-    stream.read_to_end(&mut response).map_err(|e| e.to_string())?;
+    stream
+        .read_to_end(&mut response)
+        .map_err(|e| e.to_string())?;
     let status_line = String::from_utf8_lossy(&response);
     status_line
         .split_whitespace()

@@ -58,7 +58,8 @@ impl Filter {
     pub fn parse(text: &str) -> Result<Filter, FilterError> {
         let mut terms = Vec::new();
         for raw in split_terms(text) {
-            let Some((key, value)) = raw.split_once(':').filter(|(k, _)| !k.starts_with('"')) else {
+            let Some((key, value)) = raw.split_once(':').filter(|(k, _)| !k.starts_with('"'))
+            else {
                 terms.push(Term::Text(raw));
                 continue;
             };
@@ -68,7 +69,10 @@ impl Filter {
                 if allowed.contains(&lower.as_str()) {
                     Ok(lower.clone())
                 } else {
-                    Err(FilterError(format!("{key}: takes {}, not \"{value}\"", allowed.join(", "))))
+                    Err(FilterError(format!(
+                        "{key}: takes {}, not \"{value}\"",
+                        allowed.join(", ")
+                    )))
                 }
             };
             let term = match key.to_ascii_lowercase().as_str() {
@@ -81,11 +85,12 @@ impl Filter {
                     value: one_of(&["pass", "warn", "fail", "skipped"])?,
                 },
                 "dup" | "duplicate" => {
-                    let value = match one_of(&["yes", "no", "first", "duplicate", "skipped"])?.as_str() {
-                        "yes" | "duplicate" => "duplicate",
-                        "no" | "first" => "first",
-                        _ => "skipped",
-                    };
+                    let value =
+                        match one_of(&["yes", "no", "first", "duplicate", "skipped"])?.as_str() {
+                            "yes" | "duplicate" => "duplicate",
+                            "no" | "first" => "first",
+                            _ => "skipped",
+                        };
                     Term::Column {
                         column: "dup_status",
                         value: value.into(),
@@ -95,7 +100,10 @@ impl Filter {
                     column: "event_type",
                     value,
                 },
-                "job" => Term::Column { column: "job_id", value },
+                "job" => Term::Column {
+                    column: "job_id",
+                    value,
+                },
                 "event" | "id" => Term::Column {
                     column: "event_id",
                     value,
@@ -106,7 +114,9 @@ impl Filter {
                 },
                 "status" => {
                     if value.parse::<u16>().is_err() {
-                        return Err(FilterError(format!("status: takes an HTTP status such as 500, not \"{value}\"")));
+                        return Err(FilterError(format!(
+                            "status: takes an HTTP status such as 500, not \"{value}\""
+                        )));
                     }
                     Term::Column {
                         column: "response_status",
@@ -116,7 +126,8 @@ impl Filter {
                 "path" => Term::PathPrefix(value),
                 _ => Term::Text(raw.clone()),
             };
-            if matches!(&term, Term::Column { value, .. } | Term::PathPrefix(value) if value.is_empty()) {
+            if matches!(&term, Term::Column { value, .. } | Term::PathPrefix(value) if value.is_empty())
+            {
                 return Err(FilterError(format!("{key}: needs a value")));
             }
             terms.push(term);
@@ -189,13 +200,17 @@ mod tests {
 
     #[test]
     fn terms_combine_into_indexed_conditions() {
-        let filter = Filter::parse("sig:fail dup:yes type:job.failed path:/hooks/acme").expect("parses");
+        let filter =
+            Filter::parse("sig:fail dup:yes type:job.failed path:/hooks/acme").expect("parses");
         let (sql, params) = filter.to_sql();
         assert_eq!(
             sql,
             "sig_status = ?1 AND dup_status = ?2 AND event_type = ?3 AND (path >= ?4 AND path < ?5)"
         );
-        assert_eq!(params[..4], ["fail", "duplicate", "job.failed", "/hooks/acme"]);
+        assert_eq!(
+            params[..4],
+            ["fail", "duplicate", "job.failed", "/hooks/acme"]
+        );
     }
 
     #[test]

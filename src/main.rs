@@ -25,12 +25,19 @@ fn main() -> ExitCode {
 
 fn open_window(cli: &Cli) -> anyhow::Result<()> {
     let data_dir = cli::data_dir(&cli.common)?;
-    let config_path = cli.common.config.clone().unwrap_or_else(|| data_dir.join(cli::CONFIG_FILE));
+    let config_path = cli
+        .common
+        .config
+        .clone()
+        .unwrap_or_else(|| data_dir.join(cli::CONFIG_FILE));
     let config = hookscope::config::load_file(&config_path)?;
     let bind: IpAddr = match &config.receiver.bind {
-        Some(text) => text
-            .parse()
-            .map_err(|_| anyhow::anyhow!("[receiver] bind = \"{text}\" in {} is not an IP address", config_path.display()))?,
+        Some(text) => text.parse().map_err(|_| {
+            anyhow::anyhow!(
+                "[receiver] bind = \"{text}\" in {} is not an IP address",
+                config_path.display()
+            )
+        })?,
         None => IpAddr::from([127, 0, 0, 1]),
     };
     ui::run(EngineOptions {

@@ -67,7 +67,11 @@ pub fn pretty_json(raw: &str) -> Option<Pretty> {
                 }
                 let start = out.text.len();
                 out.text.push_str(&raw[i..end]);
-                let kind = if expect_key { Token::Key } else { Token::String };
+                let kind = if expect_key {
+                    Token::Key
+                } else {
+                    Token::String
+                };
                 out.spans.push((start, out.text.len(), kind));
                 expect_key = false;
             }
@@ -114,7 +118,11 @@ pub fn pretty_json(raw: &str) -> Option<Pretty> {
                 }
                 let start = out.text.len();
                 out.text.push_str(&raw[i..end]);
-                let kind = if c == '-' || c.is_ascii_digit() { Token::Number } else { Token::Literal };
+                let kind = if c == '-' || c.is_ascii_digit() {
+                    Token::Number
+                } else {
+                    Token::Literal
+                };
                 out.spans.push((start, out.text.len(), kind));
             }
         }
@@ -144,7 +152,11 @@ pub fn hexdump(bytes: &[u8]) -> String {
         }
         out.push(' ');
         for b in chunk {
-            out.push(if b.is_ascii_graphic() || *b == b' ' { *b as char } else { '.' });
+            out.push(if b.is_ascii_graphic() || *b == b' ' {
+                *b as char
+            } else {
+                '.'
+            });
         }
         out.push('\n');
     }
@@ -184,7 +196,11 @@ mod tests {
             .collect();
         assert_eq!(keys, ["\"z\"", "\"a\"", "\"s\"", "\"e\""]);
         // Removing the whitespace gives back the original bytes.
-        let squeezed: String = pretty.spans.iter().map(|s| &pretty.text[s.0..s.1]).collect();
+        let squeezed: String = pretty
+            .spans
+            .iter()
+            .map(|s| &pretty.text[s.0..s.1])
+            .collect();
         assert_eq!(squeezed, raw);
     }
 
@@ -197,6 +213,9 @@ mod tests {
     #[test]
     fn hexdump_shows_offsets_and_ascii() {
         let dump = hexdump(&[0x00, b'A', 0xff]);
-        assert_eq!(dump, format!("00000000  00 41 ff {} .A.\n", " ".repeat(3 * 13 + 1)));
+        assert_eq!(
+            dump,
+            format!("00000000  00 41 ff {} .A.\n", " ".repeat(3 * 13 + 1))
+        );
     }
 }

@@ -162,11 +162,15 @@ pub struct StoredDelivery {
 
 enum WriteJob {
     Insert {
-        record: NewRecord,
+        record: Box<NewRecord>,
         reply: oneshot::Sender<Result<StoredDelivery, StoreError>>,
     },
+    InsertMany {
+        records: Vec<NewRecord>,
+        reply: oneshot::Sender<Result<usize, StoreError>>,
+    },
     Maintain {
-        task: Maintenance,
+        task: Box<Maintenance>,
         reply: oneshot::Sender<Result<usize, StoreError>>,
     },
 }
@@ -270,17 +274,33 @@ impl StoreWriter {
     pub async fn insert(&self, record: NewRecord) -> Result<StoredDelivery, StoreError> {
         let (reply, answer) = oneshot::channel();
         self.sender
-            .send(WriteJob::Insert { record, reply })
+            .send(WriteJob::Insert {
+                record: Box::new(record),
+                reply,
+            })
             .await
             .map_err(|_| StoreError::WriterGone)?;
         answer.await.map_err(|_| StoreError::WriterGone)?
+    }
+
+    /// Writes many deliveries in one transaction (imports, seeding a store for benchmarks);
+    /// returns how many were written.
+    pub fn insert_many_blocking(&self, records: Vec<NewRecord>) -> Result<usize, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.sender
+            .blocking_send(WriteJob::InsertMany { records, reply })
+            .map_err(|_| StoreError::WriterGone)?;
+        answer.blocking_recv().map_err(|_| StoreError::WriterGone)?
     }
 
     /// Applies a maintenance task; returns how many deliveries it touched.
     pub fn maintain_blocking(&self, task: Maintenance) -> Result<usize, StoreError> {
         let (reply, answer) = oneshot::channel();
         self.sender
-            .blocking_send(WriteJob::Maintain { task, reply })
+            .blocking_send(WriteJob::Maintain {
+                task: Box::new(task),
+                reply,
+            })
             .map_err(|_| StoreError::WriterGone)?;
         answer.blocking_recv().map_err(|_| StoreError::WriterGone)?
     }
@@ -289,7 +309,10 @@ impl StoreWriter {
     pub fn insert_blocking(&self, record: NewRecord) -> Result<StoredDelivery, StoreError> {
         let (reply, answer) = oneshot::channel();
         self.sender
-            .blocking_send(WriteJob::Insert { record, reply })
+            .blocking_send(WriteJob::Insert {
+                record: Box::new(record),
+                reply,
+            })
             .map_err(|_| StoreError::WriterGone)?;
         answer.blocking_recv().map_err(|_| StoreError::WriterGone)?
     }
@@ -357,6 +380,14 @@ fn writer_loop(mut conn: Connection, mut receiver: mpsc::Receiver<WriteJob>) {
                 let _ = reply.send(maintain(&mut conn, &task).map_err(StoreError::from));
                 continue;
             }
+            WriteJob::InsertMany { records, reply } => {
+                let refs: Vec<&NewRecord> = records.iter().collect();
+                let result = write_batch(&mut conn, &refs)
+                    .map(|stored| stored.len())
+                    .map_err(|e| StoreError::Write(e.to_string()));
+                let _ = reply.send(result);
+                continue;
+            }
         };
         // Group commit: take every insert already waiting, up to a batch, into one transaction.
         let mut batch = vec![(record, reply)];
@@ -370,7 +401,7 @@ fn writer_loop(mut conn: Connection, mut receiver: mpsc::Receiver<WriteJob>) {
                 Err(_) => break,
             }
         }
-        let records: Vec<&NewRecord> = batch.iter().map(|(record, _)| record).collect();
+        let records: Vec<&NewRecord> = batch.iter().map(|(record, _)| record.as_ref()).collect();
         match write_batch(&mut conn, &records) {
             Ok(stored) => {
                 for ((_, reply), stored) in batch.into_iter().zip(stored) {
@@ -401,7 +432,11 @@ fn maintain(conn: &mut Connection, task: &Maintenance) -> Result<usize, rusqlite
             timestamp,
         } => {
             let json: Option<String> = tx
-                .query_row("SELECT checks_json FROM deliveries WHERE id = ?1", params![id], |r| r.get(0))
+                .query_row(
+                    "SELECT checks_json FROM deliveries WHERE id = ?1",
+                    params![id],
+                    |r| r.get(0),
+                )
                 .optional()?;
             match json.and_then(|j| serde_json::from_str::<Checks>(&j).ok()) {
                 None => 0,
@@ -419,7 +454,8 @@ fn maintain(conn: &mut Connection, task: &Maintenance) -> Result<usize, rusqlite
         }
         Maintenance::Delete(ids) => {
             let mut delete = tx.prepare_cached("DELETE FROM deliveries WHERE id = ?1")?;
-            let mut delete_fts = tx.prepare_cached("DELETE FROM deliveries_fts WHERE rowid = ?1")?;
+            let mut delete_fts =
+                tx.prepare_cached("DELETE FROM deliveries_fts WHERE rowid = ?1")?;
             let mut n = 0;
             for id in ids {
                 n += delete.execute(params![id])?;
@@ -457,7 +493,10 @@ fn maintain(conn: &mut Connection, task: &Maintenance) -> Result<usize, rusqlite
                     .optional()?;
                 cutoff_id = cutoff_id.max(id.unwrap_or(0));
             }
-            tx.execute("DELETE FROM deliveries_fts WHERE rowid <= ?1", params![cutoff_id])?;
+            tx.execute(
+                "DELETE FROM deliveries_fts WHERE rowid <= ?1",
+                params![cutoff_id],
+            )?;
             tx.execute("DELETE FROM deliveries WHERE id <= ?1", params![cutoff_id])?
         }
     };
@@ -482,8 +521,9 @@ fn write_batch(
             "UPDATE event_ids SET seen = seen + 1 WHERE endpoint = ?1 AND event_id = ?2
              RETURNING first_delivery_id, seen - 1",
         )?;
-        let mut add_fts =
-            tx.prepare_cached("INSERT INTO deliveries_fts (rowid, path, headers, body) VALUES (?1, ?2, ?3, ?4)")?;
+        let mut add_fts = tx.prepare_cached(
+            "INSERT INTO deliveries_fts (rowid, path, headers, body) VALUES (?1, ?2, ?3, ?4)",
+        )?;
         let mut add_event = tx.prepare_cached(
             "INSERT INTO event_ids (endpoint, event_id, first_delivery_id) VALUES (?1, ?2, ?3)",
         )?;
@@ -554,7 +594,12 @@ fn write_batch(
                 record.latency_ms as i64,
                 record.note,
             ])?;
-            add_fts.execute(params![id, d.path, searchable_headers(d), searchable_body(d)])?;
+            add_fts.execute(params![
+                id,
+                d.path,
+                searchable_headers(d),
+                searchable_body(d)
+            ])?;
             stored.push(StoredDelivery {
                 id,
                 delivery: record.delivery.clone(),
@@ -593,7 +638,9 @@ fn searchable_body(delivery: &Delivery) -> Option<String> {
     match std::str::from_utf8(head) {
         Ok(text) => Some(text.to_string()),
         // Cut inside a character: keep the valid part.
-        Err(e) if e.error_len().is_none() => Some(String::from_utf8_lossy(&head[..e.valid_up_to()]).into_owned()),
+        Err(e) if e.error_len().is_none() => {
+            Some(String::from_utf8_lossy(&head[..e.valid_up_to()]).into_owned())
+        }
         // Binary bodies are not words.
         Err(_) => None,
     }
@@ -689,22 +736,33 @@ impl Reader {
     /// How many deliveries match a filter.
     pub fn count_matching(&self, filter: &Filter) -> Result<i64, StoreError> {
         let (condition, params) = filter.to_sql();
-        let mut stmt = self
-            .conn
-            .prepare_cached(&format!("SELECT COUNT(*) FROM deliveries WHERE {condition}"))?;
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT COUNT(*) FROM deliveries WHERE {condition}"
+        ))?;
         Ok(stmt.query_row(rusqlite::params_from_iter(params.iter()), |r| r.get(0))?)
     }
 
     /// The rows at positions `offset..offset + limit` of the filtered list, oldest first.
-    pub fn page(&self, filter: &Filter, offset: usize, limit: usize) -> Result<Vec<ListRow>, StoreError> {
+    pub fn page(
+        &self,
+        filter: &Filter,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Vec<ListRow>, StoreError> {
         let (condition, mut params) = filter.to_sql();
         params.push(limit.to_string());
         params.push(offset.to_string());
         let n = params.len();
         // Unfiltered, walk the narrow id index rather than the table, whose rows carry bodies.
-        let source = if filter.is_empty() { "deliveries INDEXED BY deliveries_by_id" } else { "deliveries" };
-        let ids_sql =
-            format!("SELECT id FROM {source} WHERE {condition} ORDER BY id LIMIT ?{} OFFSET ?{n}", n - 1);
+        let source = if filter.is_empty() {
+            "deliveries INDEXED BY deliveries_by_id"
+        } else {
+            "deliveries"
+        };
+        let ids_sql = format!(
+            "SELECT id FROM {source} WHERE {condition} ORDER BY id LIMIT ?{} OFFSET ?{n}",
+            n - 1
+        );
         let sql = format!(
             "SELECT id, received_at_ms, method, path, event_type, event_id, job_id, checks_json, body_size, response_status
              FROM deliveries WHERE id IN ({ids_sql}) ORDER BY id"
@@ -726,11 +784,23 @@ impl Reader {
         })?;
         let mut out = Vec::new();
         for row in rows {
-            let (id, received_at_ms, method, path, event_type, event_id, job_id, checks_json, size, status) = row?;
-            let checks = serde_json::from_str::<Checks>(&checks_json).map_err(|e| StoreError::Damaged {
+            let (
                 id,
-                what: format!("its checks cannot be decoded: {e}"),
-            })?;
+                received_at_ms,
+                method,
+                path,
+                event_type,
+                event_id,
+                job_id,
+                checks_json,
+                size,
+                status,
+            ) = row?;
+            let checks =
+                serde_json::from_str::<Checks>(&checks_json).map_err(|e| StoreError::Damaged {
+                    id,
+                    what: format!("its checks cannot be decoded: {e}"),
+                })?;
             out.push(ListRow {
                 id,
                 received_at_ms,
@@ -751,7 +821,10 @@ impl Reader {
     pub fn position_of(&self, filter: &Filter, id: i64) -> Result<i64, StoreError> {
         let (condition, mut params) = filter.to_sql();
         params.push(id.to_string());
-        let sql = format!("SELECT COUNT(*) FROM deliveries WHERE {condition} AND id < ?{}", params.len());
+        let sql = format!(
+            "SELECT COUNT(*) FROM deliveries WHERE {condition} AND id < ?{}",
+            params.len()
+        );
         let mut stmt = self.conn.prepare_cached(&sql)?;
         Ok(stmt.query_row(rusqlite::params_from_iter(params.iter()), |r| r.get(0))?)
     }

@@ -55,14 +55,25 @@ pub fn detail_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
     ui.add_space(4.0);
     ui.horizontal(|ui| {
         ui.strong(format!("#{}", stored.id));
-        ui.monospace(format!("{} {}", stored.delivery.method, stored.delivery.path));
+        ui.monospace(format!(
+            "{} {}",
+            stored.delivery.method, stored.delivery.path
+        ));
         ui.weak(rfc3339_ms(stored.delivery.received_at_ms));
         ui.separator();
-        for (tab, label) in [(Tab::Checks, "Checks"), (Tab::Request, "Request"), (Tab::Response, "Response")] {
+        for (tab, label) in [
+            (Tab::Checks, "Checks"),
+            (Tab::Request, "Request"),
+            (Tab::Response, "Response"),
+        ] {
             ui.selectable_value(&mut app.state.detail_tab, tab, label);
         }
         ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
-            if ui.button("Delete").on_hover_text("Delete this delivery from the store").clicked() {
+            if ui
+                .button("Delete")
+                .on_hover_text("Delete this delivery from the store")
+                .clicked()
+            {
                 app.send(Command::Delete(vec![stored.id]));
                 app.selected = None;
                 app.detail = None;
@@ -106,31 +117,53 @@ fn checks_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery)
             check_row(ui, "Duplicate", color, word, &checks.duplicate.detail);
         });
     ui.add_space(8.0);
-    egui::Grid::new("facts_grid").num_columns(2).spacing([12.0, 4.0]).show(ui, |ui| {
-        let fact = |ui: &mut egui::Ui, name: &str, value: String| {
-            ui.weak(name);
-            ui.add(egui::Label::new(RichText::new(value).monospace()).selectable(true));
-            ui.end_row();
-        };
-        fact(ui, "scheme", stored.scheme.clone().unwrap_or_else(|| "none recognised".into()));
-        fact(ui, "endpoint", stored.endpoint.clone());
-        if let Some(secret) = &checks.signature.secret {
-            fact(ui, "matched", secret.clone());
-        }
-        if let Some(skew) = checks.timestamp.skew_secs {
-            fact(ui, "skew", format!("{skew:+} s"));
-        }
-        fact(ui, "event id", stored.event_id.clone().unwrap_or_else(|| "-".into()));
-        fact(ui, "event type", stored.event_type.clone().unwrap_or_else(|| "-".into()));
-        if let Some(job) = &stored.job {
-            let status = job.status.as_deref().unwrap_or("?");
-            fact(ui, "job", format!("{} ({status})", job.job_id));
-        }
-    });
-    if let (hookscope::checks::DuplicateStatus::Duplicate, Some(first)) = (checks.duplicate.status, checks.duplicate.first_id)
+    egui::Grid::new("facts_grid")
+        .num_columns(2)
+        .spacing([12.0, 4.0])
+        .show(ui, |ui| {
+            let fact = |ui: &mut egui::Ui, name: &str, value: String| {
+                ui.weak(name);
+                ui.add(egui::Label::new(RichText::new(value).monospace()).selectable(true));
+                ui.end_row();
+            };
+            fact(
+                ui,
+                "scheme",
+                stored
+                    .scheme
+                    .clone()
+                    .unwrap_or_else(|| "none recognised".into()),
+            );
+            fact(ui, "endpoint", stored.endpoint.clone());
+            if let Some(secret) = &checks.signature.secret {
+                fact(ui, "matched", secret.clone());
+            }
+            if let Some(skew) = checks.timestamp.skew_secs {
+                fact(ui, "skew", format!("{skew:+} s"));
+            }
+            fact(
+                ui,
+                "event id",
+                stored.event_id.clone().unwrap_or_else(|| "-".into()),
+            );
+            fact(
+                ui,
+                "event type",
+                stored.event_type.clone().unwrap_or_else(|| "-".into()),
+            );
+            if let Some(job) = &stored.job {
+                let status = job.status.as_deref().unwrap_or("?");
+                fact(ui, "job", format!("{} ({status})", job.job_id));
+            }
+        });
+    if let (hookscope::checks::DuplicateStatus::Duplicate, Some(first)) =
+        (checks.duplicate.status, checks.duplicate.first_id)
     {
         ui.add_space(6.0);
-        if ui.link(format!("Go to the first delivery of this event (#{first})")).clicked() {
+        if ui
+            .link(format!("Go to the first delivery of this event (#{first})"))
+            .clicked()
+        {
             app.select(first);
             app.scroll_to_selected = true;
         }
@@ -146,13 +179,21 @@ fn request_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery
     egui::CollapsingHeader::new(format!("Headers ({})", d.headers.len()))
         .default_open(true)
         .show(ui, |ui| {
-            egui::Grid::new("headers_grid").num_columns(2).spacing([16.0, 2.0]).striped(true).show(ui, |ui| {
-                for h in &d.headers {
-                    ui.monospace(&h.name);
-                    ui.add(egui::Label::new(RichText::new(h.value_lossy()).monospace()).selectable(true).wrap());
-                    ui.end_row();
-                }
-            });
+            egui::Grid::new("headers_grid")
+                .num_columns(2)
+                .spacing([16.0, 2.0])
+                .striped(true)
+                .show(ui, |ui| {
+                    for h in &d.headers {
+                        ui.monospace(&h.name);
+                        ui.add(
+                            egui::Label::new(RichText::new(h.value_lossy()).monospace())
+                                .selectable(true)
+                                .wrap(),
+                        );
+                        ui.end_row();
+                    }
+                });
         });
     ui.add_space(6.0);
     let text = std::str::from_utf8(&d.body).ok();
@@ -167,7 +208,13 @@ fn request_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery
         ui.selectable_value(view, BodyView::Hex, "Hex");
     });
     if !d.body_complete {
-        ui.colored_label(widgets::WARN, stored.note.clone().unwrap_or_else(|| "The body was not kept whole.".into()));
+        ui.colored_label(
+            widgets::WARN,
+            stored
+                .note
+                .clone()
+                .unwrap_or_else(|| "The body was not kept whole.".into()),
+        );
         return;
     }
     if d.body.is_empty() {
@@ -175,7 +222,11 @@ fn request_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery
         return;
     }
     let dark = ui.visuals().dark_mode;
-    let view = if text.is_none() { BodyView::Hex } else { app.state.body_view };
+    let view = if text.is_none() {
+        BodyView::Hex
+    } else {
+        app.state.body_view
+    };
     let cache = &mut app.body_cache;
     if cache.key != Some((stored.id, view, dark)) {
         let (job, note) = layout_body(&d.body, view, dark);
@@ -201,7 +252,11 @@ fn layout_body(body: &[u8], view: BodyView, dark: bool) -> (LayoutJob, Option<St
         )
     });
     let font = egui::FontId::monospace(12.5);
-    let plain = if dark { Color32::from_gray(215) } else { Color32::from_gray(30) };
+    let plain = if dark {
+        Color32::from_gray(215)
+    } else {
+        Color32::from_gray(30)
+    };
     let mut job = LayoutJob::default();
     let text_of = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
     match view {
@@ -227,7 +282,11 @@ fn layout_body(body: &[u8], view: BodyView, dark: bool) -> (LayoutJob, Option<St
                         if *start > at {
                             job.append(&pretty.text[at..*start], 0.0, format(&font, plain));
                         }
-                        job.append(&pretty.text[*start..*end], 0.0, format(&font, color(*token)));
+                        job.append(
+                            &pretty.text[*start..*end],
+                            0.0,
+                            format(&font, color(*token)),
+                        );
                         at = *end;
                     }
                     job.append(&pretty.text[at..], 0.0, format(&font, plain));
@@ -249,27 +308,42 @@ fn format(font: &egui::FontId, color: Color32) -> egui::TextFormat {
 }
 
 fn response_ui(ui: &mut egui::Ui, stored: &StoredDelivery) {
-    egui::Grid::new("response_grid").num_columns(2).spacing([12.0, 6.0]).show(ui, |ui| {
-        ui.weak("status");
-        ui.monospace(stored.response_status.to_string());
-        ui.end_row();
-        ui.weak("answered after");
-        ui.monospace(format!("{} ms", stored.latency_ms));
-        ui.end_row();
-        ui.weak("received at");
-        ui.monospace(rfc3339_ms(stored.delivery.received_at_ms));
-        ui.end_row();
-        ui.weak("from");
-        ui.monospace(stored.delivery.remote_addr.clone().unwrap_or_else(|| "-".into()));
-        ui.end_row();
-        ui.weak("body");
-        if stored.response_status == 413 {
-            ui.monospace(format!("{{\"error\":\"body over the limit\",\"delivery_id\":{}}}", stored.id));
-        } else {
-            ui.monospace(format!("{{\"received\":true,\"delivery_id\":{}}}", stored.id));
-        }
-        ui.end_row();
-    });
+    egui::Grid::new("response_grid")
+        .num_columns(2)
+        .spacing([12.0, 6.0])
+        .show(ui, |ui| {
+            ui.weak("status");
+            ui.monospace(stored.response_status.to_string());
+            ui.end_row();
+            ui.weak("answered after");
+            ui.monospace(format!("{} ms", stored.latency_ms));
+            ui.end_row();
+            ui.weak("received at");
+            ui.monospace(rfc3339_ms(stored.delivery.received_at_ms));
+            ui.end_row();
+            ui.weak("from");
+            ui.monospace(
+                stored
+                    .delivery
+                    .remote_addr
+                    .clone()
+                    .unwrap_or_else(|| "-".into()),
+            );
+            ui.end_row();
+            ui.weak("body");
+            if stored.response_status == 413 {
+                ui.monospace(format!(
+                    "{{\"error\":\"body over the limit\",\"delivery_id\":{}}}",
+                    stored.id
+                ));
+            } else {
+                ui.monospace(format!(
+                    "{{\"received\":true,\"delivery_id\":{}}}",
+                    stored.id
+                ));
+            }
+            ui.end_row();
+        });
     ui.add_space(6.0);
     ui.weak("hookscope answers only after the delivery is committed to the store, so this answer means it is on disk.");
 }

@@ -56,12 +56,19 @@ impl Editor {
             if !seen.insert(endpoint.path.trim_end_matches('/').to_string()) {
                 return Err(format!("two endpoints have the path {}", endpoint.path));
             }
-            if let Some(name) = &endpoint.scheme {
-                if !matches!(find_scheme(&self.draft, name), Ok(Some(_))) {
-                    return Err(format!("endpoint {} uses an unknown scheme \"{name}\"", endpoint.path));
-                }
+            if let Some(name) = &endpoint.scheme
+                && !matches!(find_scheme(&self.draft, name), Ok(Some(_)))
+            {
+                return Err(format!(
+                    "endpoint {} uses an unknown scheme \"{name}\"",
+                    endpoint.path
+                ));
             }
-            if endpoint.secrets.iter().any(|s| s.expose().trim().is_empty()) {
+            if endpoint
+                .secrets
+                .iter()
+                .any(|s| s.expose().trim().is_empty())
+            {
                 return Err(format!("endpoint {} has an empty secret", endpoint.path));
             }
         }
@@ -153,100 +160,125 @@ fn endpoint_ui(
     scheme_names: &[String],
     revealed: &mut HashSet<(usize, usize)>,
 ) {
-    egui::Grid::new(("endpoint", index)).num_columns(2).spacing([10.0, 6.0]).show(ui, |ui| {
-        ui.label("Path prefix");
-        ui.add(egui::TextEdit::singleline(&mut endpoint.path).desired_width(260.0));
-        ui.end_row();
+    egui::Grid::new(("endpoint", index))
+        .num_columns(2)
+        .spacing([10.0, 6.0])
+        .show(ui, |ui| {
+            let label = ui.label("Path prefix");
+            ui.add(egui::TextEdit::singleline(&mut endpoint.path).desired_width(260.0))
+                .labelled_by(label.id);
+            ui.end_row();
 
-        ui.label("Scheme");
-        let shown = endpoint.scheme.clone().unwrap_or_else(|| "detect from headers".into());
-        egui::ComboBox::from_id_salt(("scheme", index)).selected_text(shown).show_ui(ui, |ui| {
-            ui.selectable_value(&mut endpoint.scheme, None, "detect from headers");
-            for name in scheme_names {
-                ui.selectable_value(&mut endpoint.scheme, Some(name.clone()), name);
-            }
-        });
-        ui.end_row();
-
-        ui.label("Secrets");
-        ui.vertical(|ui| {
-            let mut remove = None;
-            for (i, secret) in endpoint.secrets.iter_mut().enumerate() {
-                ui.horizontal(|ui| {
-                    let shown = revealed.contains(&(index, i));
-                    let mut text = secret.expose().to_string();
-                    let edit = egui::TextEdit::singleline(&mut text)
-                        .password(!shown)
-                        .desired_width(330.0)
-                        .hint_text("the sender's signing secret");
-                    if ui.add(edit).changed() {
-                        *secret = Secret::new(text);
-                    }
-                    if ui.button(if shown { "Hide" } else { "Reveal" }).clicked() {
-                        if shown {
-                            revealed.remove(&(index, i));
-                        } else {
-                            revealed.insert((index, i));
-                        }
-                    }
-                    ui.weak(format!("secret #{}", i + 1));
-                    if ui.small_button("✕").on_hover_text("Remove this secret").clicked() {
-                        remove = Some(i);
+            ui.label("Scheme");
+            let shown = endpoint
+                .scheme
+                .clone()
+                .unwrap_or_else(|| "detect from headers".into());
+            egui::ComboBox::from_id_salt(("scheme", index))
+                .selected_text(shown)
+                .show_ui(ui, |ui| {
+                    ui.selectable_value(&mut endpoint.scheme, None, "detect from headers");
+                    for name in scheme_names {
+                        ui.selectable_value(&mut endpoint.scheme, Some(name.clone()), name);
                     }
                 });
-            }
-            if let Some(i) = remove {
-                endpoint.secrets.remove(i);
-                revealed.retain(|(e, _)| *e != index);
-            }
+            ui.end_row();
+
+            ui.label("Secrets");
+            ui.vertical(|ui| {
+                let mut remove = None;
+                for (i, secret) in endpoint.secrets.iter_mut().enumerate() {
+                    ui.horizontal(|ui| {
+                        let shown = revealed.contains(&(index, i));
+                        let label = ui.weak(format!("#{}", i + 1));
+                        let mut text = secret.expose().to_string();
+                        let edit = egui::TextEdit::singleline(&mut text)
+                            .password(!shown)
+                            .desired_width(330.0)
+                            .hint_text("the sender's signing secret");
+                        if ui.add(edit).labelled_by(label.id).changed() {
+                            *secret = Secret::new(text);
+                        }
+                        if ui.button(if shown { "Hide" } else { "Reveal" }).clicked() {
+                            if shown {
+                                revealed.remove(&(index, i));
+                            } else {
+                                revealed.insert((index, i));
+                            }
+                        }
+                        if ui
+                            .small_button("Remove")
+                            .on_hover_text("Remove this secret")
+                            .clicked()
+                        {
+                            remove = Some(i);
+                        }
+                    });
+                }
+                if let Some(i) = remove {
+                    endpoint.secrets.remove(i);
+                    revealed.retain(|(e, _)| *e != index);
+                }
+                ui.horizontal(|ui| {
+                    if ui.button("Add secret").clicked() {
+                        endpoint.secrets.push(Secret::new(""));
+                        revealed.insert((index, endpoint.secrets.len() - 1));
+                    }
+                    if ui
+                        .button("Generate test secret")
+                        .on_hover_text(
+                            "A random whsec_ secret, for signing your own test deliveries",
+                        )
+                        .clicked()
+                    {
+                        endpoint.secrets.push(generate_secret());
+                    }
+                    if endpoint.secrets.len() > 1 {
+                        ui.weak("several secrets = a rotation: each is tried in turn");
+                    }
+                });
+            });
+            ui.end_row();
+
+            ui.label("Tolerance");
             ui.horizontal(|ui| {
-                if ui.button("Add secret").clicked() {
-                    endpoint.secrets.push(Secret::new(""));
-                    revealed.insert((index, endpoint.secrets.len() - 1));
+                let mut custom = endpoint.tolerance_secs.is_some();
+                if ui.checkbox(&mut custom, "custom").changed() {
+                    endpoint.tolerance_secs = custom.then_some(300);
                 }
-                if ui
-                    .button("Generate test secret")
-                    .on_hover_text("A random whsec_ secret, for signing your own test deliveries")
-                    .clicked()
-                {
-                    endpoint.secrets.push(generate_secret());
-                }
-                if endpoint.secrets.len() > 1 {
-                    ui.weak("several secrets = a rotation: each is tried in turn");
+                match &mut endpoint.tolerance_secs {
+                    Some(secs) => {
+                        ui.add(egui::DragValue::new(secs).range(0..=86_400).suffix(" s"));
+                    }
+                    None => {
+                        ui.weak("the scheme's default");
+                    }
                 }
             });
-        });
-        ui.end_row();
+            ui.end_row();
 
-        ui.label("Tolerance");
-        ui.horizontal(|ui| {
-            let mut custom = endpoint.tolerance_secs.is_some();
-            if ui.checkbox(&mut custom, "custom").changed() {
-                endpoint.tolerance_secs = custom.then_some(300);
-            }
-            match &mut endpoint.tolerance_secs {
-                Some(secs) => {
-                    ui.add(egui::DragValue::new(secs).range(0..=86_400).suffix(" s"));
+            ui.label("Answer with");
+            ui.horizontal(|ui| {
+                let mut status = endpoint.respond_status.unwrap_or(200);
+                if ui
+                    .add(egui::DragValue::new(&mut status).range(100..=599))
+                    .changed()
+                {
+                    endpoint.respond_status = (status != 200).then_some(status);
                 }
-                None => {
-                    ui.weak("the scheme's default");
+                ui.label("after");
+                let mut delay = endpoint.respond_delay_ms.unwrap_or(0);
+                if ui
+                    .add(
+                        egui::DragValue::new(&mut delay)
+                            .range(0..=120_000)
+                            .suffix(" ms"),
+                    )
+                    .changed()
+                {
+                    endpoint.respond_delay_ms = (delay != 0).then_some(delay);
                 }
-            }
+            });
+            ui.end_row();
         });
-        ui.end_row();
-
-        ui.label("Answer with");
-        ui.horizontal(|ui| {
-            let mut status = endpoint.respond_status.unwrap_or(200);
-            if ui.add(egui::DragValue::new(&mut status).range(100..=599)).changed() {
-                endpoint.respond_status = (status != 200).then_some(status);
-            }
-            ui.label("after");
-            let mut delay = endpoint.respond_delay_ms.unwrap_or(0);
-            if ui.add(egui::DragValue::new(&mut delay).range(0..=120_000).suffix(" ms")).changed() {
-                endpoint.respond_delay_ms = (delay != 0).then_some(delay);
-            }
-        });
-        ui.end_row();
-    });
 }

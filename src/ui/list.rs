@@ -22,6 +22,8 @@ pub fn list_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
     let mut first_visible = usize::MAX;
     let mut last_visible = 0usize;
     let mut clicked = None;
+    // Labels in rows must not take the click: the whole row selects.
+    ui.style_mut().interaction.selectable_labels = false;
     let mut table = TableBuilder::new(ui)
         .striped(true)
         .sense(egui::Sense::click())
@@ -29,10 +31,30 @@ pub fn list_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
         .cell_layout(egui::Layout::left_to_right(egui::Align::Center))
         .column(Column::exact(104.0))
         .column(Column::exact(56.0))
-        .column(Column::initial(190.0).at_least(80.0).clip(true).resizable(true))
-        .column(Column::initial(150.0).at_least(60.0).clip(true).resizable(true))
-        .column(Column::initial(150.0).at_least(60.0).clip(true).resizable(true))
-        .column(Column::initial(120.0).at_least(50.0).clip(true).resizable(true))
+        .column(
+            Column::initial(190.0)
+                .at_least(80.0)
+                .clip(true)
+                .resizable(true),
+        )
+        .column(
+            Column::initial(150.0)
+                .at_least(60.0)
+                .clip(true)
+                .resizable(true),
+        )
+        .column(
+            Column::initial(150.0)
+                .at_least(60.0)
+                .clip(true)
+                .resizable(true),
+        )
+        .column(
+            Column::initial(120.0)
+                .at_least(50.0)
+                .clip(true)
+                .resizable(true),
+        )
         .column(Column::exact(210.0))
         .column(Column::exact(70.0))
         .column(Column::remainder().at_least(40.0));
@@ -41,7 +63,17 @@ pub fn list_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
     }
     table
         .header(20.0, |mut header| {
-            for title in ["Time", "Method", "Path", "Event type", "Event id", "Job", "Checks", "Size", "Status"] {
+            for title in [
+                "Time",
+                "Method",
+                "Path",
+                "Event type",
+                "Event id",
+                "Job",
+                "Checks",
+                "Size",
+                "Status",
+            ] {
                 header.col(|ui| {
                     ui.strong(title);
                 });
@@ -61,7 +93,8 @@ pub fn list_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
                 row.set_selected(app.selected == Some(item.id));
                 let time = rfc3339_ms(item.received_at_ms);
                 row.col(|ui| {
-                    ui.monospace(time.get(11..23).unwrap_or(&time)).on_hover_text(&time);
+                    ui.monospace(time.get(11..23).unwrap_or(&time))
+                        .on_hover_text(&time);
                 });
                 row.col(|ui| {
                     ui.monospace(&item.method);

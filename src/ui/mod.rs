@@ -63,11 +63,16 @@ struct ListCache {
 
 impl ListCache {
     fn row_at(&self, position: usize) -> Option<&ListRow> {
-        position.checked_sub(self.offset).and_then(|i| self.rows.get(i))
+        position
+            .checked_sub(self.offset)
+            .and_then(|i| self.rows.get(i))
     }
 
     fn position_of(&self, id: i64) -> Option<usize> {
-        self.rows.iter().position(|r| r.id == id).map(|i| i + self.offset)
+        self.rows
+            .iter()
+            .position(|r| r.id == id)
+            .map(|i| i + self.offset)
     }
 
     fn covers(&self, range: &std::ops::Range<usize>) -> bool {
@@ -106,11 +111,20 @@ pub struct HookscopeApp {
 
 impl HookscopeApp {
     /// Starts the engine (receiver and store) and builds the window's state.
-    pub fn new(ctx: &egui::Context, options: EngineOptions, state: UiState) -> anyhow::Result<Self> {
+    pub fn new(
+        ctx: &egui::Context,
+        options: EngineOptions,
+        state: UiState,
+    ) -> anyhow::Result<Self> {
         let repaint_ctx = ctx.clone();
-        let waker: engine::Waker = Arc::new(move || repaint_ctx.request_repaint_after(Duration::from_millis(10)));
+        let waker: engine::Waker =
+            Arc::new(move || repaint_ctx.request_repaint_after(Duration::from_millis(10)));
         let engine = engine::spawn(options, waker)?;
-        let port = engine.config.receiver.port.unwrap_or(hookscope::config::DEFAULT_PORT);
+        let port = engine
+            .config
+            .receiver
+            .port
+            .unwrap_or(hookscope::config::DEFAULT_PORT);
         let config = engine.config.clone();
         let latest = engine.latest_id.load(Ordering::SeqCst);
         Ok(Self {
@@ -158,7 +172,9 @@ impl HookscopeApp {
     fn drain_events(&mut self) {
         let started = Instant::now();
         while started.elapsed() < EVENT_BUDGET {
-            let Some(event) = self.engine.try_recv() else { break };
+            let Some(event) = self.engine.try_recv() else {
+                break;
+            };
             self.apply(event);
         }
         let latest = self.engine.latest_id.load(Ordering::SeqCst);
@@ -191,7 +207,10 @@ impl HookscopeApp {
                     self.list.error = None;
                 }
             }
-            Event::QueryFailed { generation, message } => {
+            Event::QueryFailed {
+                generation,
+                message,
+            } => {
                 if generation == self.list.generation {
                     self.list.in_flight = false;
                     self.list.error = Some(message);
@@ -236,7 +255,8 @@ impl HookscopeApp {
             return;
         }
         let visible = self.list.visible.clone();
-        let need = !self.list.loaded || filter_changed || self.list.stale || !self.list.covers(&visible);
+        let need =
+            !self.list.loaded || filter_changed || self.list.stale || !self.list.covers(&visible);
         if !need {
             return;
         }
@@ -274,11 +294,12 @@ impl HookscopeApp {
             self.focus_filter = true;
         }
         let typing = ctx.memory(|m| m.focused().is_some());
-        if copy && !typing {
-            if let Some(stored) = &self.detail {
-                ctx.copy_text(hookscope::report::delivery_json(stored).to_string());
-                self.notice(format!("copied delivery #{} as JSON", stored.id), false);
-            }
+        if copy
+            && !typing
+            && let Some(stored) = &self.detail
+        {
+            ctx.copy_text(hookscope::report::delivery_json(stored).to_string());
+            self.notice(format!("copied delivery #{} as JSON", stored.id), false);
         }
         if typing || !(up || down) {
             return;
@@ -335,17 +356,32 @@ impl HookscopeApp {
 
     fn status_line_ui(&mut self, ui: &mut egui::Ui) {
         ui.horizontal(|ui| {
-            let shown = if self.list.total == 1 { "1 delivery".to_string() } else { format!("{} deliveries", self.list.total) };
-            let scope = if self.state.filter.trim().is_empty() { "" } else { " match the filter" };
+            let shown = if self.list.total == 1 {
+                "1 delivery".to_string()
+            } else {
+                format!("{} deliveries", self.list.total)
+            };
+            let scope = if self.state.filter.trim().is_empty() {
+                ""
+            } else {
+                " match the filter"
+            };
             ui.label(format!("{shown}{scope}"));
             if self.paused {
                 let waiting = self.engine.latest_id.load(Ordering::SeqCst) - self.paused_at_id;
                 ui.separator();
-                ui.colored_label(widgets::WARN, format!("live updates paused: {waiting} new since"));
+                ui.colored_label(
+                    widgets::WARN,
+                    format!("live updates paused: {waiting} new since"),
+                );
             }
             if let Some(notice) = &self.notice {
                 ui.separator();
-                let color = if notice.error { widgets::FAIL } else { ui.visuals().text_color() };
+                let color = if notice.error {
+                    widgets::FAIL
+                } else {
+                    ui.visuals().text_color()
+                };
                 ui.colored_label(color, &notice.text);
             }
             ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
@@ -368,7 +404,9 @@ impl eframe::App for HookscopeApp {
 /// Opens the window on the given data dir and runs until it is closed.
 pub fn run(options: EngineOptions) -> anyhow::Result<()> {
     if std::env::var_os("DISPLAY").is_none() && std::env::var_os("WAYLAND_DISPLAY").is_none() {
-        anyhow::bail!("no display available (neither DISPLAY nor WAYLAND_DISPLAY is set): use `hookscope listen` for the headless receiver");
+        anyhow::bail!(
+            "no display available (neither DISPLAY nor WAYLAND_DISPLAY is set): use `hookscope listen` for the headless receiver"
+        );
     }
     let native = eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()

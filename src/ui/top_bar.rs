@@ -76,13 +76,13 @@ pub fn top_bar_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
         });
     });
     ui.horizontal(|ui| {
-        ui.label("Filter");
+        let label = ui.label("Filter");
         let hint = "text, or terms: sig:fail dup:yes type:job.failed job:job_123 path:/hooks/acme  (Ctrl+F)";
         let edit = egui::TextEdit::singleline(&mut app.state.filter)
             .id(filter_id())
             .hint_text(hint)
             .desired_width(ui.available_width() - 90.0);
-        let response = ui.add(edit);
+        let response = ui.add(edit).labelled_by(label.id);
         if app.focus_filter {
             response.request_focus();
             app.focus_filter = false;
@@ -98,12 +98,16 @@ pub fn top_bar_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
 }
 
 fn start_controls(app: &mut HookscopeApp, ui: &mut egui::Ui, verb: &str) {
-    ui.label("port");
-    ui.add(egui::TextEdit::singleline(&mut app.port_text).desired_width(52.0));
+    let label = ui.label("port");
+    ui.add(egui::TextEdit::singleline(&mut app.port_text).desired_width(52.0))
+        .labelled_by(label.id);
     if ui.button(verb).clicked() {
         match app.port_text.trim().parse::<u16>() {
             Ok(port) => app.send(Command::StartReceiver { port }),
-            Err(_) => app.notice(format!("\"{}\" is not a port (0-65535)", app.port_text.trim()), true),
+            Err(_) => app.notice(
+                format!("\"{}\" is not a port (0-65535)", app.port_text.trim()),
+                true,
+            ),
         }
     }
 }

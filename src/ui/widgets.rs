@@ -42,7 +42,10 @@ pub fn duplicate_look(status: DuplicateStatus) -> (Color32, &'static str) {
 
 /// A filled badge with white text; its hover text is the check's sentence.
 pub fn badge(ui: &mut egui::Ui, label: &str, color: Color32, hover: &str) -> egui::Response {
-    let text = RichText::new(label).color(Color32::WHITE).size(11.5).strong();
+    let text = RichText::new(label)
+        .color(Color32::WHITE)
+        .size(11.5)
+        .strong();
     let button = egui::Button::new(text)
         .fill(color)
         .stroke(egui::Stroke::NONE)

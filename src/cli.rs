@@ -56,6 +56,21 @@ pub enum Command {
     Verify(VerifyArgs),
     /// List stored deliveries, newest first
     List(ListArgs),
+    /// Developer tools: seed a store with synthetic deliveries for benchmarks
+    #[command(subcommand)]
+    Dev(DevCommand),
+}
+
+/// `hookscope dev …`.
+#[derive(Debug, Subcommand)]
+pub enum DevCommand {
+    /// Fill the store with N synthetic, correctly checked deliveries (a mix of schemes, job
+    /// events, failing signatures and duplicates)
+    Seed {
+        /// How many deliveries to add
+        #[arg(long, default_value_t = 1000)]
+        count: usize,
+    },
 }
 
 /// `hookscope listen`.
@@ -153,6 +168,7 @@ pub fn main_with_args(cli: Cli) -> ExitCode {
         Some(Command::Listen(args)) => listen(&cli.common, args),
         Some(Command::Verify(args)) => verify(&cli.common, args),
         Some(Command::List(args)) => list(&cli.common, args),
+        Some(Command::Dev(DevCommand::Seed { count })) => seed(&cli.common, count),
     };
     match result {
         Ok(code) => code,
@@ -417,6 +433,26 @@ fn list(common: &Common, args: ListArgs) -> anyhow::Result<ExitCode> {
             break;
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn seed(common: &Common, count: usize) -> anyhow::Result<ExitCode> {
+    let dir = data_dir(common)?;
+    let store = Store::open(&dir.join(STORE_FILE))?;
+    let writer = store.writer();
+    let started = std::time::Instant::now();
+    let mut written = 0;
+    let mut batch = Vec::with_capacity(5000);
+    for n in 0..count {
+        batch.push(crate::seed::record(n));
+        if batch.len() == 5000 || n + 1 == count {
+            written += writer.insert_many_blocking(std::mem::take(&mut batch))?;
+            eprint!("\rseeded {written}/{count}");
+        }
+    }
+    eprintln!("\rseeded {written} deliveries into {} in {:.1} s", store.path().display(), started.elapsed().as_secs_f64());
+    drop(writer);
+    store.shutdown();
     Ok(ExitCode::SUCCESS)
 }
 

@@ -14,4 +14,5 @@ pub mod pretty;
 pub mod receiver;
 pub mod report;
 pub mod scheme;
+pub mod seed;
 pub mod store;

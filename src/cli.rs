@@ -450,7 +450,11 @@ fn seed(common: &Common, count: usize) -> anyhow::Result<ExitCode> {
             eprint!("\rseeded {written}/{count}");
         }
     }
-    eprintln!("\rseeded {written} deliveries into {} in {:.1} s", store.path().display(), started.elapsed().as_secs_f64());
+    eprintln!(
+        "\rseeded {written} deliveries into {} in {:.1} s",
+        store.path().display(),
+        started.elapsed().as_secs_f64()
+    );
     drop(writer);
     store.shutdown();
     Ok(ExitCode::SUCCESS)

@@ -356,6 +356,7 @@ impl Engine {
         }
         self.config = file.clone();
         self.emit(Event::ConfigSaved(Box::new(file)));
+        self.apply_retention();
     }
 
     fn current_settings(&self) -> Arc<Settings> {

@@ -10,6 +10,7 @@ use hookscope::cli::{self, Cli};
 use hookscope::engine::EngineOptions;
 
 fn main() -> ExitCode {
+    ui::mark_process_start();
     let cli = Cli::parse();
     if cli.command.is_some() {
         return cli::main_with_args(cli);

@@ -10,7 +10,13 @@ use crate::store::NewRecord;
 /// The secret the seeded Standard Webhooks deliveries are signed with.
 pub const SEED_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
-const STATES: [&str; 5] = ["queued", "processing", "needs_review", "completed", "failed"];
+const STATES: [&str; 5] = [
+    "queued",
+    "processing",
+    "needs_review",
+    "completed",
+    "failed",
+];
 
 /// The `n`-th synthetic delivery: one job per five events, every 20th signature tampered,
 /// every 50th a retry of the previous event, timestamps one second apart.
@@ -34,7 +40,9 @@ pub fn record(n: usize) -> NewRecord {
         Header::new("user-agent", "seed/1.0"),
         Header::new("content-type", "application/json"),
     ];
-    let mut signed = scheme.sign(&secrets, &event_id, ts, body.as_bytes()).unwrap_or_default();
+    let mut signed = scheme
+        .sign(&secrets, &event_id, ts, body.as_bytes())
+        .unwrap_or_default();
     if n % 20 == 19 {
         for h in &mut signed {
             if h.name == "webhook-signature" && h.value.len() > 4 {

@@ -114,6 +114,9 @@ pub fn endpoints_window(app: &mut HookscopeApp, ctx: &egui::Context) {
                 editor.draft.endpoints.remove(index);
                 editor.revealed.clear();
             }
+            ui.add_space(4.0);
+            retention_ui(ui, &mut editor.draft.retention);
+            ui.add_space(4.0);
             ui.horizontal(|ui| {
                 if ui.button("Add endpoint").clicked() {
                     let path = if editor.draft.endpoints.iter().any(|e| e.path == "/") { "/hooks/new" } else { "/" };
@@ -281,4 +284,35 @@ fn endpoint_ui(
             });
             ui.end_row();
         });
+}
+
+fn retention_ui(ui: &mut egui::Ui, retention: &mut hookscope::config::RetentionSection) {
+    ui.horizontal(|ui| {
+        ui.strong("History");
+        let mut by_age = retention.max_days.is_some();
+        if ui
+            .checkbox(&mut by_age, "delete deliveries older than")
+            .changed()
+        {
+            retention.max_days = by_age.then_some(30);
+        }
+        if let Some(days) = &mut retention.max_days {
+            ui.add(egui::DragValue::new(days).range(1..=3650).suffix(" days"));
+        }
+        ui.separator();
+        let mut by_count = retention.max_deliveries.is_some();
+        if ui.checkbox(&mut by_count, "keep at most").changed() {
+            retention.max_deliveries = by_count.then_some(1_000_000);
+        }
+        if let Some(count) = &mut retention.max_deliveries {
+            ui.add(
+                egui::DragValue::new(count)
+                    .range(100..=100_000_000)
+                    .suffix(" deliveries"),
+            );
+        }
+        if retention.max_days.is_none() && retention.max_deliveries.is_none() {
+            ui.weak("everything is kept");
+        }
+    });
 }

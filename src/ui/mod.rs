@@ -22,6 +22,14 @@ use hookscope::engine::{self, Command, EngineHandle, EngineOptions, Event, Recei
 use hookscope::store::{ListRow, StoredDelivery};
 use serde::{Deserialize, Serialize};
 
+/// When the process started, for `HOOKSCOPE_TRACE_STARTUP`.
+static PROCESS_START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+
+/// Records the process start; `HOOKSCOPE_TRACE_STARTUP=1` then prints when the first rows show.
+pub fn mark_process_start() {
+    let _ = PROCESS_START.set(Instant::now());
+}
+
 /// How long one frame may spend reading engine events.
 const EVENT_BUDGET: Duration = Duration::from_millis(4);
 
@@ -107,6 +115,7 @@ pub struct HookscopeApp {
     notice: Option<Notice>,
     focus_filter: bool,
     confirm_clear: bool,
+    startup_traced: bool,
 }
 
 impl HookscopeApp {
@@ -144,6 +153,7 @@ impl HookscopeApp {
             notice: None,
             focus_filter: false,
             confirm_clear: false,
+            startup_traced: std::env::var_os("HOOKSCOPE_TRACE_STARTUP").is_none(),
         })
     }
 
@@ -340,6 +350,16 @@ impl HookscopeApp {
             }
         });
         endpoints::endpoints_window(self, &ctx);
+        if !self.startup_traced && self.list.loaded {
+            self.startup_traced = true;
+            if let Some(start) = PROCESS_START.get() {
+                eprintln!(
+                    "hookscope: first frame with rows {} ms after start ({} deliveries)",
+                    start.elapsed().as_millis(),
+                    self.list.total
+                );
+            }
+        }
         self.request_rows();
         if self.list.in_flight {
             ctx.request_repaint_after(Duration::from_millis(30));

@@ -303,3 +303,110 @@ fn the_empty_state_test_delivery_arrives_green() {
     );
     assert!(row.path.starts_with(hookscope::engine::TEST_ENDPOINT));
 }
+
+fn median_and_p95(mut samples: Vec<Duration>) -> (Duration, Duration) {
+    samples.sort();
+    let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
+    (at(0.5), at(0.95))
+}
+
+/// Not a test: the GUI benchmark of `bench/gui.sh`, run on a seeded store. It prints figures
+/// and asserts nothing about time (the machines are shared and noisy).
+#[test]
+#[ignore = "benchmark: run bench/gui.sh (needs HOOKSCOPE_BENCH_DIR with a seeded store)"]
+fn bench_gui_on_a_large_store() {
+    let dir = std::path::PathBuf::from(
+        std::env::var_os("HOOKSCOPE_BENCH_DIR").expect("HOOKSCOPE_BENCH_DIR"),
+    );
+    let started = Instant::now();
+    let mut harness = harness(&dir);
+    let built = started.elapsed();
+    wait_until(&mut harness, "the first rows", |h| {
+        h.state().list.loaded && !h.state().list.rows.is_empty()
+    });
+    let total = harness.state().list.total;
+    println!("store: {total} deliveries");
+    println!(
+        "window state built in {} ms; first rows on screen {} ms after start",
+        built.as_millis(),
+        started.elapsed().as_millis()
+    );
+
+    // Scrolling: a wheel event every frame, 400 points (about 15 rows) each, 300 frames.
+    harness.hover_at(egui::pos2(600.0, 300.0));
+    let mut frames = Vec::new();
+    let mut placeholder_frames = 0;
+    for _ in 0..300 {
+        harness.event(egui::Event::MouseWheel {
+            unit: egui::MouseWheelUnit::Point,
+            delta: egui::vec2(0.0, 400.0),
+            phase: egui::TouchPhase::Move,
+            source: egui::MouseWheelSource::Wheel,
+            modifiers: egui::Modifiers::NONE,
+        });
+        let t = Instant::now();
+        harness.step();
+        frames.push(t.elapsed());
+        let list = &harness.state().list;
+        if !list.covers(&list.visible) {
+            placeholder_frames += 1;
+        }
+        // A display refreshes every ~16 ms: give the engine the same time a real frame would.
+        std::thread::sleep(Duration::from_millis(16));
+    }
+    let (median, p95) = median_and_p95(frames);
+    println!(
+        "scrolling: frame CPU median {:.2} ms, p95 {:.2} ms; {placeholder_frames}/300 frames showed a row not yet loaded",
+        median.as_secs_f64() * 1000.0,
+        p95.as_secs_f64() * 1000.0
+    );
+
+    // Jump to the middle of the history (dragging the scroll bar there).
+    let middle = total / 2;
+    harness.state_mut().list.visible = middle..middle + 40;
+    let t = Instant::now();
+    wait_until(&mut harness, "the middle rows", |h| {
+        h.state().list.covers(&(middle..middle + 40))
+    });
+    println!(
+        "jump to row {middle}: rows on screen after {} ms",
+        t.elapsed().as_millis()
+    );
+
+    // Switching selection: Up arrow, one per frame.
+    let id = harness
+        .state()
+        .list
+        .rows
+        .last()
+        .map(|r| r.id)
+        .expect("rows");
+    harness.state_mut().select(id);
+    let mut frames = Vec::new();
+    for _ in 0..100 {
+        harness.key_press(egui::Key::ArrowUp);
+        let t = Instant::now();
+        harness.step();
+        frames.push(t.elapsed());
+        std::thread::sleep(Duration::from_millis(16));
+    }
+    let (median, p95) = median_and_p95(frames);
+    println!(
+        "switching selection: frame CPU median {:.2} ms, p95 {:.2} ms",
+        median.as_secs_f64() * 1000.0,
+        p95.as_secs_f64() * 1000.0
+    );
+
+    for filter in ["sig:fail", "needs_review", "type:job.failed dup:yes"] {
+        harness.state_mut().state.filter = filter.into();
+        let t = Instant::now();
+        wait_until(&mut harness, "the filtered rows", |h| {
+            h.state().list.loaded && h.state().list.filter == filter && !h.state().list.in_flight
+        });
+        println!(
+            "filter {filter:?}: {} rows, answered in {} ms",
+            harness.state().list.total,
+            t.elapsed().as_millis()
+        );
+    }
+}

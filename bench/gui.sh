@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The GUI at scale: seeds a store of N deliveries (default 1,000,000) once, then
+#  1. runs the headless GUI benchmark (egui_kittest, rendering excluded): time to the first
+#     rows, frame CPU while scrolling and switching selection, filter answer times;
+#  2. opens the real window under Xvfb and reports when the first frame with rows was drawn,
+#     and the window's RSS.
+# Usage: bench/gui.sh [N] [DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+count=${1:-1000000}
+dir=${2:-/tmp/hookscope-bench-$count}
+cargo build --release --quiet
+if [ ! -f "$dir/hookscope.sqlite" ]; then
+  ./target/release/hookscope --data-dir "$dir" dev seed --count "$count"
+fi
+du -h "$dir/hookscope.sqlite"
+HOOKSCOPE_BENCH_DIR="$dir" cargo test --release --quiet --bin hookscope -- --ignored --nocapture bench_gui 2>&1 \
+  | grep -vE '^(running|test |$)'
+if command -v Xvfb >/dev/null; then
+  Xvfb :77 -screen 0 1400x900x24 >/dev/null 2>&1 & xvfb=$!
+  sleep 1
+  DISPLAY=:77 HOOKSCOPE_TRACE_STARTUP=1 ./target/release/hookscope --data-dir "$dir" 2>"$dir/gui.log" & app=$!
+  sleep 6
+  grep "first frame" "$dir/gui.log" || true
+  echo "window RSS: $(( $(awk '/VmRSS/ {print $2}' /proc/$app/status) / 1024 )) MiB"
+  kill $app $xvfb 2>/dev/null || true
+fi

@@ -1,0 +1,147 @@
+//! The store on a real SQLite file: filtered pages by position, free text, counts, and the
+//! maintenance tasks (re-check, delete, clear, retention).
+
+use hookscope::checks::{SignatureStatus, status_word};
+use hookscope::filter::Filter;
+use hookscope::seed;
+use hookscope::store::{Maintenance, Reader, Store};
+
+fn seeded(count: usize) -> (tempfile::TempDir, Store, Reader) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(&dir.path().join("hookscope.sqlite")).expect("store");
+    let records = (0..count).map(seed::record).collect();
+    assert_eq!(
+        store
+            .writer()
+            .insert_many_blocking(records)
+            .expect("insert"),
+        count
+    );
+    let reader = store.reader().expect("reader");
+    (dir, store, reader)
+}
+
+fn count(reader: &Reader, filter: &str) -> i64 {
+    reader
+        .count_matching(&Filter::parse(filter).expect("filter"))
+        .expect("count")
+}
+
+#[test]
+fn filters_count_what_the_seed_put_there() {
+    let (_dir, _store, reader) = seeded(200);
+    assert_eq!(count(&reader, ""), 200);
+    // Every 20th signature is tampered with.
+    assert_eq!(count(&reader, "sig:fail"), 10);
+    // Every 50th delivery repeats the previous event id.
+    assert_eq!(count(&reader, "dup:yes"), 4);
+    // One event in five is needs_review: found by type, and by free text in the body.
+    assert_eq!(count(&reader, "type:job.needs_review"), 40);
+    assert_eq!(count(&reader, "needs_review"), 40);
+    assert_eq!(count(&reader, "path:/hooks/ocr"), 67);
+    assert_eq!(count(&reader, "path:/hooks/ocr sig:fail"), 3);
+    assert_eq!(count(&reader, "job:job_0000003"), 5);
+    // Free text reaches headers too, and word prefixes match.
+    assert_eq!(count(&reader, "seed"), 200);
+    assert_eq!(count(&reader, "doc_000000"), 50);
+    assert_eq!(count(&reader, "nothing-like-this"), 0);
+}
+
+#[test]
+fn pages_are_positions_in_id_order_under_a_filter() {
+    let (_dir, _store, reader) = seeded(200);
+    let all = reader.page(&Filter::default(), 10, 5).expect("page");
+    assert_eq!(
+        all.iter().map(|r| r.id).collect::<Vec<_>>(),
+        [11, 12, 13, 14, 15]
+    );
+    let failing = reader
+        .page(&Filter::parse("sig:fail").expect("filter"), 1, 3)
+        .expect("page");
+    assert_eq!(
+        failing.iter().map(|r| r.id).collect::<Vec<_>>(),
+        [40, 60, 80]
+    );
+    assert!(
+        failing
+            .iter()
+            .all(|r| r.checks.signature.status == SignatureStatus::Fail)
+    );
+    assert_eq!(
+        reader
+            .position_of(&Filter::parse("sig:fail").expect("filter"), 60)
+            .expect("position"),
+        2
+    );
+    // Past the end is empty, not an error.
+    assert!(
+        reader
+            .page(&Filter::default(), 500, 10)
+            .expect("page")
+            .is_empty()
+    );
+}
+
+#[test]
+fn maintenance_rechecks_deletes_clears_and_retains() {
+    let (_dir, store, reader) = seeded(100);
+    let writer = store.writer();
+
+    // Re-check: replace a failing verdict.
+    let row = reader.get(20).expect("get").expect("row");
+    assert_eq!(row.checks.signature.status, SignatureStatus::Fail);
+    let mut signature = row.checks.signature.clone();
+    signature.status = SignatureStatus::Pass;
+    signature.detail = "now verified".into();
+    let task = Maintenance::Recheck {
+        id: 20,
+        scheme: row.scheme.clone(),
+        signature,
+        timestamp: row.checks.timestamp.clone(),
+    };
+    assert_eq!(writer.maintain_blocking(task).expect("recheck"), 1);
+    let row = reader.get(20).expect("get").expect("row");
+    assert_eq!(status_word(&row.checks.signature.status), "pass");
+    assert_eq!(
+        row.checks.duplicate,
+        reader.get(20).expect("get").expect("row").checks.duplicate
+    );
+    assert_eq!(count(&reader, "sig:fail"), 4);
+
+    // Delete: gone from the table and from free text.
+    assert_eq!(
+        writer
+            .maintain_blocking(Maintenance::Delete(vec![1, 2, 3]))
+            .expect("delete"),
+        3
+    );
+    assert_eq!(count(&reader, ""), 97);
+    assert_eq!(count(&reader, "seed"), 97);
+
+    // Retention by count keeps the newest.
+    let task = Maintenance::Retain {
+        max_age_ms: None,
+        max_count: Some(10),
+        now_ms: 0,
+    };
+    assert_eq!(writer.maintain_blocking(task).expect("retain"), 87);
+    let kept = reader.page(&Filter::default(), 0, 100).expect("page");
+    assert_eq!(kept.first().map(|r| r.id), Some(91));
+    assert_eq!(count(&reader, "seed"), 10);
+
+    // Retention by age: everything is older than "now + 1 day" minus 1 ms.
+    let task = Maintenance::Retain {
+        max_age_ms: Some(1),
+        max_count: None,
+        now_ms: 1_790_000_000_000 + 95 * 1000,
+    };
+    assert_eq!(writer.maintain_blocking(task).expect("retain"), 5);
+    assert_eq!(count(&reader, ""), 5);
+
+    // Clear forgets event ids too: the same event is a first again.
+    writer.maintain_blocking(Maintenance::Clear).expect("clear");
+    assert_eq!(count(&reader, ""), 0);
+    let again = writer.insert_blocking(seed::record(0)).expect("insert");
+    assert_eq!(status_word(&again.checks.duplicate.status), "first");
+    reader.integrity_check().expect("integrity");
+}

@@ -42,17 +42,9 @@ pub fn empty_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
             ReceiverState::Running { addr } => addr.port(),
             _ => 7878,
         };
-        egui::Grid::new("tunnels").num_columns(2).spacing([16.0, 6.0]).show(ui, |ui| {
-            for (tool, command) in [
-                ("ngrok", format!("ngrok http {port}")),
-                ("cloudflared", format!("cloudflared tunnel --url http://localhost:{port}")),
-                ("Stripe CLI", format!("stripe listen --forward-to localhost:{port}/hooks/stripe")),
-                ("smee", format!("smee --url https://smee.io/<channel> --target http://localhost:{port}/hooks/github")),
-            ] {
-                ui.label(tool);
-                ui.monospace(command);
-                ui.end_row();
-            }
+        ui.horizontal(|ui| {
+            ui.add_space((ui.available_width() - 640.0).max(0.0) / 2.0);
+            tunnels_ui(ui, port);
         });
         ui.add_space(20.0);
         let running = matches!(app.receiver, ReceiverState::Running { .. });
@@ -68,5 +60,20 @@ pub fn empty_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
         }
         ui.add_space(6.0);
         ui.weak("Then add your provider's secret under Endpoints & secrets to verify its signatures.");
+    });
+}
+
+fn tunnels_ui(ui: &mut egui::Ui, port: u16) {
+    egui::Grid::new("tunnels").num_columns(2).spacing([16.0, 6.0]).show(ui, |ui| {
+        for (tool, command) in [
+            ("ngrok", format!("ngrok http {port}")),
+            ("cloudflared", format!("cloudflared tunnel --url http://localhost:{port}")),
+            ("Stripe CLI", format!("stripe listen --forward-to localhost:{port}/hooks/stripe")),
+            ("smee", format!("smee --url https://smee.io/<channel> --target http://localhost:{port}/hooks/github")),
+        ] {
+            ui.label(tool);
+            ui.monospace(command);
+            ui.end_row();
+        }
     });
 }

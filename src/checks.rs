@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::Endpoint;
 use crate::delivery::Delivery;
+use crate::diagnose::{self, Diagnosis, LabelledSecret};
 use crate::scheme::{self, FuturePolicy, HeaderError, Scheme, Verification};
 
 /// Verdict of the signature check.
@@ -73,6 +74,9 @@ pub struct SignatureCheck {
     /// How many secrets were tried.
     #[serde(default)]
     pub secrets_tried: usize,
+    /// Why it failed, when it failed and a hypothesis reproduces the received signature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnosis: Option<Diagnosis>,
 }
 
 /// The timestamp check's result.
@@ -192,6 +196,16 @@ impl DuplicateCheck {
 /// Runs the signature and timestamp checks and extracts the event facts. `now_secs` is the
 /// time of receipt in Unix seconds.
 pub fn evaluate(delivery: &Delivery, endpoint: &Endpoint, now_secs: i64) -> Evaluation {
+    evaluate_with(delivery, endpoint, &[], now_secs)
+}
+
+/// [`evaluate`], with the other endpoints' secrets for the diagnosis of a failed signature.
+pub fn evaluate_with(
+    delivery: &Delivery,
+    endpoint: &Endpoint,
+    others: &[LabelledSecret],
+    now_secs: i64,
+) -> Evaluation {
     let configured = endpoint.scheme.clone();
     let detected = if configured.is_none() {
         scheme::detect(delivery)
@@ -213,9 +227,16 @@ pub fn evaluate(delivery: &Delivery, endpoint: &Endpoint, now_secs: i64) -> Eval
             scheme: active.map(|s| s.name.clone()),
             secret: None,
             secrets_tried: 0,
+            diagnosis: None,
         }
     } else {
-        signature_check(delivery, endpoint, verify_with, detected.as_ref())
+        let mut check = signature_check(delivery, endpoint, verify_with, detected.as_ref());
+        if check.status == SignatureStatus::Fail
+            && let Some(scheme) = verify_with
+        {
+            check.diagnosis = diagnose::diagnose(scheme, delivery, &endpoint.secrets, others);
+        }
+        check
     };
     let timestamp = timestamp_check(delivery, active, endpoint.tolerance_secs, now_secs);
 
@@ -320,6 +341,7 @@ fn signature_check(
             scheme: name,
             secret: None,
             secrets_tried: 0,
+            diagnosis: None,
         };
     };
     let label = &scheme.label;
@@ -329,6 +351,7 @@ fn signature_check(
         scheme: Some(scheme.name.clone()),
         secret: None,
         secrets_tried,
+        diagnosis: None,
     };
     if endpoint.secrets.is_empty() {
         return skipped_or_fail(
@@ -367,6 +390,7 @@ fn signature_check(
                 scheme: Some(scheme.name.clone()),
                 secret: Some(format!("secret #{}", secret_index + 1)),
                 secrets_tried: secret_index + 1,
+                diagnosis: None,
             }
         }
         Verification::NoMatch {
@@ -511,7 +535,8 @@ fn timestamp_check(
     if skew < -tol {
         fail(
             format!(
-                "The timestamp is {described}, beyond the {tolerance} s tolerance: a stale retry or a replay, or one of the two clocks is wrong; {label} libraries reject it."
+                "The timestamp is {described}, beyond the {tolerance} s tolerance: a stale retry or a replay, or one of the two clocks is wrong; {label} libraries reject it.{}",
+                clocks(raw, now_secs)
             ),
             Some(skew),
             false,
@@ -520,7 +545,8 @@ fn timestamp_check(
         match scheme.future {
             FuturePolicy::Reject => fail(
                 format!(
-                    "The timestamp is {described}, beyond the {tolerance} s tolerance: the sender's clock is ahead or this machine's is behind; {label} libraries reject it."
+                    "The timestamp is {described}, beyond the {tolerance} s tolerance: the sender's clock is ahead or this machine's is behind; {label} libraries reject it.{}",
+                    clocks(raw, now_secs)
                 ),
                 Some(skew),
                 false,
@@ -529,7 +555,8 @@ fn timestamp_check(
                 status: TimestampStatus::Warn,
                 skew_secs: Some(skew),
                 detail: format!(
-                    "The timestamp is {described}, beyond the {tolerance} s tolerance; {label} libraries accept future timestamps, but a clock this far off is worth fixing."
+                    "The timestamp is {described}, beyond the {tolerance} s tolerance; {label} libraries accept future timestamps, but a clock this far off is worth fixing.{}",
+                    clocks(raw, now_secs)
                 ),
                 tolerance_secs: Some(tolerance),
                 milliseconds: false,
@@ -547,9 +574,63 @@ fn timestamp_check(
 }
 
 fn describe_skew(skew: i64) -> String {
+    let human = human_duration(skew.unsigned_abs());
+    let amount = if skew.unsigned_abs() >= 60 {
+        format!("{} s ({human})", skew.unsigned_abs())
+    } else {
+        format!("{} s", skew.unsigned_abs())
+    };
     match skew {
         0 => "current (0 s off)".to_string(),
-        s if s < 0 => format!("{} s old", s.unsigned_abs()),
-        s => format!("{s} s in the future"),
+        s if s < 0 => format!("{amount} old"),
+        _ => format!("{amount} in the future"),
+    }
+}
+
+/// A duration for people: `45 s`, `15 min`, `2 h 5 min`, `3 days`.
+pub fn human_duration(secs: u64) -> String {
+    match secs {
+        s if s < 60 => format!("{s} s"),
+        s if s < 3600 => format!("{} min", s / 60),
+        s if s < 86_400 => {
+            let minutes = (s % 3600) / 60;
+            if minutes == 0 {
+                format!("{} h", s / 3600)
+            } else {
+                format!("{} h {minutes} min", s / 3600)
+            }
+        }
+        s => {
+            let days = s / 86_400;
+            if days == 1 {
+                "1 day".to_string()
+            } else {
+                format!("{days} days")
+            }
+        }
+    }
+}
+
+/// "The sender's clock said … when this machine's said …", for timestamps out of tolerance.
+fn clocks(timestamp_secs: i64, now_secs: i64) -> String {
+    let at = |secs: i64| crate::report::rfc3339_ms(secs.saturating_mul(1000)).replace(".000Z", "Z");
+    format!(
+        " The sender stamped it {}; this machine received it at {}.",
+        at(timestamp_secs),
+        at(now_secs)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_like_people_say_them() {
+        assert_eq!(human_duration(45), "45 s");
+        assert_eq!(human_duration(900), "15 min");
+        assert_eq!(human_duration(7500), "2 h 5 min");
+        assert_eq!(human_duration(7200), "2 h");
+        assert_eq!(human_duration(86_400 * 3 + 5), "3 days");
     }
 }

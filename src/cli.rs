@@ -384,6 +384,17 @@ fn verify(common: &Common, args: VerifyArgs) -> anyhow::Result<ExitCode> {
             word(&evaluation.signature.status),
             evaluation.signature.detail
         );
+        if let Some(diagnosis) = &evaluation.signature.diagnosis {
+            println!(
+                "diagnosis  {:<8} {}",
+                diagnosis.cause.code(),
+                diagnosis.detail
+            );
+            if let (Some(expected), Some(received)) = (&diagnosis.expected, &diagnosis.received) {
+                println!("           expected {expected}");
+                println!("           received {received}");
+            }
+        }
         println!(
             "timestamp  {:<8} {}",
             word(&evaluation.timestamp.status),

@@ -303,6 +303,25 @@ impl Settings {
     }
 }
 
+impl Settings {
+    /// Every secret of the endpoints other than the one at `path`, labelled with where it comes
+    /// from, for the diagnosis of a failed signature ("another endpoint's secret").
+    pub fn other_secrets(&self, path: &str) -> Vec<crate::diagnose::LabelledSecret> {
+        self.endpoints
+            .iter()
+            .filter(|e| e.path != path)
+            .flat_map(|e| {
+                e.secrets.iter().enumerate().map(move |(i, secret)| {
+                    crate::diagnose::LabelledSecret {
+                        label: format!("secret #{} of endpoint {}", i + 1, e.path),
+                        secret: secret.clone(),
+                    }
+                })
+            })
+            .collect()
+    }
+}
+
 fn catch_all_ref() -> &'static Endpoint {
     static CATCH_ALL: std::sync::OnceLock<Endpoint> = std::sync::OnceLock::new();
     CATCH_ALL.get_or_init(Endpoint::catch_all)

@@ -48,6 +48,13 @@ pub enum Command {
         /// How many rows.
         limit: usize,
     },
+    /// Find a delivery's position in the list under a filter.
+    Locate {
+        /// The delivery.
+        id: i64,
+        /// The filter text.
+        filter: String,
+    },
     /// Load one whole delivery for the detail pane.
     Load {
         /// The delivery.
@@ -104,6 +111,13 @@ pub enum Event {
         generation: u64,
         /// What went wrong.
         message: String,
+    },
+    /// The position of a delivery for [`Command::Locate`] (`None`: not under this filter).
+    Located {
+        /// The delivery.
+        id: i64,
+        /// Its position.
+        position: Option<usize>,
     },
     /// A whole delivery for [`Command::Load`].
     Loaded(Box<StoredDelivery>),
@@ -288,6 +302,16 @@ impl Engine {
                     }),
                 }
             }
+            Command::Locate { id, filter } => {
+                // The rows before it, and whether it is itself under the filter (the count
+                // grows by one past it).
+                let position = Filter::parse(&filter).ok().and_then(|f| {
+                    let before = self.reader.position_of(&f, id).ok()?;
+                    let through = self.reader.position_of(&f, id.saturating_add(1)).ok()?;
+                    (through > before).then_some(before.max(0) as usize)
+                });
+                self.emit(Event::Located { id, position });
+            }
             Command::Load { id } => match self.reader.get(id) {
                 Ok(Some(stored)) => self.emit(Event::Loaded(Box::new(stored))),
                 Ok(None) => self.emit(Event::Error(format!(
@@ -374,16 +398,18 @@ impl Engine {
         };
         let settings = self.current_settings();
         let endpoint = settings.endpoint_for(&stored.delivery.path);
-        let evaluation = checks::evaluate(
+        let others = settings.other_secrets(&endpoint.path);
+        let evaluation = checks::evaluate_with(
             &stored.delivery,
             endpoint,
+            &others,
             stored.delivery.received_at_ms.div_euclid(1000),
         );
         let task = Maintenance::Recheck {
             id,
             scheme: evaluation.scheme,
-            signature: evaluation.signature,
-            timestamp: evaluation.timestamp,
+            signature: Box::new(evaluation.signature),
+            timestamp: Box::new(evaluation.timestamp),
         };
         match self.store.writer().maintain_blocking(task) {
             Ok(_) => self.emit(Event::Rechecked { id }),

@@ -8,6 +8,7 @@ pub mod checks;
 pub mod cli;
 pub mod config;
 pub mod delivery;
+pub mod diagnose;
 pub mod engine;
 pub mod filter;
 pub mod pretty;

@@ -275,7 +275,7 @@ async fn handle(
         ),
     };
 
-    let delivery = Delivery {
+    let mut delivery = Delivery {
         received_at_ms,
         method: parts.method.as_str().to_string(),
         path: parts.uri.path().to_string(),
@@ -293,7 +293,34 @@ async fn handle(
         body_complete,
         remote_addr: Some(peer.to_string()),
     };
-    let evaluation = checks::evaluate(&delivery, &endpoint, received_at_ms.div_euclid(1000));
+    let others = settings.other_secrets(&endpoint.path);
+    let now_secs = received_at_ms.div_euclid(1000);
+    // A failed signature is diagnosed by re-computing it many ways; over a large body that is
+    // real CPU work, so it leaves the async workers free.
+    let evaluation = if delivery.body.len() > 64 * 1024 {
+        let endpoint = endpoint.clone();
+        match tokio::task::spawn_blocking(move || {
+            let evaluation = checks::evaluate_with(&delivery, &endpoint, &others, now_secs);
+            (delivery, evaluation)
+        })
+        .await
+        {
+            Ok((returned, evaluation)) => {
+                delivery = returned;
+                evaluation
+            }
+            Err(e) => {
+                eprintln!("hookscope: checking a delivery failed: {e}");
+                return (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "hookscope could not check this delivery\n",
+                )
+                    .into_response();
+            }
+        }
+    } else {
+        checks::evaluate_with(&delivery, &endpoint, &others, now_secs)
+    };
     let status = forced_status.unwrap_or(endpoint.respond_status);
     let delay_ms = if forced_status.is_some() {
         0

@@ -125,6 +125,13 @@ pub fn human_lines(stored: &StoredDelivery) -> String {
     );
     if checks.signature.status == SignatureStatus::Fail {
         out.push_str(&format!("\n    signature: {}", checks.signature.detail));
+        if let Some(diagnosis) = &checks.signature.diagnosis {
+            out.push_str(&format!(
+                "\n    diagnosis ({}): {}",
+                diagnosis.cause.code(),
+                diagnosis.detail
+            ));
+        }
     }
     if matches!(
         checks.timestamp.status,

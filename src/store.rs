@@ -185,9 +185,9 @@ pub enum Maintenance {
         /// The scheme now used or detected.
         scheme: Option<String>,
         /// The new signature verdict.
-        signature: crate::checks::SignatureCheck,
+        signature: Box<crate::checks::SignatureCheck>,
         /// The new timestamp verdict.
-        timestamp: crate::checks::TimestampCheck,
+        timestamp: Box<crate::checks::TimestampCheck>,
     },
     /// Deletes deliveries by id.
     Delete(Vec<i64>),
@@ -441,8 +441,8 @@ fn maintain(conn: &mut Connection, task: &Maintenance) -> Result<usize, rusqlite
             match json.and_then(|j| serde_json::from_str::<Checks>(&j).ok()) {
                 None => 0,
                 Some(mut checks) => {
-                    checks.signature = signature.clone();
-                    checks.timestamp = timestamp.clone();
+                    checks.signature = (**signature).clone();
+                    checks.timestamp = (**timestamp).clone();
                     let json = serde_json::to_string(&checks)
                         .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
                     tx.execute(

@@ -96,8 +96,8 @@ fn maintenance_rechecks_deletes_clears_and_retains() {
     let task = Maintenance::Recheck {
         id: 20,
         scheme: row.scheme.clone(),
-        signature,
-        timestamp: row.checks.timestamp.clone(),
+        signature: Box::new(signature),
+        timestamp: Box::new(row.checks.timestamp.clone()),
     };
     assert_eq!(writer.maintain_blocking(task).expect("recheck"), 1);
     let row = reader.get(20).expect("get").expect("row");

@@ -174,7 +174,14 @@ fn the_300_second_edge_passes_and_301_fails_in_both_directions() {
     assert_eq!((stale.code, stale.timestamp()), (1, "fail"));
     assert_eq!(stale.json["checks"]["timestamp"]["skew_secs"], -301);
     assert!(
-        stale.detail("timestamp").contains("301 s old"),
+        stale.detail("timestamp").contains("301 s (5 min) old"),
+        "{}",
+        stale.detail("timestamp")
+    );
+    assert!(
+        stale.detail("timestamp").contains(
+            "The sender stamped it 2021-02-25T15:02:10Z; this machine received it at 2021-02-25T15:07:11Z."
+        ),
         "{}",
         stale.detail("timestamp")
     );

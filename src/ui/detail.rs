@@ -116,6 +116,10 @@ fn checks_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery)
             let (color, word) = widgets::duplicate_look(checks.duplicate.status);
             check_row(ui, "Duplicate", color, word, &checks.duplicate.detail);
         });
+    if let Some(diagnosis) = &checks.signature.diagnosis {
+        ui.add_space(8.0);
+        diagnosis_ui(ui, diagnosis);
+    }
     ui.add_space(8.0);
     egui::Grid::new("facts_grid")
         .num_columns(2)
@@ -346,4 +350,115 @@ fn response_ui(ui: &mut egui::Ui, stored: &StoredDelivery) {
         });
     ui.add_space(6.0);
     ui.weak("hookscope answers only after the delivery is committed to the store, so this answer means it is on disk.");
+}
+
+fn diagnosis_ui(ui: &mut egui::Ui, diagnosis: &hookscope::diagnose::Diagnosis) {
+    egui::Frame::group(ui.style()).show(ui, |ui| {
+        ui.horizontal(|ui| {
+            ui.strong("Diagnosis");
+            let color = if diagnosis.cause == hookscope::diagnose::Cause::Unknown {
+                widgets::SKIPPED
+            } else {
+                widgets::FAIL
+            };
+            widgets::badge(
+                ui,
+                diagnosis.cause.code(),
+                color,
+                "the cause code scripts see in checks.signature.diagnosis.cause",
+            );
+        });
+        ui.add(egui::Label::new(&diagnosis.detail).wrap());
+        ui.add_space(4.0);
+        egui::Grid::new("diagnosis_grid")
+            .num_columns(2)
+            .spacing([12.0, 4.0])
+            .show(ui, |ui| {
+                if let (Some(expected), Some(received)) = (&diagnosis.expected, &diagnosis.received)
+                {
+                    let at = first_difference(expected, received);
+                    ui.weak(format!(
+                        "expected ({})",
+                        diagnosis.secret.as_deref().unwrap_or("secret")
+                    ));
+                    ui.add(
+                        egui::Label::new(marked(ui, expected, at))
+                            .selectable(true)
+                            .wrap(),
+                    );
+                    ui.end_row();
+                    ui.weak("received");
+                    ui.add(
+                        egui::Label::new(marked(ui, received, at))
+                            .selectable(true)
+                            .wrap(),
+                    );
+                    ui.end_row();
+                }
+                if let Some(signed) = &diagnosis.expected_signed {
+                    ui.weak("hookscope signed");
+                    ui.add(
+                        egui::Label::new(RichText::new(signed).monospace())
+                            .selectable(true)
+                            .wrap(),
+                    );
+                    ui.end_row();
+                }
+                if let Some(signed) = &diagnosis.sender_signed {
+                    ui.weak("the sender signed");
+                    ui.add(
+                        egui::Label::new(RichText::new(signed).monospace())
+                            .selectable(true)
+                            .wrap(),
+                    );
+                    ui.end_row();
+                }
+            });
+        egui::CollapsingHeader::new(format!("Hypotheses tried ({})", diagnosis.tried.len()))
+            .id_salt("diagnosis_tried")
+            .show(ui, |ui| {
+                for hypothesis in &diagnosis.tried {
+                    ui.label(format!("- {hypothesis}"));
+                }
+            });
+    });
+}
+
+/// The index (in characters) of the first difference between two strings.
+fn first_difference(a: &str, b: &str) -> Option<usize> {
+    let mut chars = a.chars().zip(b.chars()).enumerate();
+    chars
+        .find(|(_, (x, y))| x != y)
+        .map(|(i, _)| i)
+        .or_else(|| {
+            (a.chars().count() != b.chars().count())
+                .then(|| a.chars().count().min(b.chars().count()))
+        })
+}
+
+/// Monospace text with the character at `at` marked in red.
+fn marked(ui: &egui::Ui, text: &str, at: Option<usize>) -> LayoutJob {
+    let font = egui::FontId::monospace(12.5);
+    let plain = ui.visuals().text_color();
+    let mut job = LayoutJob::default();
+    let Some(at) = at.filter(|i| *i < text.chars().count()) else {
+        job.append(text, 0.0, format(&font, plain));
+        return job;
+    };
+    let split = text
+        .char_indices()
+        .nth(at)
+        .map(|(i, _)| i)
+        .unwrap_or(text.len());
+    let next = text[split..]
+        .chars()
+        .next()
+        .map(|c| split + c.len_utf8())
+        .unwrap_or(text.len());
+    job.append(&text[..split], 0.0, format(&font, plain));
+    let mut highlighted = format(&font, Color32::WHITE);
+    highlighted.background = widgets::FAIL;
+    job.append(&text[split..next], 0.0, highlighted);
+    job.append(&text[next..], 0.0, format(&font, plain));
+    job
 }

@@ -13,12 +13,19 @@ const ROW_HEIGHT: f32 = 22.0;
 /// Draws the list.
 pub fn list_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
     let total = app.list.total;
-    let scroll_to = if app.scroll_to_selected {
+    let mut scroll_to = app.list.scroll_to.take();
+    if app.scroll_to_selected {
         app.scroll_to_selected = false;
-        app.selected.and_then(|id| app.list.position_of(id))
-    } else {
-        None
-    };
+        match app.selected.map(|id| (id, app.list.position_of(id))) {
+            Some((_, Some(position))) => scroll_to = Some(position),
+            // Not among the rows held: ask the store where it is.
+            Some((id, None)) => app.send(hookscope::engine::Command::Locate {
+                id,
+                filter: app.state.filter.clone(),
+            }),
+            None => {}
+        }
+    }
     let mut first_visible = usize::MAX;
     let mut last_visible = 0usize;
     let mut clicked = None;
@@ -27,7 +34,9 @@ pub fn list_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
     let mut table = TableBuilder::new(ui)
         .striped(true)
         .sense(egui::Sense::click())
-        .stick_to_bottom(!app.paused)
+        .stick_to_bottom(!app.paused && scroll_to.is_none())
+        // Jumps (keyboard, links) land at once, so following the newest rows cannot undo them.
+        .animate_scrolling(false)
         .cell_layout(egui::Layout::left_to_right(egui::Align::Center))
         .column(Column::exact(104.0))
         .column(Column::exact(56.0))
@@ -59,7 +68,7 @@ pub fn list_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
         .column(Column::exact(70.0))
         .column(Column::remainder().at_least(40.0));
     if let Some(position) = scroll_to {
-        table = table.scroll_to_row(position, None);
+        table = table.scroll_to_row(position, Some(egui::Align::Center));
     }
     table
         .header(20.0, |mut header| {

@@ -30,6 +30,9 @@ pub fn mark_process_start() {
     let _ = PROCESS_START.set(Instant::now());
 }
 
+/// Rows fetched beyond each side of the visible ones.
+const PREFETCH_PAD: usize = 300;
+
 /// How long one frame may spend reading engine events.
 const EVENT_BUDGET: Duration = Duration::from_millis(4);
 
@@ -67,6 +70,8 @@ struct ListCache {
     error: Option<String>,
     /// The visible positions in the last frame.
     visible: std::ops::Range<usize>,
+    /// A position to bring into view on the next frame.
+    scroll_to: Option<usize>,
 }
 
 impl ListCache {
@@ -86,6 +91,15 @@ impl ListCache {
     fn covers(&self, range: &std::ops::Range<usize>) -> bool {
         let end = range.end.min(self.total);
         range.start >= self.offset && end <= self.offset + self.rows.len()
+    }
+
+    /// Whether the visible rows come near an edge of the cached ones (and there is more beyond
+    /// it), so the next rows are fetched before they scroll into view.
+    fn near_edge(&self, range: &std::ops::Range<usize>) -> bool {
+        let margin = PREFETCH_PAD / 2;
+        let cached_end = self.offset + self.rows.len();
+        (range.start < self.offset + margin && self.offset > 0)
+            || (range.end + margin > cached_end && cached_end < self.total)
     }
 }
 
@@ -226,6 +240,17 @@ impl HookscopeApp {
                     self.list.error = Some(message);
                 }
             }
+            Event::Located { id, position } => {
+                if Some(id) == self.selected {
+                    match position {
+                        Some(position) => self.list.scroll_to = Some(position),
+                        None => self.notice(
+                            format!("delivery #{id} is not in the list under this filter"),
+                            false,
+                        ),
+                    }
+                }
+            }
             Event::Loaded(stored) => {
                 if Some(stored.id) == self.selected {
                     self.body_cache = detail::BodyCache::default();
@@ -259,14 +284,17 @@ impl HookscopeApp {
 
     /// Asks the engine for the rows the list needs, at most one query at a time.
     fn request_rows(&mut self) {
-        const PAD: usize = 100;
+        const PAD: usize = PREFETCH_PAD;
         let filter_changed = self.list.filter != self.state.filter;
         if self.list.in_flight && !filter_changed {
             return;
         }
         let visible = self.list.visible.clone();
-        let need =
-            !self.list.loaded || filter_changed || self.list.stale || !self.list.covers(&visible);
+        let need = !self.list.loaded
+            || filter_changed
+            || self.list.stale
+            || !self.list.covers(&visible)
+            || self.list.near_edge(&visible);
         if !need {
             return;
         }

@@ -363,7 +363,7 @@ fn bench_gui_on_a_large_store() {
 
     // Jump to the middle of the history (dragging the scroll bar there).
     let middle = total / 2;
-    harness.state_mut().list.visible = middle..middle + 40;
+    harness.state_mut().list.scroll_to = Some(middle);
     let t = Instant::now();
     wait_until(&mut harness, "the middle rows", |h| {
         h.state().list.covers(&(middle..middle + 40))

@@ -1,0 +1,111 @@
+//! `cargo bench --bench checks`: the pure parts on realistic inputs, timed with a plain loop
+//! (median of several runs) and printed. No assertion on time: the figures go in the README.
+
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use hookscope::checks;
+use hookscope::config::Endpoint;
+use hookscope::delivery::{Delivery, Header};
+use hookscope::scheme::{Scheme, Secret};
+
+const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+fn median(mut f: impl FnMut(), runs: usize) -> Duration {
+    let mut samples: Vec<Duration> = (0..runs)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed()
+        })
+        .collect();
+    samples.sort();
+    samples[runs / 2]
+}
+
+fn json_body(size: usize) -> String {
+    let mut body = String::from(
+        r#"{"type":"job.completed","data":{"job_id":"job_1","status":"completed","pages":["#,
+    );
+    let mut i = 0;
+    while body.len() < size - 40 {
+        body.push_str(&format!(
+            r#"{{"n":{i},"text":"lorem ipsum dolor sit amet"}},"#
+        ));
+        i += 1;
+    }
+    body.push_str(r#"{"n":-1}]}}"#);
+    body
+}
+
+fn delivery(body: &str, signature: String) -> Delivery {
+    Delivery {
+        received_at_ms: 1_700_000_000_000,
+        method: "POST".into(),
+        path: "/hooks".into(),
+        query: String::new(),
+        headers: vec![
+            Header::new("webhook-id", "msg_1"),
+            Header::new("webhook-timestamp", "1700000000"),
+            Header::new("webhook-signature", signature),
+        ],
+        body: body.as_bytes().to_vec(),
+        body_size: body.len() as u64,
+        body_complete: true,
+        remote_addr: None,
+    }
+}
+
+fn main() {
+    let scheme = Scheme::preset("standard-webhooks").expect("preset");
+    let endpoint = Endpoint {
+        scheme: Some(scheme.clone()),
+        secrets: vec![Secret::new(SECRET)],
+        ..Endpoint::catch_all()
+    };
+    for size in [1024usize, 1024 * 1024] {
+        let body = json_body(size);
+        let signed = scheme
+            .sign(
+                &[Secret::new(SECRET)],
+                "msg_1",
+                1_700_000_000,
+                body.as_bytes(),
+            )
+            .expect("signs");
+        let good = signed
+            .iter()
+            .find(|h| h.name == "webhook-signature")
+            .map(|h| h.value_lossy())
+            .expect("header");
+        let passing = delivery(&body, good);
+        // Unknown cause: every hypothesis runs, the worst case.
+        let failing = delivery(
+            &body,
+            format!(
+                "v1,{}",
+                base64::engine::general_purpose::STANDARD.encode([7u8; 32])
+            ),
+        );
+        let runs = if size > 100_000 { 15 } else { 2001 };
+        let pass = median(
+            || drop(checks::evaluate(&passing, &endpoint, 1_700_000_000)),
+            runs,
+        );
+        let fail = median(
+            || drop(checks::evaluate(&failing, &endpoint, 1_700_000_000)),
+            runs,
+        );
+        let tried = checks::evaluate(&failing, &endpoint, 1_700_000_000)
+            .signature
+            .diagnosis
+            .map(|d| d.tried.len())
+            .unwrap_or(0);
+        println!(
+            "{:>8} B body: checks on a passing delivery {:>9.3} ms; failing, with the full diagnosis ({tried} hypotheses) {:>9.3} ms",
+            body.len(),
+            pass.as_secs_f64() * 1000.0,
+            fail.as_secs_f64() * 1000.0
+        );
+    }
+}

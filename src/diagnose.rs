@@ -1,0 +1,805 @@
+//! Signature diagnosis: when a signature fails, re-compute it under the usual mistakes and say
+//! which one reproduces what was received.
+//!
+//! Every hypothesis is one HMAC (or a few) over a variant of the signed bytes, compared against
+//! every token of the received header in every common encoding. The first hypothesis that
+//! reproduces a received signature is the cause; the list of what was tried is kept either way,
+//! so "nothing matched" is still informative.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+use hmac::{Hmac, KeyInit, Mac};
+use serde::{Deserialize, Serialize};
+
+use crate::delivery::Delivery;
+use crate::pretty::pretty_json;
+use crate::scheme::{self, Encoding, Family, Scheme, Secret, constant_time_eq, hmac_sha256};
+
+/// What the diagnosis found, as a code scripts can branch on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// The signature is over a re-serialised form of the body.
+    BodyReserialized,
+    /// The secret was turned into a key the wrong way.
+    KeyDerivation,
+    /// The right signature, written in the wrong encoding, case or prefix.
+    Encoding,
+    /// The signed string follows another scheme's template.
+    TemplateMismatch,
+    /// The timestamp in the signed string was in milliseconds.
+    TimestampMs,
+    /// A trailing newline was added or stripped.
+    TrailingNewline,
+    /// Line endings were converted.
+    LineEndings,
+    /// The delivery is signed with another scheme than the endpoint's.
+    WrongScheme,
+    /// Another configured secret (another endpoint's) signed it.
+    OtherSecret,
+    /// Another hash algorithm.
+    Algorithm,
+    /// Nothing reproduced the signature.
+    Unknown,
+}
+
+impl Cause {
+    /// The code as written in JSON.
+    pub fn code(self) -> &'static str {
+        match self {
+            Cause::BodyReserialized => "body_reserialized",
+            Cause::KeyDerivation => "key_derivation",
+            Cause::Encoding => "encoding",
+            Cause::TemplateMismatch => "template",
+            Cause::TimestampMs => "timestamp_ms",
+            Cause::TrailingNewline => "trailing_newline",
+            Cause::LineEndings => "line_endings",
+            Cause::WrongScheme => "wrong_scheme",
+            Cause::OtherSecret => "other_secret",
+            Cause::Algorithm => "algorithm",
+            Cause::Unknown => "unknown",
+        }
+    }
+}
+
+/// The diagnosis of a failed signature.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diagnosis {
+    /// The cause, as a code.
+    #[serde(with = "cause_code")]
+    pub cause: Cause,
+    /// One sentence a developer can act on.
+    pub detail: String,
+    /// Every hypothesis tried, in order.
+    pub tried: Vec<String>,
+    /// The string hookscope expected to be signed (escaped, long bodies folded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_signed: Option<String>,
+    /// The string the sender actually signed, when a hypothesis reproduced it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_signed: Option<String>,
+    /// The signature hookscope expected in the header (with the first secret).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<String>,
+    /// The signature received.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub received: Option<String>,
+    /// The secret the comparison used, by label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+}
+
+mod cause_code {
+    use super::Cause;
+    use serde::{Deserialize as _, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(cause: &Cause, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(cause.code())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Cause, D::Error> {
+        let code = String::deserialize(d)?;
+        let all = [
+            Cause::BodyReserialized,
+            Cause::KeyDerivation,
+            Cause::Encoding,
+            Cause::TemplateMismatch,
+            Cause::TimestampMs,
+            Cause::TrailingNewline,
+            Cause::LineEndings,
+            Cause::WrongScheme,
+            Cause::OtherSecret,
+            Cause::Algorithm,
+            Cause::Unknown,
+        ];
+        Ok(all
+            .into_iter()
+            .find(|c| c.code() == code)
+            .unwrap_or(Cause::Unknown))
+    }
+}
+
+/// A secret from elsewhere in the configuration, with a label saying where.
+#[derive(Debug, Clone)]
+pub struct LabelledSecret {
+    /// Where it comes from: `secret #2 of endpoint /hooks/acme`.
+    pub label: String,
+    /// The secret.
+    pub secret: Secret,
+}
+
+/// The ways a signature can be written, for comparing against received tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Written {
+    HexLower,
+    HexUpper,
+    Base64,
+    Base64NoPad,
+    Base64Url,
+    Base64UrlNoPad,
+}
+
+impl Written {
+    const ALL: [Written; 6] = [
+        Written::HexLower,
+        Written::HexUpper,
+        Written::Base64,
+        Written::Base64NoPad,
+        Written::Base64Url,
+        Written::Base64UrlNoPad,
+    ];
+
+    fn write(self, mac: &[u8]) -> String {
+        match self {
+            Written::HexLower => hex::encode(mac),
+            Written::HexUpper => hex::encode_upper(mac),
+            Written::Base64 => STANDARD.encode(mac),
+            Written::Base64NoPad => STANDARD_NO_PAD.encode(mac),
+            Written::Base64Url => URL_SAFE.encode(mac),
+            Written::Base64UrlNoPad => URL_SAFE_NO_PAD.encode(mac),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Written::HexLower => "lowercase hex",
+            Written::HexUpper => "uppercase hex",
+            Written::Base64 => "base64",
+            Written::Base64NoPad => "base64 without padding",
+            Written::Base64Url => "URL-safe base64",
+            Written::Base64UrlNoPad => "URL-safe base64 without padding",
+        }
+    }
+}
+
+/// The received header cut into every piece that could be a signature.
+struct Tokens(Vec<String>);
+
+impl Tokens {
+    fn from_header(value: &str) -> Tokens {
+        let mut tokens = vec![value.trim().to_string()];
+        for piece in value.split(|c: char| c.is_whitespace() || c == ',' || c == ';') {
+            let piece = piece.trim();
+            if piece.is_empty() {
+                continue;
+            }
+            tokens.push(piece.to_string());
+            if let Some((_, rest)) = piece.split_once('=') {
+                tokens.push(rest.to_string());
+            }
+        }
+        tokens.sort();
+        tokens.dedup();
+        Tokens(tokens)
+    }
+
+    /// Which token (and in which writing) equals the MAC.
+    fn find(&self, mac: &[u8]) -> Option<(Written, &str)> {
+        Written::ALL.iter().find_map(|w| {
+            let written = w.write(mac);
+            self.0
+                .iter()
+                .find(|t| constant_time_eq(t.as_bytes(), written.as_bytes()))
+                .map(|t| (*w, t.as_str()))
+        })
+    }
+}
+
+/// The scheme's own way of writing its signature.
+fn native_writing(scheme: &Scheme) -> Written {
+    match (scheme.family, scheme.encoding) {
+        (Family::StandardWebhooks, _) | (Family::HmacBody, Encoding::Base64) => Written::Base64,
+        _ => Written::HexLower,
+    }
+}
+
+/// The signature value as the scheme writes it in its header, for one MAC.
+fn header_form(scheme: &Scheme, mac: &[u8]) -> String {
+    let encoded = native_writing(scheme).write(mac);
+    match scheme.family {
+        Family::StandardWebhooks => format!("v1,{encoded}"),
+        Family::Stripe => format!("v1={encoded}"),
+        Family::Paddle => format!("h1={encoded}"),
+        Family::Slack => format!("v0={encoded}"),
+        Family::HmacBody => format!("{}{encoded}", scheme.prefix),
+    }
+}
+
+/// The received signature as it appears for the scheme (its first counted entry).
+fn received_form(scheme: &Scheme, header: &str) -> String {
+    let (separator, marker): (fn(char) -> bool, &str) = match scheme.family {
+        Family::StandardWebhooks => (char::is_whitespace, "v1,"),
+        Family::Stripe => (|c| c == ',', "v1="),
+        Family::Paddle => (|c| c == ';', "h1="),
+        Family::Slack | Family::HmacBody => return header.trim().to_string(),
+    };
+    header
+        .split(separator)
+        .map(str::trim)
+        .find(|entry| entry.starts_with(marker))
+        .unwrap_or(header.trim())
+        .to_string()
+}
+
+/// Escapes bytes for display (`\n`, `\r`, `\xNN`) and folds the middle of long strings.
+pub fn escape_folded(bytes: &[u8], keep: usize) -> String {
+    let escape = |part: &[u8]| {
+        let mut out = String::new();
+        for chunk in part.utf8_chunks() {
+            for c in chunk.valid().chars() {
+                match c {
+                    '\n' => out.push_str("\\n"),
+                    '\r' => out.push_str("\\r"),
+                    '\t' => out.push_str("\\t"),
+                    c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+                    c => out.push(c),
+                }
+            }
+            for b in chunk.invalid() {
+                out.push_str(&format!("\\x{b:02x}"));
+            }
+        }
+        out
+    };
+    if bytes.len() <= keep {
+        return escape(bytes);
+    }
+    let head = keep * 3 / 4;
+    let tail = keep - head;
+    let folded = bytes.len() - head - tail;
+    format!(
+        "{} … ({folded} bytes folded) … {}",
+        escape(&bytes[..head]),
+        escape(&bytes[bytes.len() - tail..])
+    )
+}
+
+/// HMAC with another algorithm, for signatures whose length says it.
+fn hmac_other(algorithm: &str, key: &[u8], message: &[u8]) -> Option<Vec<u8>> {
+    fn run<M: Mac + KeyInit>(key: &[u8], message: &[u8]) -> Option<Vec<u8>> {
+        let mut mac = <M as KeyInit>::new_from_slice(key).ok()?;
+        mac.update(message);
+        Some(mac.finalize().into_bytes().to_vec())
+    }
+    match algorithm {
+        "SHA-1" => run::<Hmac<sha1::Sha1>>(key, message),
+        "SHA-384" => run::<Hmac<sha2::Sha384>>(key, message),
+        "SHA-512" => run::<Hmac<sha2::Sha512>>(key, message),
+        _ => None,
+    }
+}
+
+/// Body variants a re-serialiser produces, with their names.
+fn reserialisations(body: &[u8]) -> Vec<(&'static str, Vec<u8>)> {
+    let Ok(text) = std::str::from_utf8(body) else {
+        return Vec::new();
+    };
+    let Some(pretty) = pretty_json(text) else {
+        return Vec::new();
+    };
+    let mut variants: Vec<(&'static str, Vec<u8>)> = Vec::new();
+    let compact: String = pretty
+        .spans
+        .iter()
+        .map(|(s, e, _)| &pretty.text[*s..*e])
+        .collect();
+    // Python's json.dumps default: ", " and ": " separators, key order kept.
+    let mut python = String::with_capacity(compact.len() + compact.len() / 8);
+    for (s, e, token) in &pretty.spans {
+        let piece = &pretty.text[*s..*e];
+        python.push_str(piece);
+        if *token == crate::pretty::Token::Punct && (piece == "," || piece == ":") {
+            python.push(' ');
+        }
+    }
+    variants.push(("compact JSON (whitespace removed)", compact.into_bytes()));
+    variants.push((
+        "pretty-printed JSON (2-space indent)",
+        pretty.text.clone().into_bytes(),
+    ));
+    variants.push((
+        "pretty-printed JSON (4-space indent)",
+        pretty.text.replace("\n  ", "\n    ").into_bytes(),
+    ));
+    variants.push((
+        "JSON with Python's default \", \" and \": \" separators",
+        python.into_bytes(),
+    ));
+    if let Ok(value) = serde_json::from_str::<serde_json::Value>(text) {
+        // serde_json's map is ordered by key: this is the "keys sorted" re-serialisation.
+        if let Ok(sorted) = serde_json::to_vec(&value) {
+            variants.push(("compact JSON with keys sorted", sorted));
+        }
+        if let Ok(sorted) = serde_json::to_vec_pretty(&value) {
+            variants.push(("pretty-printed JSON with keys sorted", sorted));
+        }
+    }
+    variants.retain(|(_, v)| v.as_slice() != body);
+    variants.dedup_by(|a, b| a.1 == b.1);
+    variants
+}
+
+/// The inputs a scheme signs, read from the delivery (missing ones are empty).
+fn signing_inputs(scheme: &Scheme, delivery: &Delivery) -> (String, String) {
+    let id = scheme
+        .event_id_from_headers(delivery)
+        .unwrap_or_default()
+        .to_string();
+    let ts = scheme.timestamp_text(delivery).unwrap_or_default();
+    (id, ts)
+}
+
+struct Attempt<'a> {
+    scheme: &'a Scheme,
+    delivery: &'a Delivery,
+    tokens: Tokens,
+    tried: Vec<String>,
+}
+
+struct Found {
+    cause: Cause,
+    detail: String,
+    sender_signed: Option<Vec<u8>>,
+}
+
+impl Attempt<'_> {
+    /// Tries one hypothesis: a key and signed bytes; returns the writing that matched.
+    fn test(&mut self, what: String, key: &[u8], payload: &[u8]) -> Option<(Written, String)> {
+        self.tried.push(what);
+        let mac = hmac_sha256(key, &[payload]);
+        self.tokens.find(&mac).map(|(w, t)| (w, t.to_string()))
+    }
+}
+
+/// Diagnoses a failed signature. `secrets` are the endpoint's; `others` are every other
+/// configured secret. Returns `None` when the signature actually verifies.
+pub fn diagnose(
+    scheme: &Scheme,
+    delivery: &Delivery,
+    secrets: &[Secret],
+    others: &[LabelledSecret],
+) -> Option<Diagnosis> {
+    if matches!(
+        scheme.verify(delivery, secrets),
+        scheme::Verification::Verified { .. }
+    ) {
+        return None;
+    }
+    let header = delivery
+        .header(&scheme.signature_header)
+        .map(|v| String::from_utf8_lossy(v).into_owned());
+    let (event_id, timestamp) = signing_inputs(scheme, delivery);
+    let expected_payload = scheme.signed_payload(&event_id, &timestamp, &delivery.body);
+    let first_key = secrets.first().and_then(|s| scheme.key(s).ok());
+    let expected = first_key
+        .as_ref()
+        .map(|k| header_form(scheme, &hmac_sha256(k, &[&expected_payload])));
+    let mut diagnosis = Diagnosis {
+        cause: Cause::Unknown,
+        detail: String::new(),
+        tried: Vec::new(),
+        expected_signed: Some(escape_folded(&expected_payload, 400)),
+        sender_signed: None,
+        expected,
+        received: header.as_deref().map(|h| received_form(scheme, h)),
+        secret: (!secrets.is_empty()).then(|| "secret #1".to_string()),
+    };
+    let mut attempt = Attempt {
+        scheme,
+        delivery,
+        tokens: Tokens::from_header(header.as_deref().unwrap_or("")),
+        tried: Vec::new(),
+    };
+    let found = find_cause(
+        &mut attempt,
+        secrets,
+        others,
+        &event_id,
+        &timestamp,
+        header.is_some(),
+    );
+    diagnosis.tried = attempt.tried;
+    match found {
+        Some(found) => {
+            diagnosis.cause = found.cause;
+            diagnosis.detail = found.detail;
+            diagnosis.sender_signed = found.sender_signed.map(|p| escape_folded(&p, 400));
+        }
+        None => {
+            diagnosis.detail = format!(
+                "None of {} hypotheses reproduces the received signature (re-serialised bodies, key derivations, encodings, templates, millisecond timestamps, newlines, line endings, other schemes, other secrets, other algorithms): the secret differs from the sender's, or the bytes differ from what was signed in a way no common mistake explains.",
+                diagnosis.tried.len()
+            );
+        }
+    }
+    Some(diagnosis)
+}
+
+fn find_cause(
+    attempt: &mut Attempt<'_>,
+    secrets: &[Secret],
+    others: &[LabelledSecret],
+    event_id: &str,
+    timestamp: &str,
+    header_present: bool,
+) -> Option<Found> {
+    let scheme = attempt.scheme;
+    let delivery = attempt.delivery;
+    let label = &scheme.label;
+
+    // Another scheme's headers, verifying with these secrets.
+    if let Some(other) = scheme::detect(delivery)
+        .filter(|d| d.family != scheme.family || d.signature_header != scheme.signature_header)
+    {
+        attempt.tried.push(format!(
+            "the delivery as {} ({} header)",
+            other.label, other.signature_header
+        ));
+        if let scheme::Verification::Verified { secret_index, .. } = other.verify(delivery, secrets)
+        {
+            return Some(Found {
+                cause: Cause::WrongScheme,
+                detail: format!(
+                    "This delivery is signed as {} (its {} header verifies with secret #{}), not as {label}: set this endpoint's scheme to \"{}\".",
+                    other.label,
+                    other.signature_header,
+                    secret_index + 1,
+                    other.name
+                ),
+                sender_signed: None,
+            });
+        }
+    }
+    if !header_present {
+        return None;
+    }
+    let keys: Vec<(String, Vec<u8>)> = secrets
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| {
+            scheme
+                .key(s)
+                .ok()
+                .map(|k| (format!("secret #{}", i + 1), k))
+        })
+        .collect();
+    let payload = scheme.signed_payload(event_id, timestamp, &delivery.body);
+
+    // Another configured secret.
+    for other in others {
+        if let scheme::Verification::Verified { .. } =
+            scheme.verify(delivery, std::slice::from_ref(&other.secret))
+        {
+            attempt
+                .tried
+                .push(format!("{} of another endpoint", other.label));
+            return Some(Found {
+                cause: Cause::OtherSecret,
+                detail: format!(
+                    "The signature verifies with {}, not with this endpoint's secrets: the sender uses another endpoint's secret, or an old one after a rotation; add it to this endpoint or fix the sender.",
+                    other.label
+                ),
+                sender_signed: None,
+            });
+        }
+        attempt
+            .tried
+            .push(format!("{} of another endpoint", other.label));
+    }
+
+    for (secret_label, key) in &keys {
+        // The right signature, written another way.
+        let mac = hmac_sha256(key, &[&payload]);
+        attempt.tried.push(format!(
+            "the expected signature with {secret_label} in any encoding"
+        ));
+        if let Some((written, token)) = attempt.tokens.find(&mac).map(|(w, t)| (w, t.to_string())) {
+            let native = native_writing(scheme);
+            let detail = if written == native {
+                format!(
+                    "The signature itself is right ({secret_label}), but the {} header is not laid out as {label} expects: it reads `{}` where `{}` is expected (a missing or extra prefix such as `sha256=`, `v1,` or `v0=`).",
+                    scheme.signature_header,
+                    fold(&token, 80),
+                    fold(&header_form(scheme, &mac), 80)
+                )
+            } else {
+                format!(
+                    "The signature itself is right ({secret_label}) but written in {} where {label} expects {}: fix the encoding on the side that writes or compares it.",
+                    written.name(),
+                    native.name()
+                )
+            };
+            return Some(Found {
+                cause: Cause::Encoding,
+                detail,
+                sender_signed: None,
+            });
+        }
+    }
+
+    // Key derivation: the same secret turned into a key another way.
+    for (index, secret) in secrets.iter().enumerate() {
+        let raw = secret.expose();
+        let stripped = raw.strip_prefix("whsec_");
+        let mut variants: Vec<(&str, Vec<u8>)> = Vec::new();
+        if scheme.family == Family::StandardWebhooks {
+            variants.push((
+                "the whole secret as UTF-8 text, `whsec_` included",
+                raw.as_bytes().to_vec(),
+            ));
+            if let Some(s) = stripped {
+                variants.push((
+                    "the secret after `whsec_` as UTF-8 text, not base64-decoded",
+                    s.as_bytes().to_vec(),
+                ));
+            }
+            if let Ok(k) = STANDARD.decode(raw) {
+                variants.push(("the base64 decoding of the secret with `whsec_` left in", k));
+            }
+        } else {
+            if let Some(s) = stripped {
+                variants.push((
+                    "the secret with its `whsec_` prefix stripped",
+                    s.as_bytes().to_vec(),
+                ));
+                if let Ok(k) = STANDARD.decode(s) {
+                    variants.push(("the base64 decoding of the secret after `whsec_`", k));
+                }
+            }
+            if let Ok(k) = STANDARD.decode(raw) {
+                variants.push(("the base64 decoding of the secret", k));
+            }
+            if let Ok(k) = hex::decode(raw) {
+                variants.push(("the hex decoding of the secret", k));
+            }
+        }
+        for (how, key) in variants {
+            if attempt
+                .test(
+                    format!("secret #{} used as {how}", index + 1),
+                    &key,
+                    &payload,
+                )
+                .is_some()
+            {
+                let expected_how = match scheme.family {
+                    Family::StandardWebhooks => "the base64 decoding of the part after `whsec_`",
+                    _ => "the whole secret as UTF-8 text",
+                };
+                return Some(Found {
+                    cause: Cause::KeyDerivation,
+                    detail: format!(
+                        "The signature was made with {how} of secret #{}; {label} uses {expected_how}: the key derivation differs between the sender and the verifier.",
+                        index + 1
+                    ),
+                    sender_signed: None,
+                });
+            }
+        }
+    }
+
+    for (secret_label, key) in &keys {
+        // The body re-serialised.
+        for (how, body) in reserialisations(&delivery.body) {
+            let variant = scheme.signed_payload(event_id, timestamp, &body);
+            if attempt
+                .test(format!("the body as {how}"), key, &variant)
+                .is_some()
+            {
+                return Some(Found {
+                    cause: Cause::BodyReserialized,
+                    detail: format!(
+                        "The signature matches the body re-serialised as {how} ({secret_label}), not the bytes received: the sender signed a re-formatted body, or something between it and the verifier parsed and re-serialised the JSON. Verify over the raw body bytes."
+                    ),
+                    sender_signed: Some(variant),
+                });
+            }
+        }
+
+        // Another scheme's template over the same parts.
+        for family in [
+            Family::StandardWebhooks,
+            Family::Stripe,
+            Family::Slack,
+            Family::Paddle,
+            Family::HmacBody,
+        ] {
+            if family == scheme.family {
+                continue;
+            }
+            let mut other = scheme.clone();
+            other.family = family;
+            let variant = other.signed_payload(event_id, timestamp, &delivery.body);
+            let template = template_name(family);
+            if attempt
+                .test(format!("the template {template}"), key, &variant)
+                .is_some()
+            {
+                return Some(Found {
+                    cause: Cause::TemplateMismatch,
+                    detail: format!(
+                        "The signature is over {template}, but {label} signs {}: the sender and the verifier build the signed string from different templates.",
+                        template_name(scheme.family)
+                    ),
+                    sender_signed: Some(variant),
+                });
+            }
+        }
+
+        // The timestamp in milliseconds (or seconds, when the header holds milliseconds).
+        if let Ok(ts) = timestamp.parse::<i64>() {
+            let (variant_ts, how) = if ts.abs() >= 100_000_000_000 {
+                (
+                    (ts / 1000).to_string(),
+                    "in seconds while the header carries milliseconds",
+                )
+            } else {
+                (
+                    ts.saturating_mul(1000).to_string(),
+                    "in milliseconds while the header carries seconds",
+                )
+            };
+            let variant = scheme.signed_payload(event_id, &variant_ts, &delivery.body);
+            if attempt
+                .test(format!("the timestamp {how}"), key, &variant)
+                .is_some()
+            {
+                return Some(Found {
+                    cause: Cause::TimestampMs,
+                    detail: format!(
+                        "The signed string carries the timestamp {how} ({variant_ts} vs {timestamp}): one side converts the time with the wrong unit."
+                    ),
+                    sender_signed: Some(variant),
+                });
+            }
+        }
+
+        // A trailing newline added or stripped.
+        let body = &delivery.body;
+        let mut newline_variants: Vec<(&str, Vec<u8>)> = vec![
+            (
+                "the body with a trailing \\n added",
+                [body.as_slice(), b"\n"].concat(),
+            ),
+            (
+                "the body with a trailing \\r\\n added",
+                [body.as_slice(), b"\r\n"].concat(),
+            ),
+        ];
+        if let Some(stripped) = body.strip_suffix(b"\n") {
+            newline_variants.push((
+                "the body without its trailing \\n",
+                stripped.strip_suffix(b"\r").unwrap_or(stripped).to_vec(),
+            ));
+        }
+        for (how, variant_body) in newline_variants {
+            let variant = scheme.signed_payload(event_id, timestamp, &variant_body);
+            if attempt.test(how.to_string(), key, &variant).is_some() {
+                return Some(Found {
+                    cause: Cause::TrailingNewline,
+                    detail: format!(
+                        "The signature matches {how}: a tool or framework added or stripped the final newline between signing and verifying."
+                    ),
+                    sender_signed: Some(variant),
+                });
+            }
+        }
+
+        // Line endings converted.
+        let lf_to_crlf: Vec<u8> = body
+            .iter()
+            .enumerate()
+            .flat_map(|(i, b)| {
+                let lone_lf = *b == b'\n' && (i == 0 || body[i - 1] != b'\r');
+                if lone_lf {
+                    vec![b'\r', b'\n']
+                } else {
+                    vec![*b]
+                }
+            })
+            .collect();
+        let crlf_to_lf: Vec<u8> = String::from_utf8_lossy(body)
+            .replace("\r\n", "\n")
+            .into_bytes();
+        for (how, variant_body) in [
+            ("\\n converted to \\r\\n", lf_to_crlf),
+            ("\\r\\n converted to \\n", crlf_to_lf),
+        ] {
+            if variant_body == *body {
+                continue;
+            }
+            let variant = scheme.signed_payload(event_id, timestamp, &variant_body);
+            if attempt
+                .test(format!("line endings {how}"), key, &variant)
+                .is_some()
+            {
+                return Some(Found {
+                    cause: Cause::LineEndings,
+                    detail: format!(
+                        "The signature matches the body with line endings {how}: something converted line endings (a text-mode transfer, git autocrlf, a proxy) between signing and verifying."
+                    ),
+                    sender_signed: Some(variant),
+                });
+            }
+        }
+
+        // Another algorithm, when the received signature's length suggests it.
+        let lengths: Vec<usize> = received_lengths(&attempt.tokens);
+        for (algorithm, length) in [("SHA-1", 20), ("SHA-384", 48), ("SHA-512", 64)] {
+            if !lengths.contains(&length) {
+                continue;
+            }
+            attempt
+                .tried
+                .push(format!("HMAC-{algorithm} ({length}-byte signature)"));
+            if let Some(mac) = hmac_other(algorithm, key, &payload)
+                && attempt.tokens.find(&mac).is_some()
+            {
+                return Some(Found {
+                    cause: Cause::Algorithm,
+                    detail: format!(
+                        "The signature is an HMAC-{algorithm} ({length} bytes) over the right string with {secret_label}; {label} uses HMAC-SHA256: the sender or the verifier uses the wrong hash."
+                    ),
+                    sender_signed: None,
+                });
+            }
+        }
+    }
+    None
+}
+
+/// The decoded lengths of the received tokens, to pick which algorithms to try.
+fn received_lengths(tokens: &Tokens) -> Vec<usize> {
+    let mut lengths = Vec::new();
+    for t in &tokens.0 {
+        if let Ok(b) = hex::decode(t) {
+            lengths.push(b.len());
+        }
+        for engine in [&STANDARD, &STANDARD_NO_PAD, &URL_SAFE, &URL_SAFE_NO_PAD] {
+            if let Ok(b) = engine.decode(t) {
+                lengths.push(b.len());
+            }
+        }
+    }
+    lengths.sort_unstable();
+    lengths.dedup();
+    lengths
+}
+
+fn template_name(family: Family) -> &'static str {
+    match family {
+        Family::StandardWebhooks => "`{id}.{timestamp}.{body}`",
+        Family::Stripe => "`{timestamp}.{body}`",
+        Family::Slack => "`v0:{timestamp}:{body}`",
+        Family::Paddle => "`{timestamp}:{body}`",
+        Family::HmacBody => "the raw body alone",
+    }
+}
+
+fn fold(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_string()
+    } else {
+        format!("{}…", text.chars().take(max).collect::<String>())
+    }
+}

@@ -609,7 +609,7 @@ fn find_cause(
                 return Some(Found {
                     cause: Cause::BodyReserialized,
                     detail: format!(
-                        "The signature matches the body re-serialised as {how} ({secret_label}), not the bytes received: the sender signed a re-formatted body, or something between it and the verifier parsed and re-serialised the JSON. Verify over the raw body bytes."
+                        "The signature ({secret_label}) matches the body re-serialised as {how}, not the bytes received: the sender signed a re-formatted body, or something between it and the verifier parsed and re-serialised the JSON. Verify over the raw body bytes."
                     ),
                     sender_signed: Some(variant),
                 });

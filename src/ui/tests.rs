@@ -410,3 +410,50 @@ fn bench_gui_on_a_large_store() {
         );
     }
 }
+
+#[test]
+fn a_port_in_use_is_reported_in_the_window_and_another_port_can_be_chosen() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = taken.local_addr().expect("addr").port();
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!("[receiver]\nport = {port}\n"),
+    )
+    .expect("config");
+    let ctx = egui::Context::default();
+    let app = HookscopeApp::new(
+        &ctx,
+        EngineOptions {
+            data_dir: dir.path().to_path_buf(),
+            config_path: dir.path().join("config.toml"),
+            bind: [127, 0, 0, 1].into(),
+            port: None,
+        },
+        UiState::default(),
+    )
+    .expect("the window opens even though the port is taken");
+    let mut harness = Harness::builder()
+        .with_size(egui::vec2(1300.0, 850.0))
+        .build_ui_state(|ui, app: &mut HookscopeApp| app.draw(ui), app);
+    wait_until(&mut harness, "the failure", |h| {
+        matches!(h.state().receiver, ReceiverState::Failed(_))
+    });
+    // Said in the top bar and in the empty state.
+    let said = format!("port {port} is already in use");
+    assert!(harness.query_all_by_label_contains(&said).count() >= 1);
+
+    harness.state_mut().port_text.clear();
+    harness.run_steps(1);
+    let field = harness.get_by_role_and_label(egui::accesskit::Role::TextInput, "port");
+    field.focus();
+    field.type_text("0");
+    harness.run_steps(2);
+    assert_eq!(harness.state().port_text, "0");
+    harness.get_by_label("Retry").click();
+    wait_until(
+        &mut harness,
+        "the receiver on another port",
+        |h| matches!(h.state().receiver, ReceiverState::Running { addr } if addr.port() != port),
+    );
+}

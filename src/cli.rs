@@ -56,9 +56,47 @@ pub enum Command {
     Verify(VerifyArgs),
     /// List stored deliveries, newest first
     List(ListArgs),
+    /// List async jobs with their state and flags, or show one job's timeline
+    Jobs(JobsArgs),
     /// Developer tools: seed a store with synthetic deliveries for benchmarks
     #[command(subcommand)]
     Dev(DevCommand),
+}
+
+/// `hookscope jobs`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct JobsArgs {
+    #[command(subcommand)]
+    pub show: Option<JobsCommand>,
+    /// Print one JSON object per job
+    #[arg(long)]
+    pub json: bool,
+    /// How many jobs, most recently active first
+    #[arg(long, default_value_t = 50)]
+    pub limit: usize,
+    /// Only jobs whose id starts with this
+    #[arg(long, value_name = "PREFIX", default_value = "")]
+    pub prefix: String,
+    /// A job with no terminal state this many minutes after it was first seen is stuck (default: the config's, else 30)
+    #[arg(long, value_name = "MINUTES")]
+    pub stuck_after_mins: Option<u64>,
+}
+
+/// `hookscope jobs show`.
+#[derive(Debug, Subcommand)]
+pub enum JobsCommand {
+    /// Print one job's timeline
+    Show {
+        /// The job id
+        job_id: String,
+        /// Print the timeline as JSON
+        #[arg(long)]
+        json: bool,
+        /// A job with no terminal state this many minutes after it was first seen is stuck
+        #[arg(long, value_name = "MINUTES")]
+        stuck_after_mins: Option<u64>,
+    },
 }
 
 /// `hookscope dev …`.
@@ -169,6 +207,7 @@ pub fn main_with_args(cli: Cli) -> ExitCode {
         Some(Command::Verify(args)) => verify(&cli.common, args),
         Some(Command::List(args)) => list(&cli.common, args),
         Some(Command::Dev(DevCommand::Seed { count })) => seed(&cli.common, count),
+        Some(Command::Jobs(args)) => jobs(&cli.common, args),
     };
     match result {
         Ok(code) => code,
@@ -439,6 +478,61 @@ fn list(common: &Common, args: ListArgs) -> anyhow::Result<ExitCode> {
             report::delivery_json(&stored).to_string()
         } else {
             report::human_lines(&stored)
+        };
+        if writeln!(stdout, "{line}").is_err() {
+            break;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+fn jobs(common: &Common, args: JobsArgs) -> anyhow::Result<ExitCode> {
+    let dir = data_dir(common)?;
+    let file = load_config(common, &dir)?;
+    let reader = Reader::open(&dir.join(STORE_FILE))?;
+    let stuck_ms = |flag: Option<u64>| {
+        flag.map(|m| (m * 60_000) as i64)
+            .unwrap_or_else(|| file.jobs.stuck_after_ms())
+    };
+    let mut stdout = std::io::stdout().lock();
+    if let Some(JobsCommand::Show {
+        job_id,
+        json,
+        stuck_after_mins,
+    }) = args.show
+    {
+        let deliveries = reader.job_deliveries(&job_id)?;
+        if deliveries.is_empty() {
+            return usage(format!("no job \"{job_id}\" in the store"));
+        }
+        let timeline =
+            crate::timeline::analyze(&job_id, deliveries, now_ms(), stuck_ms(stuck_after_mins));
+        if json {
+            writeln!(stdout, "{}", serde_json::to_string(&timeline)?)?;
+        } else {
+            write!(stdout, "{}", report::timeline_text(&timeline))?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let now = now_ms();
+    for job_id in reader.recent_jobs(&args.prefix, args.limit)? {
+        let timeline = crate::timeline::analyze(
+            &job_id,
+            reader.job_deliveries(&job_id)?,
+            now,
+            stuck_ms(args.stuck_after_mins),
+        );
+        let line = if args.json {
+            report::job_summary_json(&timeline).to_string()
+        } else {
+            report::job_summary_line(&timeline)
         };
         if writeln!(stdout, "{line}").is_err() {
             break;

@@ -90,6 +90,25 @@ pub struct ConfigFile {
     /// How much history to keep.
     #[serde(default)]
     pub retention: RetentionSection,
+    /// Job timelines.
+    #[serde(default)]
+    pub jobs: JobsSection,
+}
+
+/// `[jobs]`: how job timelines are judged.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobsSection {
+    /// A job with no terminal state this long after it was first seen is stuck (default 30).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stuck_after_minutes: Option<u64>,
+}
+
+impl JobsSection {
+    /// The stuck threshold in milliseconds.
+    pub fn stuck_after_ms(&self) -> i64 {
+        (self.stuck_after_minutes.unwrap_or(30).min(1_000_000) * 60_000) as i64
+    }
 }
 
 /// `[retention]`: how much history to keep (default: everything).
@@ -171,6 +190,32 @@ pub struct EndpointConfig {
     /// A delay before answering, in milliseconds (default 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub respond_delay_ms: Option<u64>,
+    /// JSON pointer to the job id in the body (default: `/job_id`, `/data/job_id`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_id_pointer: Option<String>,
+    /// JSON pointer to the job state (default: `/data/status`, `/status`, or the event type).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_pointer: Option<String>,
+    /// JSON pointer to the event's creation time (default: `/created_at`, `/timestamp`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at_pointer: Option<String>,
+}
+
+impl EndpointConfig {
+    /// An endpoint at `path` with every option at its default.
+    pub fn new(path: &str) -> Self {
+        Self {
+            path: path.into(),
+            scheme: None,
+            secrets: Vec::new(),
+            tolerance_secs: None,
+            respond_status: None,
+            respond_delay_ms: None,
+            job_id_pointer: None,
+            status_pointer: None,
+            created_at_pointer: None,
+        }
+    }
 }
 
 /// A resolved endpoint, as the receiver and the checks use it.
@@ -188,6 +233,8 @@ pub struct Endpoint {
     pub respond_status: u16,
     /// The delay before answering, in milliseconds.
     pub respond_delay_ms: u64,
+    /// Where the job facts are in a body, when not the defaults.
+    pub job_pointers: crate::checks::JobPointers,
 }
 
 impl Endpoint {
@@ -200,6 +247,7 @@ impl Endpoint {
             tolerance_secs: None,
             respond_status: 200,
             respond_delay_ms: 0,
+            job_pointers: crate::checks::JobPointers::default(),
         }
     }
 
@@ -277,6 +325,7 @@ impl Settings {
                 tolerance_secs: overrides.tolerance_secs,
                 respond_status: overrides.respond_status,
                 respond_delay_ms: overrides.respond_delay_ms,
+                ..EndpointConfig::new("/")
             };
             endpoints.push(resolve_endpoint(file, &config)?);
         }
@@ -368,6 +417,23 @@ fn resolve_endpoint(file: &ConfigFile, config: &EndpointConfig) -> Result<Endpoi
             reason: format!("respond_status {respond_status} is not an HTTP status (100-599)"),
         });
     }
+    for (name, pointer) in [
+        ("job_id_pointer", &config.job_id_pointer),
+        ("status_pointer", &config.status_pointer),
+        ("created_at_pointer", &config.created_at_pointer),
+    ] {
+        if let Some(p) = pointer
+            && !p.is_empty()
+            && !p.starts_with('/')
+        {
+            return Err(ConfigError::InvalidEndpoint {
+                path: config.path.clone(),
+                reason: format!(
+                    "{name} \"{p}\" is not a JSON pointer (it starts with /, e.g. \"/data/job_id\")"
+                ),
+            });
+        }
+    }
     Ok(Endpoint {
         path: config.path.clone(),
         scheme,
@@ -375,6 +441,11 @@ fn resolve_endpoint(file: &ConfigFile, config: &EndpointConfig) -> Result<Endpoi
         tolerance_secs: config.tolerance_secs,
         respond_status,
         respond_delay_ms: config.respond_delay_ms.unwrap_or(0),
+        job_pointers: crate::checks::JobPointers {
+            job_id: config.job_id_pointer.clone(),
+            status: config.status_pointer.clone(),
+            created_at: config.created_at_pointer.clone(),
+        },
     })
 }
 
@@ -572,9 +643,7 @@ mod tests {
                 path: "/".into(),
                 scheme: Some("stripe".into()),
                 secrets: vec![Secret::new("whsec_x")],
-                tolerance_secs: None,
-                respond_status: None,
-                respond_delay_ms: None,
+                ..EndpointConfig::new("/")
             }],
             ..ConfigFile::default()
         };

@@ -470,9 +470,7 @@ impl Engine {
                 path: TEST_ENDPOINT.into(),
                 scheme: Some("standard-webhooks".into()),
                 secrets: vec![generate_secret()],
-                tolerance_secs: None,
-                respond_status: None,
-                respond_delay_ms: None,
+                ..EndpointConfig::new("/")
             });
             self.save_config(file);
         }

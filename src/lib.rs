@@ -17,3 +17,4 @@ pub mod report;
 pub mod scheme;
 pub mod seed;
 pub mod store;
+pub mod timeline;

@@ -145,6 +145,104 @@ pub fn human_lines(stored: &StoredDelivery) -> String {
     out
 }
 
+/// One job in `jobs --json`: the timeline's summary and its flags, without the deliveries.
+pub fn job_summary_json(timeline: &crate::timeline::JobTimeline) -> Value {
+    json!({
+        "job_id": timeline.job_id,
+        "current_state": timeline.current_state,
+        "terminal": timeline.terminal,
+        "first_seen": rfc3339_ms(timeline.first_seen_ms),
+        "last_seen": rfc3339_ms(timeline.last_seen_ms),
+        "duration_secs": (timeline.last_seen_ms - timeline.first_seen_ms) / 1000,
+        "events": timeline.events,
+        "deliveries": timeline.arrival_order.len(),
+        "flags": timeline.flags,
+    })
+}
+
+/// One job per line for people.
+pub fn job_summary_line(timeline: &crate::timeline::JobTimeline) -> String {
+    let flags: Vec<String> = timeline
+        .flags
+        .iter()
+        .map(|f| status_word(&f.kind))
+        .collect();
+    let span = crate::checks::human_duration(
+        ((timeline.last_seen_ms - timeline.first_seen_ms) / 1000).max(0) as u64,
+    );
+    format!(
+        "{job}  {state:<13} {events} events / {deliveries} deliveries  {first} -> {last} ({span})  {flags}",
+        job = timeline.job_id,
+        state = timeline.current_state.as_deref().unwrap_or("?"),
+        events = timeline.events,
+        deliveries = timeline.arrival_order.len(),
+        first = rfc3339_ms(timeline.first_seen_ms),
+        last = rfc3339_ms(timeline.last_seen_ms).get(11..).unwrap_or(""),
+        flags = if flags.is_empty() {
+            "no flags".to_string()
+        } else {
+            format!("flags: {}", flags.join(", "))
+        },
+    )
+}
+
+/// A job's timeline for people: the deliveries by event time with their arrival rank, then the
+/// flags with their sentences.
+pub fn timeline_text(timeline: &crate::timeline::JobTimeline) -> String {
+    let mut out = format!(
+        "job {}: {}{}, {} events in {} deliveries, first seen {}, last seen {}\n",
+        timeline.job_id,
+        timeline.current_state.as_deref().unwrap_or("state unknown"),
+        if timeline.terminal { " (terminal)" } else { "" },
+        timeline.events,
+        timeline.arrival_order.len(),
+        rfc3339_ms(timeline.first_seen_ms),
+        rfc3339_ms(timeline.last_seen_ms),
+    );
+    out.push_str("by event time:\n");
+    for d in &timeline.by_event_time {
+        let rank = timeline
+            .arrival_order
+            .iter()
+            .position(|id| *id == d.delivery_id)
+            .map(|p| p + 1)
+            .unwrap_or(0);
+        let created = d
+            .created_at_ms
+            .map(rfc3339_ms)
+            .unwrap_or_else(|| "(no creation time)".into());
+        out.push_str(&format!(
+            "  {created}  {state:<13} #{id:<6} {event:<20} sig:{sig:<7} dup:{dup:<9} arrived {rank}{suffix} at {arrived}\n",
+            state = d.state.as_deref().unwrap_or("-"),
+            id = d.delivery_id,
+            event = d.event_id.as_deref().unwrap_or("-"),
+            sig = d.signature,
+            dup = d.duplicate,
+            suffix = ordinal_suffix(rank),
+            arrived = rfc3339_ms(d.received_at_ms),
+        ));
+    }
+    if timeline.flags.is_empty() {
+        out.push_str("no flags\n");
+    } else {
+        out.push_str("flags:\n");
+        for flag in &timeline.flags {
+            out.push_str(&format!("  {}: {}\n", status_word(&flag.kind), flag.detail));
+        }
+    }
+    out
+}
+
+fn ordinal_suffix(n: usize) -> &'static str {
+    match (n % 10, n % 100) {
+        (1, 11) | (2, 12) | (3, 13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -72,7 +72,25 @@ const MIGRATIONS: &[&str] = &[
     -- Free text over path, headers and the first 64 KiB of text bodies; contentless, so the
     -- text is not stored twice.
     CREATE VIRTUAL TABLE deliveries_fts USING fts5(path, headers, body, content='', contentless_delete=1);",
+    // v2: job timelines: the event's creation time, and one row per job kept by the writer so
+    // the jobs list is an index walk, not a GROUP BY over the history.
+    "ALTER TABLE deliveries ADD COLUMN job_created_at_ms INTEGER;
+    CREATE TABLE jobs (
+        job_id TEXT PRIMARY KEY,
+        first_seen_ms INTEGER NOT NULL,
+        last_seen_ms INTEGER NOT NULL,
+        last_delivery_id INTEGER NOT NULL,
+        deliveries INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX jobs_by_last_delivery ON jobs(last_delivery_id);
+    INSERT INTO jobs SELECT job_id, MIN(received_at_ms), MAX(received_at_ms), MAX(id), COUNT(*)
+        FROM deliveries WHERE job_id IS NOT NULL GROUP BY job_id;",
 ];
+
+/// Rebuilds the jobs table from the deliveries (after deletions).
+const REBUILD_JOBS: &str = "DELETE FROM jobs;
+    INSERT INTO jobs SELECT job_id, MIN(received_at_ms), MAX(received_at_ms), MAX(id), COUNT(*)
+        FROM deliveries WHERE job_id IS NOT NULL GROUP BY job_id;";
 
 /// Errors from the store.
 #[derive(Debug, thiserror::Error)]
@@ -461,12 +479,15 @@ fn maintain(conn: &mut Connection, task: &Maintenance) -> Result<usize, rusqlite
                 n += delete.execute(params![id])?;
                 delete_fts.execute(params![id])?;
             }
+            drop((delete, delete_fts));
+            tx.execute_batch(REBUILD_JOBS)?;
             n
         }
         Maintenance::Clear => {
             let n = tx.execute("DELETE FROM deliveries", [])?;
             tx.execute("DELETE FROM deliveries_fts", [])?;
             tx.execute("DELETE FROM event_ids", [])?;
+            tx.execute("DELETE FROM jobs", [])?;
             n
         }
         Maintenance::Retain {
@@ -514,12 +535,18 @@ fn write_batch(
         let mut insert = tx.prepare_cached(
             "INSERT INTO deliveries (id, received_at_ms, method, path, query, headers, body, body_size,
                 body_complete, remote_addr, endpoint, scheme, event_id, event_type, job_id, job_status,
-                sig_status, ts_status, dup_status, first_id, checks_json, response_status, latency_ms, note)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
+                sig_status, ts_status, dup_status, first_id, checks_json, response_status, latency_ms, note,
+                job_created_at_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
         )?;
         let mut find_event = tx.prepare_cached(
             "UPDATE event_ids SET seen = seen + 1 WHERE endpoint = ?1 AND event_id = ?2
              RETURNING first_delivery_id, seen - 1",
+        )?;
+        let mut upsert_job = tx.prepare_cached(
+            "INSERT INTO jobs (job_id, first_seen_ms, last_seen_ms, last_delivery_id, deliveries) VALUES (?1, ?2, ?2, ?3, 1)
+             ON CONFLICT (job_id) DO UPDATE SET last_seen_ms = MAX(last_seen_ms, ?2),
+                 first_seen_ms = MIN(first_seen_ms, ?2), last_delivery_id = ?3, deliveries = deliveries + 1",
         )?;
         let mut add_fts = tx.prepare_cached(
             "INSERT INTO deliveries_fts (rowid, path, headers, body) VALUES (?1, ?2, ?3, ?4)",
@@ -593,7 +620,11 @@ fn write_batch(
                 record.response_status,
                 record.latency_ms as i64,
                 record.note,
+                evaluation.job.as_ref().and_then(|j| j.created_at_ms),
             ])?;
+            if let Some(job) = &evaluation.job {
+                upsert_job.execute(params![job.job_id, d.received_at_ms, id])?;
+            }
             add_fts.execute(params![
                 id,
                 d.path,
@@ -678,25 +709,31 @@ pub struct Reader {
 
 const SELECT_COLUMNS: &str = "id, received_at_ms, method, path, query, headers, body, body_size, body_complete,
     remote_addr, endpoint, scheme, event_id, event_type, job_id, job_status, checks_json, response_status,
-    latency_ms, note";
+    latency_ms, note, job_created_at_ms";
 
 impl Reader {
     /// Opens a read connection to an existing store (creating and migrating it if absent).
     pub fn open(path: &Path) -> Result<Reader, StoreError> {
-        if !path.exists() {
+        let current = if path.exists() {
+            let conn = open_connection(path, true)?;
+            conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))?
+        } else {
+            0
+        };
+        if current < MIGRATIONS.len() as i64 {
+            // A store from an older hookscope (or none yet): bring it up to date first.
             let conn = open_connection(path, false)?;
             migrate(&conn, path)?;
-        }
-        let conn = open_connection(path, true)?;
-        let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
-        if version > MIGRATIONS.len() as i64 {
+        } else if current > MIGRATIONS.len() as i64 {
             return Err(StoreError::NewerSchema {
                 path: path.to_path_buf(),
-                found: version,
+                found: current,
                 supported: MIGRATIONS.len() as i64,
             });
         }
-        Ok(Reader { conn })
+        Ok(Reader {
+            conn: open_connection(path, true)?,
+        })
     }
 
     /// How many deliveries the store holds.
@@ -829,6 +866,48 @@ impl Reader {
         Ok(stmt.query_row(rusqlite::params_from_iter(params.iter()), |r| r.get(0))?)
     }
 
+    /// The most recently active jobs, newest first, whose id starts with `prefix`.
+    pub fn recent_jobs(&self, prefix: &str, limit: usize) -> Result<Vec<String>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT job_id FROM jobs WHERE job_id >= ?1 AND job_id < ?2 ORDER BY last_delivery_id DESC LIMIT ?3",
+        )?;
+        let end = format!("{prefix}\u{10FFFF}");
+        let rows = stmt.query_map(params![prefix, end, limit as i64], |r| r.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// How many jobs the store knows.
+    pub fn count_jobs(&self) -> Result<i64, StoreError> {
+        Ok(self
+            .conn
+            .query_row("SELECT COUNT(*) FROM jobs", [], |r| r.get(0))?)
+    }
+
+    /// The deliveries of one job, for its timeline.
+    pub fn job_deliveries(
+        &self,
+        job_id: &str,
+    ) -> Result<Vec<crate::timeline::JobDelivery>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, event_id, event_type, job_status, job_created_at_ms, received_at_ms, sig_status, ts_status, dup_status
+             FROM deliveries WHERE job_id = ?1 ORDER BY id",
+        )?;
+        let rows = stmt.query_map(params![job_id], |r| {
+            Ok(crate::timeline::JobDelivery {
+                delivery_id: r.get(0)?,
+                event_id: r.get(1)?,
+                event_type: r.get(2)?,
+                state: r.get(3)?,
+                created_at_ms: r.get(4)?,
+                received_at_ms: r.get(5)?,
+                signature: r.get(6)?,
+                timestamp: r.get(7)?,
+                duplicate: r.get(8)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// How many deliveries have each duplicate status, for summaries and tests.
     pub fn count_duplicates(&self, status: DuplicateStatus) -> Result<i64, StoreError> {
         Ok(self.conn.query_row(
@@ -897,6 +976,7 @@ fn read_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RowResult> {
         job: job_id.map(|job_id| JobRef {
             job_id,
             status: job_status,
+            created_at_ms: row.get(20).ok().flatten(),
         }),
         checks,
         response_status: row.get::<_, i64>(17)?.clamp(0, u16::MAX as i64) as u16,
@@ -919,6 +999,31 @@ mod tests {
         drop(conn);
         let err = Store::open(&path).expect_err("newer schema");
         assert!(err.to_string().contains("schema version 99"), "{err}");
+    }
+
+    #[test]
+    fn a_version_1_store_is_migrated_and_its_jobs_backfilled() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("store.sqlite");
+        let conn = Connection::open(&path).expect("open");
+        let tx = conn.unchecked_transaction().expect("tx");
+        tx.execute_batch(MIGRATIONS[0]).expect("v1");
+        tx.pragma_update(None, "user_version", 1).expect("version");
+        tx.execute(
+            "INSERT INTO deliveries (id, received_at_ms, method, path, query, headers, body, body_size, body_complete,
+                endpoint, job_id, sig_status, ts_status, dup_status, checks_json, response_status, latency_ms)
+             VALUES (7, 1000, 'POST', '/', '', x'', x'', 0, 1, '/', 'job_1', 'skipped', 'skipped', 'skipped', '{}', 200, 0)",
+            [],
+        )
+        .expect("a v1 row");
+        tx.commit().expect("commit");
+        drop(conn);
+        let reader = Reader::open(&path).expect("migrates");
+        assert_eq!(reader.recent_jobs("", 10).expect("jobs"), ["job_1"]);
+        assert_eq!(
+            reader.job_deliveries("job_1").expect("deliveries")[0].delivery_id,
+            7
+        );
     }
 
     #[test]

@@ -124,9 +124,7 @@ pub fn endpoints_window(app: &mut HookscopeApp, ctx: &egui::Context) {
                         path: path.into(),
                         scheme: None,
                         secrets: Vec::new(),
-                        tolerance_secs: None,
-                        respond_status: None,
-                        respond_delay_ms: None,
+                        ..EndpointConfig::new("/")
                     });
                 }
                 ui.separator();

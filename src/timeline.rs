@@ -1,0 +1,503 @@
+//! Job timelines as plain data: the deliveries of one async job, ordered by the events' own
+//! creation time and by arrival, with what went wrong flagged in a sentence each.
+//!
+//! Nothing here draws or queries: [`analyze`] takes the job's events and the clock and returns a
+//! [`JobTimeline`], which the CLI prints and the window draws.
+
+use serde::{Deserialize, Serialize};
+
+use crate::checks::human_duration;
+use crate::report::rfc3339_ms;
+
+/// How a state name behaves in a lifecycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateKind {
+    /// `queued`, `pending`, `processing`, `running`, `needs_review`.
+    Ongoing,
+    /// `completed`, `succeeded`, `failed`, `canceled`, `cancelled`.
+    Terminal,
+    /// Any other name: shown as it is, not judged.
+    Unknown,
+}
+
+impl StateKind {
+    /// The kind of a state name (case-insensitive).
+    pub fn of(state: &str) -> StateKind {
+        match state.to_ascii_lowercase().as_str() {
+            "queued" | "pending" | "processing" | "running" | "needs_review" => StateKind::Ongoing,
+            "completed" | "succeeded" | "failed" | "canceled" | "cancelled" => StateKind::Terminal,
+            _ => StateKind::Unknown,
+        }
+    }
+
+    /// Whether the name is one hookscope knows.
+    pub fn is_known(self) -> bool {
+        self != StateKind::Unknown
+    }
+}
+
+/// One delivery of a job, as the timeline needs it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobDelivery {
+    /// The delivery id.
+    pub delivery_id: i64,
+    /// The event id (retries share it).
+    pub event_id: Option<String>,
+    /// The event type.
+    pub event_type: Option<String>,
+    /// The state the event reports.
+    pub state: Option<String>,
+    /// When the sender created the event, Unix milliseconds.
+    pub created_at_ms: Option<i64>,
+    /// When hookscope received it, Unix milliseconds.
+    pub received_at_ms: i64,
+    /// The signature verdict (`pass`, `fail`, `skipped`).
+    pub signature: String,
+    /// The timestamp verdict.
+    pub timestamp: String,
+    /// The duplicate verdict (`first`, `duplicate`, `skipped`).
+    pub duplicate: String,
+}
+
+/// What a flag is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlagKind {
+    /// An event arrived after a later-created one.
+    OutOfOrder,
+    /// A non-terminal state arrived after a terminal one.
+    Regression,
+    /// Two different terminal states.
+    ConflictingTerminal,
+    /// One event delivered more than once.
+    DuplicateDelivery,
+    /// No terminal state after the stuck threshold.
+    Stuck,
+    /// Several distinct events: deduplicating on the job id would drop some.
+    DedupeByJobId,
+}
+
+/// A flag on a timeline, with its sentence and the deliveries it is about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Flag {
+    /// What it is about.
+    pub kind: FlagKind,
+    /// One sentence a developer can act on.
+    pub detail: String,
+    /// The deliveries concerned.
+    pub delivery_ids: Vec<i64>,
+}
+
+/// One job's life.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobTimeline {
+    /// The job id.
+    pub job_id: String,
+    /// The state the job is in, judged by event time (the last terminal state if any).
+    pub current_state: Option<String>,
+    /// Whether a terminal state was seen.
+    pub terminal: bool,
+    /// First delivery received, Unix milliseconds.
+    pub first_seen_ms: i64,
+    /// Last delivery received, Unix milliseconds.
+    pub last_seen_ms: i64,
+    /// Distinct events (deliveries of one event id count once).
+    pub events: usize,
+    /// All deliveries, ordered by the event's creation time (then arrival).
+    pub by_event_time: Vec<JobDelivery>,
+    /// Delivery ids in arrival order.
+    pub arrival_order: Vec<i64>,
+    /// What went wrong.
+    pub flags: Vec<Flag>,
+}
+
+fn label(d: &JobDelivery) -> String {
+    let name = d
+        .state
+        .clone()
+        .or_else(|| d.event_type.clone())
+        .unwrap_or_else(|| "event".into());
+    format!("{name} (#{})", d.delivery_id)
+}
+
+fn clock(ms: i64) -> String {
+    let text = rfc3339_ms(ms);
+    text.get(11..19).map(str::to_string).unwrap_or(text)
+}
+
+/// Computes a job's timeline. `deliveries` may come in any order; `now_ms` and `stuck_after_ms`
+/// decide whether an unfinished job is stuck.
+pub fn analyze(
+    job_id: &str,
+    mut deliveries: Vec<JobDelivery>,
+    now_ms: i64,
+    stuck_after_ms: i64,
+) -> JobTimeline {
+    deliveries.sort_by_key(|d| (d.received_at_ms, d.delivery_id));
+    let arrival_order: Vec<i64> = deliveries.iter().map(|d| d.delivery_id).collect();
+    let first_seen_ms = deliveries.first().map(|d| d.received_at_ms).unwrap_or(0);
+    let last_seen_ms = deliveries.last().map(|d| d.received_at_ms).unwrap_or(0);
+
+    // One entry per event: the first delivery of each event id (deliveries without an id are
+    // events of their own).
+    let mut firsts: Vec<&JobDelivery> = Vec::new();
+    let mut copies: Vec<(String, Vec<&JobDelivery>)> = Vec::new();
+    for d in &deliveries {
+        match &d.event_id {
+            Some(id) => match copies.iter_mut().find(|(e, _)| e == id) {
+                Some((_, list)) => list.push(d),
+                None => {
+                    copies.push((id.clone(), vec![d]));
+                    firsts.push(d);
+                }
+            },
+            None => firsts.push(d),
+        }
+    }
+
+    let mut flags = Vec::new();
+
+    // Out of order: an event arriving after one created later.
+    let mut latest_created: Option<&JobDelivery> = None;
+    for d in &firsts {
+        if let (Some(created), Some(previous)) = (d.created_at_ms, latest_created)
+            && let Some(previous_created) = previous.created_at_ms
+            && created < previous_created
+        {
+            flags.push(Flag {
+                kind: FlagKind::OutOfOrder,
+                detail: format!(
+                    "{} was created at {} but arrived after {}, created later at {}: order events by their creation time and the job's own state, never by arrival.",
+                    label(d),
+                    clock(created),
+                    label(previous),
+                    clock(previous_created)
+                ),
+                delivery_ids: vec![previous.delivery_id, d.delivery_id],
+            });
+        }
+        if d.created_at_ms.is_some()
+            && latest_created.is_none_or(|p| d.created_at_ms > p.created_at_ms)
+        {
+            latest_created = Some(d);
+        }
+    }
+
+    // Regression: in arrival order, an ongoing state after a terminal one.
+    let mut terminal_seen: Option<&JobDelivery> = None;
+    for d in &firsts {
+        let kind = d.state.as_deref().map(StateKind::of);
+        match (kind, terminal_seen) {
+            (Some(StateKind::Terminal), None) => terminal_seen = Some(d),
+            (Some(StateKind::Ongoing), Some(terminal)) => flags.push(Flag {
+                kind: FlagKind::Regression,
+                detail: format!(
+                    "{} arrived after the terminal {}: a handler that applies events as they arrive moves the job backward; ignore non-terminal states once a job is finished.",
+                    label(d),
+                    label(terminal)
+                ),
+                delivery_ids: vec![terminal.delivery_id, d.delivery_id],
+            }),
+            _ => {}
+        }
+    }
+
+    // Conflicting terminal states.
+    let terminals: Vec<&&JobDelivery> = firsts
+        .iter()
+        .filter(|d| d.state.as_deref().map(StateKind::of) == Some(StateKind::Terminal))
+        .collect();
+    let mut distinct_terminals: Vec<String> = terminals
+        .iter()
+        .filter_map(|d| d.state.as_deref().map(|s| s.to_ascii_lowercase()))
+        .map(|s| {
+            if s == "succeeded" {
+                "completed".to_string()
+            } else if s == "cancelled" {
+                "canceled".to_string()
+            } else {
+                s
+            }
+        })
+        .collect();
+    distinct_terminals.sort();
+    distinct_terminals.dedup();
+    if distinct_terminals.len() > 1 {
+        let names: Vec<String> = terminals.iter().map(|d| label(d)).collect();
+        flags.push(Flag {
+            kind: FlagKind::ConflictingTerminal,
+            detail: format!(
+                "The job reached {} terminal states ({}): a terminal state never changes, so the sender is wrong or two jobs share this id; ask the job resource which is true.",
+                distinct_terminals.len(),
+                names.join(", ")
+            ),
+            delivery_ids: terminals.iter().map(|d| d.delivery_id).collect(),
+        });
+    }
+
+    // Duplicate deliveries of one event.
+    for (event_id, list) in &copies {
+        if list.len() > 1 {
+            let gap = list.last().map(|l| l.received_at_ms).unwrap_or(0) - list[0].received_at_ms;
+            flags.push(Flag {
+                kind: FlagKind::DuplicateDelivery,
+                detail: format!(
+                    "Event {event_id} was delivered {} times over {} (#{} first, #{} last): retries of one event; process it once and answer 2xx to the rest.",
+                    list.len(),
+                    human_duration((gap / 1000).max(0) as u64),
+                    list[0].delivery_id,
+                    list.last().map(|l| l.delivery_id).unwrap_or(0)
+                ),
+                delivery_ids: list.iter().map(|d| d.delivery_id).collect(),
+            });
+        }
+    }
+
+    // The order by event time, and the state the job is in.
+    let mut by_event_time = deliveries.clone();
+    by_event_time.sort_by_key(|d| {
+        (
+            d.created_at_ms.unwrap_or(d.received_at_ms),
+            d.received_at_ms,
+            d.delivery_id,
+        )
+    });
+    let last_terminal = by_event_time
+        .iter()
+        .rev()
+        .find(|d| d.state.as_deref().map(StateKind::of) == Some(StateKind::Terminal));
+    let current_state = last_terminal
+        .or_else(|| by_event_time.iter().rev().find(|d| d.state.is_some()))
+        .and_then(|d| d.state.clone());
+    let terminal = last_terminal.is_some();
+
+    // Stuck: no terminal state long after the job was first seen.
+    let age = now_ms - first_seen_ms;
+    if !terminal && age > stuck_after_ms {
+        let state = current_state
+            .clone()
+            .unwrap_or_else(|| "an unknown state".into());
+        let review = if current_state
+            .as_deref()
+            .is_some_and(|s| s.eq_ignore_ascii_case("needs_review"))
+        {
+            " needs_review can legitimately last hours while a person checks a field: keep polling the job resource with backoff rather than resubmitting."
+        } else {
+            " Ask the job resource (GET /jobs/{id}) whether it finished: a missed event is what a reconciler is for."
+        };
+        flags.push(Flag {
+            kind: FlagKind::Stuck,
+            detail: format!(
+                "No terminal state {} after the job was first seen; it is still {state}.{review}",
+                human_duration((age / 1000).max(0) as u64)
+            ),
+            delivery_ids: deliveries
+                .last()
+                .map(|d| vec![d.delivery_id])
+                .unwrap_or_default(),
+        });
+    }
+
+    // A hint for receivers that deduplicate on the job id.
+    let distinct_ids = copies.len();
+    if distinct_ids > 1 {
+        flags.push(Flag {
+            kind: FlagKind::DedupeByJobId,
+            detail: format!(
+                "{distinct_ids} distinct events for this job: a receiver that deduplicates on the job id would keep the first and drop the other {}; deduplicate on the event id.",
+                distinct_ids - 1
+            ),
+            delivery_ids: firsts.iter().map(|d| d.delivery_id).collect(),
+        });
+    }
+
+    JobTimeline {
+        job_id: job_id.to_string(),
+        current_state,
+        terminal,
+        first_seen_ms,
+        last_seen_ms,
+        events: firsts.len(),
+        by_event_time,
+        arrival_order,
+        flags,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIN: i64 = 60_000;
+
+    fn event(
+        id: i64,
+        event_id: &str,
+        state: &str,
+        created_min: i64,
+        received_min: i64,
+    ) -> JobDelivery {
+        JobDelivery {
+            delivery_id: id,
+            event_id: Some(event_id.into()),
+            event_type: Some(format!("job.{state}")),
+            state: Some(state.into()),
+            created_at_ms: Some(created_min * MIN),
+            received_at_ms: received_min * MIN,
+            signature: "pass".into(),
+            timestamp: "pass".into(),
+            duplicate: "first".into(),
+        }
+    }
+
+    fn kinds(timeline: &JobTimeline) -> Vec<FlagKind> {
+        timeline.flags.iter().map(|f| f.kind).collect()
+    }
+
+    #[test]
+    fn an_in_order_lifecycle_has_only_the_dedupe_hint() {
+        let t = analyze(
+            "job_1",
+            vec![
+                event(1, "e1", "queued", 0, 0),
+                event(2, "e2", "processing", 1, 1),
+                event(3, "e3", "completed", 2, 2),
+            ],
+            10 * MIN,
+            30 * MIN,
+        );
+        assert_eq!(kinds(&t), [FlagKind::DedupeByJobId]);
+        assert_eq!(t.current_state.as_deref(), Some("completed"));
+        assert!(t.terminal);
+        assert_eq!(t.events, 3);
+    }
+
+    #[test]
+    fn a_late_processing_after_completed_is_out_of_order_and_a_regression() {
+        let t = analyze(
+            "job_1",
+            vec![
+                event(1, "e1", "queued", 0, 0),
+                event(2, "e3", "completed", 5, 5),
+                event(3, "e2", "processing", 2, 6),
+            ],
+            10 * MIN,
+            30 * MIN,
+        );
+        assert_eq!(
+            kinds(&t),
+            [
+                FlagKind::OutOfOrder,
+                FlagKind::Regression,
+                FlagKind::DedupeByJobId
+            ]
+        );
+        // By event time the job is still completed; the order puts processing before it.
+        assert_eq!(t.current_state.as_deref(), Some("completed"));
+        let order: Vec<i64> = t.by_event_time.iter().map(|d| d.delivery_id).collect();
+        assert_eq!(order, [1, 3, 2]);
+        assert_eq!(t.arrival_order, [1, 2, 3]);
+        assert!(
+            t.flags[1]
+                .detail
+                .contains("processing (#3) arrived after the terminal completed (#2)"),
+            "{}",
+            t.flags[1].detail
+        );
+    }
+
+    #[test]
+    fn duplicate_retries_say_how_many_and_how_far_apart() {
+        let t = analyze(
+            "job_1",
+            vec![
+                event(1, "e1", "completed", 0, 0),
+                event(2, "e1", "completed", 0, 4),
+                event(3, "e1", "completed", 0, 16),
+            ],
+            20 * MIN,
+            30 * MIN,
+        );
+        assert_eq!(kinds(&t), [FlagKind::DuplicateDelivery]);
+        assert!(
+            t.flags[0].detail.contains("delivered 3 times over 16 min"),
+            "{}",
+            t.flags[0].detail
+        );
+        assert_eq!(t.events, 1);
+    }
+
+    #[test]
+    fn two_terminal_states_conflict() {
+        let t = analyze(
+            "job_1",
+            vec![
+                event(1, "e1", "completed", 0, 0),
+                event(2, "e2", "failed", 1, 1),
+            ],
+            5 * MIN,
+            30 * MIN,
+        );
+        assert!(kinds(&t).contains(&FlagKind::ConflictingTerminal));
+        // succeeded and completed are the same outcome, not a conflict.
+        let same = analyze(
+            "job_2",
+            vec![
+                event(1, "e1", "completed", 0, 0),
+                event(2, "e2", "succeeded", 1, 1),
+            ],
+            5 * MIN,
+            30 * MIN,
+        );
+        assert!(!kinds(&same).contains(&FlagKind::ConflictingTerminal));
+    }
+
+    #[test]
+    fn needs_review_then_completed_is_fine_and_needs_review_alone_gets_the_hours_note() {
+        let done = analyze(
+            "job_1",
+            vec![
+                event(1, "e1", "needs_review", 0, 0),
+                event(2, "e2", "completed", 120, 120),
+            ],
+            121 * MIN,
+            30 * MIN,
+        );
+        assert_eq!(kinds(&done), [FlagKind::DedupeByJobId]);
+        let waiting = analyze(
+            "job_2",
+            vec![event(1, "e1", "needs_review", 0, 0)],
+            45 * MIN,
+            30 * MIN,
+        );
+        assert_eq!(kinds(&waiting), [FlagKind::Stuck]);
+        assert!(waiting.flags[0].detail.contains("45 min"));
+        assert!(
+            waiting.flags[0]
+                .detail
+                .contains("needs_review can legitimately last hours")
+        );
+        let young = analyze(
+            "job_3",
+            vec![event(1, "e1", "processing", 0, 0)],
+            29 * MIN,
+            30 * MIN,
+        );
+        assert!(young.flags.is_empty());
+    }
+
+    #[test]
+    fn unknown_state_names_are_shown_not_judged() {
+        let t = analyze(
+            "job_1",
+            vec![
+                event(1, "e1", "completed", 0, 0),
+                event(2, "e2", "archived", 1, 1),
+            ],
+            5 * MIN,
+            30 * MIN,
+        );
+        assert!(!kinds(&t).contains(&FlagKind::Regression));
+        assert_eq!(t.current_state.as_deref(), Some("completed"));
+    }
+}

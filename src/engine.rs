@@ -48,6 +48,15 @@ pub enum Command {
         /// How many rows.
         limit: usize,
     },
+    /// List the most recently active jobs whose id starts with `prefix`, with their timelines.
+    Jobs {
+        /// Echoed back, so stale answers can be told apart.
+        generation: u64,
+        /// Job id prefix.
+        prefix: String,
+        /// How many jobs.
+        limit: usize,
+    },
     /// Find a delivery's position in the list under a filter.
     Locate {
         /// The delivery.
@@ -111,6 +120,15 @@ pub enum Event {
         generation: u64,
         /// What went wrong.
         message: String,
+    },
+    /// Timelines for [`Command::Jobs`], most recently active first.
+    Jobs {
+        /// The query's generation.
+        generation: u64,
+        /// How many jobs the store knows in all.
+        total: usize,
+        /// The timelines.
+        jobs: Vec<crate::timeline::JobTimeline>,
     },
     /// The position of a delivery for [`Command::Locate`] (`None`: not under this filter).
     Located {
@@ -300,6 +318,38 @@ impl Engine {
                         generation,
                         message,
                     }),
+                }
+            }
+            Command::Jobs {
+                generation,
+                prefix,
+                limit,
+            } => {
+                let stuck_after_ms = self.config.jobs.stuck_after_ms();
+                let now = now_secs() * 1000;
+                let result = self.reader.recent_jobs(&prefix, limit).and_then(|ids| {
+                    let total = self.reader.count_jobs()?;
+                    let jobs = ids
+                        .iter()
+                        .map(|id| {
+                            let deliveries = self.reader.job_deliveries(id)?;
+                            Ok(crate::timeline::analyze(
+                                id,
+                                deliveries,
+                                now,
+                                stuck_after_ms,
+                            ))
+                        })
+                        .collect::<Result<Vec<_>, crate::store::StoreError>>()?;
+                    Ok((total, jobs))
+                });
+                match result {
+                    Ok((total, jobs)) => self.emit(Event::Jobs {
+                        generation,
+                        total: total.max(0) as usize,
+                        jobs,
+                    }),
+                    Err(e) => self.emit(Event::Error(e.to_string())),
                 }
             }
             Command::Locate { id, filter } => {

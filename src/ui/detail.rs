@@ -121,6 +121,7 @@ fn checks_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery)
         diagnosis_ui(ui, diagnosis);
     }
     ui.add_space(8.0);
+    let mut show_job = None;
     egui::Grid::new("facts_grid")
         .num_columns(2)
         .spacing([12.0, 4.0])
@@ -157,9 +158,19 @@ fn checks_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery)
             );
             if let Some(job) = &stored.job {
                 let status = job.status.as_deref().unwrap_or("?");
-                fact(ui, "job", format!("{} ({status})", job.job_id));
+                ui.weak("job");
+                ui.horizontal(|ui| {
+                    ui.monospace(format!("{} ({status})", job.job_id));
+                    if ui.link("Show the job's timeline").clicked() {
+                        show_job = Some(job.job_id.clone());
+                    }
+                });
+                ui.end_row();
             }
         });
+    if let Some(job_id) = show_job {
+        app.show_job(job_id);
+    }
     if let (hookscope::checks::DuplicateStatus::Duplicate, Some(first)) =
         (checks.duplicate.status, checks.duplicate.first_id)
     {

@@ -64,7 +64,7 @@ pub fn list_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
                 .clip(true)
                 .resizable(true),
         )
-        .column(Column::exact(210.0))
+        .column(Column::exact(250.0))
         .column(Column::exact(70.0))
         .column(Column::remainder().at_least(40.0));
     if let Some(position) = scroll_to {

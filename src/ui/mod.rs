@@ -7,6 +7,7 @@
 mod detail;
 mod empty;
 mod endpoints;
+mod jobs;
 mod list;
 #[cfg(test)]
 mod tests;
@@ -36,6 +37,16 @@ const PREFETCH_PAD: usize = 300;
 /// How long one frame may spend reading engine events.
 const EVENT_BUDGET: Duration = Duration::from_millis(4);
 
+/// Which list the window shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum View {
+    /// Every delivery.
+    #[default]
+    Deliveries,
+    /// Async jobs and their timelines.
+    Jobs,
+}
+
 /// What is remembered between runs (the layout and the filter, not the data).
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 #[serde(default)]
@@ -46,6 +57,8 @@ pub struct UiState {
     pub detail_tab: detail::Tab,
     /// How the body is shown.
     pub body_view: detail::BodyView,
+    /// Deliveries or jobs.
+    pub view: View,
 }
 
 /// The rows the list holds, around what is visible.
@@ -121,6 +134,7 @@ pub struct HookscopeApp {
     paused_at_id: i64,
     seen_latest: i64,
     list: ListCache,
+    jobs: jobs::JobsState,
     selected: Option<i64>,
     scroll_to_selected: bool,
     detail: Option<Box<StoredDelivery>>,
@@ -159,6 +173,7 @@ impl HookscopeApp {
             paused_at_id: latest,
             seen_latest: latest,
             list: ListCache::default(),
+            jobs: jobs::JobsState::default(),
             selected: None,
             scroll_to_selected: false,
             detail: None,
@@ -205,6 +220,7 @@ impl HookscopeApp {
         if latest != self.seen_latest && !self.paused {
             self.seen_latest = latest;
             self.list.stale = true;
+            self.jobs.fresh = false;
         }
     }
 
@@ -240,6 +256,17 @@ impl HookscopeApp {
                     self.list.error = Some(message);
                 }
             }
+            Event::Jobs {
+                generation,
+                total,
+                jobs,
+            } => {
+                if generation == self.jobs.generation {
+                    self.jobs.in_flight = false;
+                    self.jobs.total = total;
+                    self.jobs.jobs = jobs;
+                }
+            }
             Event::Located { id, position } => {
                 if Some(id) == self.selected {
                     match position {
@@ -273,6 +300,7 @@ impl HookscopeApp {
             }
             Event::HistoryChanged => {
                 self.list.stale = true;
+                self.jobs.fresh = false;
                 if let Some(id) = self.selected {
                     self.send(Command::Load { id });
                 }
@@ -280,6 +308,32 @@ impl HookscopeApp {
             Event::Notice(text) => self.notice(text, false),
             Event::Error(text) => self.notice(text, true),
         }
+    }
+
+    /// Asks the engine for the jobs when the view needs them.
+    fn request_jobs(&mut self) {
+        let prefix = jobs::JobsFilter::parse(&self.state.filter).prefix;
+        let changed = prefix != self.jobs.prefix;
+        if !changed && (self.jobs.fresh || self.jobs.in_flight) {
+            return;
+        }
+        self.jobs.generation += 1;
+        self.jobs.in_flight = true;
+        self.jobs.fresh = true;
+        self.jobs.prefix = prefix.clone();
+        let command = Command::Jobs {
+            generation: self.jobs.generation,
+            prefix,
+            limit: jobs::JOBS_SHOWN,
+        };
+        self.send(command);
+    }
+
+    /// Shows a job's timeline in the jobs view.
+    fn show_job(&mut self, job_id: String) {
+        self.state.view = View::Jobs;
+        self.state.filter = job_id.clone();
+        self.jobs.selected = Some(job_id);
     }
 
     /// Asks the engine for the rows the list needs, at most one query at a time.
@@ -362,6 +416,16 @@ impl HookscopeApp {
 
         egui::Panel::top("top_bar").show(ui, |ui| top_bar::top_bar_ui(self, ui));
         egui::Panel::bottom("status_line").show(ui, |ui| self.status_line_ui(ui));
+        if self.state.view == View::Jobs {
+            jobs::timeline_panel(self, ui);
+            egui::CentralPanel::default().show(ui, |ui| jobs::jobs_ui(self, ui));
+            endpoints::endpoints_window(self, &ctx);
+            self.request_jobs();
+            if self.jobs.in_flight {
+                ctx.request_repaint_after(Duration::from_millis(30));
+            }
+            return;
+        }
         let has_history = self.list.total > 0 || !self.state.filter.is_empty() || !self.list.loaded;
         if has_history && self.selected.is_some() {
             egui::Panel::bottom("detail")

@@ -457,3 +457,64 @@ fn a_port_in_use_is_reported_in_the_window_and_another_port_can_be_chosen() {
         |h| matches!(h.state().receiver, ReceiverState::Running { addr } if addr.port() != port),
     );
 }
+
+#[test]
+fn the_jobs_view_flags_a_scrambled_job_and_a_marker_opens_its_delivery() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut harness = harness(dir.path());
+    let addr = receiver_addr(&mut harness);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs();
+    let event = |id: &str, state: &str, created: u64| {
+        format!(
+            r#"{{"id":"{id}","type":"job.{state}","created_at":{created},"data":{{"job_id":"job_scrambled","status":"{state}"}}}}"#
+        )
+    };
+    // Unsigned (the scheme is detected as none): the job facts come from the body alone.
+    for body in [
+        event("e1", "queued", now - 60),
+        event("e3", "completed", now - 10),
+        event("e2", "processing", now - 30),
+    ] {
+        let mut stream = TcpStream::connect(addr).expect("connect");
+        let request = format!(
+            "POST /hooks/jobs HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).expect("send");
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).expect("answer");
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    }
+    wait_until(&mut harness, "three rows", |h| h.state().list.total == 3);
+
+    harness.get_by_label("Jobs").click();
+    wait_until(&mut harness, "the job", |h| {
+        h.query_by_label("job_scrambled").is_some()
+    });
+    harness.get_by_label("job_scrambled").click();
+    wait_until(&mut harness, "the timeline", |h| {
+        h.query_by_label_contains("arrived after the terminal completed")
+            .is_some()
+    });
+    assert!(
+        harness.query_by_label_contains("was created at").is_some(),
+        "the out-of-order sentence"
+    );
+
+    // The processing delivery (the third to arrive) opens in the deliveries view.
+    let processing_id = harness.state().jobs.jobs[0].arrival_order[2];
+    harness
+        .get_by_label(&format!("delivery #{processing_id} (arrived)"))
+        .click();
+    wait_until(&mut harness, "the delivery", |h| {
+        h.state().state.view == super::View::Deliveries
+            && h.state()
+                .detail
+                .as_ref()
+                .is_some_and(|d| d.id == processing_id)
+    });
+    assert!(harness.query_by_label("Show the job's timeline").is_some());
+}

@@ -4,7 +4,7 @@
 use eframe::egui::{self, RichText};
 use hookscope::engine::{Command, ReceiverState};
 
-use super::{HookscopeApp, widgets};
+use super::{HookscopeApp, View, widgets};
 
 /// The filter box's id, so Ctrl+F can focus it.
 pub fn filter_id() -> egui::Id {
@@ -16,6 +16,17 @@ pub fn top_bar_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
     ui.add_space(4.0);
     ui.horizontal(|ui| {
         ui.heading(RichText::new("hookscope").strong());
+        ui.separator();
+        let view = app.state.view;
+        if ui.selectable_label(view == View::Deliveries, "Deliveries").clicked() && view != View::Deliveries {
+            app.state.view = View::Deliveries;
+            app.state.filter.clear();
+        }
+        if ui.selectable_label(view == View::Jobs, "Jobs").clicked() && view != View::Jobs {
+            app.state.view = View::Jobs;
+            app.state.filter.clear();
+            app.jobs.fresh = false;
+        }
         ui.separator();
         match app.receiver.clone() {
             ReceiverState::Running { addr } => {
@@ -77,7 +88,10 @@ pub fn top_bar_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
     });
     ui.horizontal(|ui| {
         let label = ui.label("Filter");
-        let hint = "text, or terms: sig:fail dup:yes type:job.failed job:job_123 path:/hooks/acme  (Ctrl+F)";
+        let hint = match app.state.view {
+            View::Deliveries => "text, or terms: sig:fail dup:yes type:job.failed job:job_123 path:/hooks/acme  (Ctrl+F)",
+            View::Jobs => "job id prefix, or terms: flag:stuck flag:out_of_order state:needs_review  (Ctrl+F)",
+        };
         let edit = egui::TextEdit::singleline(&mut app.state.filter)
             .id(filter_id())
             .hint_text(hint)

@@ -1,0 +1,493 @@
+//! The jobs view: the most recently active jobs with their state and flags, and the selected
+//! job's timeline drawn on a time axis with a lane for the events' creation time and one for
+//! their arrival. Lines join the two positions of each delivery, so reordering shows as
+//! crossing lines; retries of one event stack up.
+
+use eframe::egui::{self, Color32, RichText, Sense, Stroke};
+use egui_extras::{Column, TableBuilder};
+use hookscope::checks::human_duration;
+use hookscope::report::rfc3339_ms;
+use hookscope::timeline::{FlagKind, JobDelivery, JobTimeline};
+
+use super::{HookscopeApp, View, widgets};
+
+/// How many jobs the view holds.
+pub const JOBS_SHOWN: usize = 500;
+
+/// The jobs the view holds and the one selected.
+#[derive(Default)]
+pub struct JobsState {
+    /// The generation of the newest query sent.
+    pub generation: u64,
+    /// Whether a query is waiting for its answer.
+    pub in_flight: bool,
+    /// Whether any answer arrived since the view was opened or the store changed.
+    pub fresh: bool,
+    /// The job id prefix the jobs were fetched with.
+    pub prefix: String,
+    /// Jobs known in all.
+    pub total: usize,
+    /// The timelines, most recently active first.
+    pub jobs: Vec<JobTimeline>,
+    /// The selected job.
+    pub selected: Option<String>,
+}
+
+/// The jobs filter: free text is a job id prefix; `flag:KIND` and `state:NAME` narrow the jobs
+/// held (the most recently active [`JOBS_SHOWN`]).
+pub struct JobsFilter {
+    /// Job id prefix.
+    pub prefix: String,
+    flags: Vec<String>,
+    states: Vec<String>,
+}
+
+impl JobsFilter {
+    /// Parses the filter box's text for the jobs view.
+    pub fn parse(text: &str) -> JobsFilter {
+        let mut filter = JobsFilter {
+            prefix: String::new(),
+            flags: Vec::new(),
+            states: Vec::new(),
+        };
+        for term in text.split_whitespace() {
+            match term.split_once(':') {
+                Some(("flag", kind)) => filter.flags.push(kind.to_ascii_lowercase()),
+                Some(("state", state)) => filter.states.push(state.to_ascii_lowercase()),
+                Some(("job", id)) => filter.prefix = id.to_string(),
+                _ => filter.prefix = term.to_string(),
+            }
+        }
+        filter
+    }
+
+    fn keeps(&self, job: &JobTimeline) -> bool {
+        let flag_ok = self.flags.iter().all(|wanted| {
+            job.flags
+                .iter()
+                .any(|f| hookscope::checks::status_word(&f.kind) == *wanted)
+        });
+        let state_ok = self.states.iter().all(|wanted| {
+            job.current_state
+                .as_deref()
+                .is_some_and(|s| s.eq_ignore_ascii_case(wanted))
+        });
+        flag_ok && state_ok
+    }
+}
+
+fn flag_color(kind: FlagKind) -> Color32 {
+    match kind {
+        FlagKind::DedupeByJobId => widgets::SKIPPED,
+        FlagKind::DuplicateDelivery | FlagKind::Stuck => widgets::WARN,
+        _ => widgets::FAIL,
+    }
+}
+
+fn flag_name(kind: FlagKind) -> String {
+    hookscope::checks::status_word(&kind).replace('_', " ")
+}
+
+/// Draws the selected job's timeline in a bottom panel of the root `ui` (before the central
+/// area, so the jobs table ends above it).
+pub fn timeline_panel(app: &mut HookscopeApp, ui: &mut egui::Ui) {
+    let selected_job = app
+        .jobs
+        .selected
+        .as_ref()
+        .and_then(|id| app.jobs.jobs.iter().find(|j| &j.job_id == id))
+        .cloned();
+    if let Some(job) = &selected_job {
+        egui::Panel::bottom("job_timeline")
+            .resizable(true)
+            .default_size(330.0)
+            .min_size(200.0)
+            .show(ui, |ui| timeline_ui(app, ui, job));
+    }
+}
+
+/// Draws the jobs view into the central area.
+pub fn jobs_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
+    let filter = JobsFilter::parse(&app.state.filter);
+    let shown: Vec<JobTimeline> = app
+        .jobs
+        .jobs
+        .iter()
+        .filter(|j| filter.keeps(j))
+        .cloned()
+        .collect();
+    if app.jobs.jobs.is_empty() {
+        ui.vertical_centered(|ui| {
+            ui.add_space(60.0);
+            ui.heading("No jobs yet");
+            ui.add_space(8.0);
+            ui.label("A job appears when a delivery's JSON body names one (job_id, data.job_id, or data.id of a job.* event).");
+            ui.weak("Set job_id_pointer, status_pointer and created_at_pointer on an endpoint for other shapes.");
+        });
+        return;
+    }
+    ui.style_mut().interaction.selectable_labels = false;
+    let mut clicked = None;
+    TableBuilder::new(ui)
+        .striped(true)
+        .sense(Sense::click())
+        .cell_layout(egui::Layout::left_to_right(egui::Align::Center))
+        .column(
+            Column::initial(170.0)
+                .at_least(90.0)
+                .clip(true)
+                .resizable(true),
+        )
+        .column(Column::initial(110.0).clip(true))
+        .column(Column::exact(104.0))
+        .column(Column::exact(104.0))
+        .column(Column::exact(80.0))
+        .column(Column::exact(110.0))
+        .column(Column::remainder().at_least(120.0))
+        .header(20.0, |mut header| {
+            for title in [
+                "Job",
+                "State",
+                "First seen",
+                "Last seen",
+                "Duration",
+                "Events",
+                "Flags",
+            ] {
+                header.col(|ui| {
+                    ui.strong(title);
+                });
+            }
+        })
+        .body(|body| {
+            body.rows(22.0, shown.len(), |mut row| {
+                let job = &shown[row.index()];
+                row.set_selected(app.jobs.selected.as_deref() == Some(job.job_id.as_str()));
+                row.col(|ui| {
+                    ui.monospace(&job.job_id);
+                });
+                row.col(|ui| {
+                    let state = job.current_state.as_deref().unwrap_or("?");
+                    if job.terminal {
+                        ui.label(state);
+                    } else {
+                        ui.colored_label(widgets::WARN, state);
+                    }
+                });
+                for ms in [job.first_seen_ms, job.last_seen_ms] {
+                    row.col(|ui| {
+                        let time = rfc3339_ms(ms);
+                        ui.monospace(time.get(11..23).unwrap_or(&time))
+                            .on_hover_text(&time);
+                    });
+                }
+                row.col(|ui| {
+                    ui.label(human_duration(
+                        ((job.last_seen_ms - job.first_seen_ms) / 1000).max(0) as u64,
+                    ));
+                });
+                row.col(|ui| {
+                    ui.label(format!(
+                        "{} in {} deliveries",
+                        job.events,
+                        job.arrival_order.len()
+                    ));
+                });
+                row.col(|ui| {
+                    for flag in &job.flags {
+                        widgets::badge(
+                            ui,
+                            &flag_name(flag.kind),
+                            flag_color(flag.kind),
+                            &flag.detail,
+                        );
+                    }
+                });
+                if row.response().clicked() {
+                    clicked = Some(job.job_id.clone());
+                }
+            });
+        });
+    if let Some(id) = clicked {
+        app.jobs.selected = Some(id);
+    }
+}
+
+fn marker_color(d: &JobDelivery) -> Color32 {
+    match (d.signature.as_str(), d.timestamp.as_str()) {
+        ("fail", _) | (_, "fail") => widgets::FAIL,
+        (_, "warn") => widgets::WARN,
+        ("pass", _) => widgets::PASS,
+        _ => widgets::SKIPPED,
+    }
+}
+
+/// Draws one job's timeline, its flags, and makes each marker open its delivery.
+fn timeline_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, job: &JobTimeline) {
+    ui.add_space(4.0);
+    ui.horizontal(|ui| {
+        ui.strong(format!("job {}", job.job_id));
+        ui.label(format!(
+            "{}{} · {} events in {} deliveries",
+            job.current_state.as_deref().unwrap_or("state unknown"),
+            if job.terminal { " (terminal)" } else { "" },
+            job.events,
+            job.arrival_order.len()
+        ));
+    });
+    let deliveries = &job.by_event_time;
+    let height = 170.0;
+    let (rect, _) =
+        ui.allocate_exact_size(egui::vec2(ui.available_width(), height), Sense::hover());
+    let painter = ui.painter_at(rect);
+    let text_color = ui.visuals().text_color();
+    let weak = ui.visuals().weak_text_color();
+    let left = rect.left() + 90.0;
+    let right = rect.right() - 24.0;
+    // Each lane has its own scale: creation and arrival can be hours apart (a backlog, a skewed
+    // clock), and a shared axis would squeeze one of them into a point.
+    let span = |times: Vec<i64>| {
+        let start = times.iter().copied().min().unwrap_or(0);
+        let end = times
+            .iter()
+            .copied()
+            .max()
+            .unwrap_or(start)
+            .max(start + 1000);
+        (start, end)
+    };
+    let created_span = span(
+        deliveries
+            .iter()
+            .map(|d| d.created_at_ms.unwrap_or(d.received_at_ms))
+            .collect(),
+    );
+    let arrival_span = span(deliveries.iter().map(|d| d.received_at_ms).collect());
+    let x_in = |(start, end): (i64, i64), ms: i64| {
+        left + (right - left) * ((ms - start) as f32 / (end - start) as f32)
+    };
+    let created_lane = rect.top() + 62.0;
+    let arrival_lane = rect.top() + 128.0;
+    let font = egui::FontId::proportional(12.0);
+    let small = egui::FontId::monospace(11.0);
+    for (lane, name, (start, end)) in [
+        (created_lane, "created", created_span),
+        (arrival_lane, "arrived", arrival_span),
+    ] {
+        painter.text(
+            egui::pos2(rect.left(), lane),
+            egui::Align2::LEFT_CENTER,
+            name,
+            font.clone(),
+            weak,
+        );
+        painter.line_segment(
+            [egui::pos2(left, lane), egui::pos2(right, lane)],
+            Stroke::new(1.0, weak),
+        );
+        let below = lane + 16.0;
+        painter.text(
+            egui::pos2(left, below),
+            egui::Align2::LEFT_CENTER,
+            rfc3339_ms(start),
+            small.clone(),
+            weak,
+        );
+        painter.text(
+            egui::pos2(right, below),
+            egui::Align2::RIGHT_CENTER,
+            format!("+{}", human_duration(((end - start) / 1000) as u64)),
+            small.clone(),
+            weak,
+        );
+    }
+    // Markers closer than a marker's width are spread apart, keeping their order, so each one
+    // can be seen and clicked (a burst arrives within milliseconds).
+    const GAP: f32 = 16.0;
+    let mut created_xs: Vec<(i64, f32)> = Vec::new();
+    for d in deliveries {
+        let same_event = d.event_id.is_some()
+            && deliveries
+                .iter()
+                .take_while(|o| o.delivery_id != d.delivery_id)
+                .any(|o| o.event_id == d.event_id);
+        if !same_event {
+            created_xs.push((
+                d.delivery_id,
+                x_in(created_span, d.created_at_ms.unwrap_or(d.received_at_ms)),
+            ));
+        }
+    }
+    spread(&mut created_xs, left, right, GAP);
+    let mut arrival_xs: Vec<(i64, f32)> = job
+        .arrival_order
+        .iter()
+        .filter_map(|id| deliveries.iter().find(|d| d.delivery_id == *id))
+        .map(|d| (d.delivery_id, x_in(arrival_span, d.received_at_ms)))
+        .collect();
+    spread(&mut arrival_xs, left, right, GAP);
+    let created_x = |d: &JobDelivery| {
+        // Retries share the x of their event's first delivery.
+        let first = deliveries
+            .iter()
+            .find(|o| o.event_id.is_some() && o.event_id == d.event_id)
+            .map(|o| o.delivery_id)
+            .unwrap_or(d.delivery_id);
+        created_xs
+            .iter()
+            .find(|(id, _)| *id == first)
+            .map(|(_, x)| *x)
+            .unwrap_or(left)
+    };
+    let arrival_x = |d: &JobDelivery| {
+        arrival_xs
+            .iter()
+            .find(|(id, _)| *id == d.delivery_id)
+            .map(|(_, x)| *x)
+            .unwrap_or(left)
+    };
+    // State labels above the creation lane, raised a row when they would overlap.
+    let mut label_rows: Vec<f32> = Vec::new();
+    // Retries of one event stack up on the creation lane.
+    let mut stacked: Vec<(Option<String>, usize)> = Vec::new();
+    let mut open = None;
+    for d in deliveries {
+        let level = match stacked
+            .iter_mut()
+            .find(|(e, _)| e.is_some() && *e == d.event_id)
+        {
+            Some((_, n)) => {
+                *n += 1;
+                *n
+            }
+            None => {
+                stacked.push((d.event_id.clone(), 0));
+                0
+            }
+        };
+        let created = egui::pos2(created_x(d), created_lane - level as f32 * 12.0);
+        let arrived = egui::pos2(arrival_x(d), arrival_lane);
+        let color = marker_color(d);
+        painter.line_segment(
+            [created, arrived],
+            Stroke::new(1.0, color.gamma_multiply(0.6)),
+        );
+        if d.created_at_ms.is_some() {
+            painter.circle_filled(created, 5.0, color);
+        } else {
+            painter.circle_stroke(created, 5.0, Stroke::new(1.5, color));
+        }
+        painter.circle_filled(arrived, 5.0, color);
+        if level == 0 {
+            let state = d
+                .state
+                .as_deref()
+                .or(d.event_type.as_deref())
+                .unwrap_or("event");
+            let width = painter
+                .layout_no_wrap(state.to_string(), font.clone(), text_color)
+                .size()
+                .x;
+            let (x0, x1) = (created.x - width / 2.0 - 4.0, created.x + width / 2.0 + 4.0);
+            let row = match label_rows.iter().position(|end| *end < x0) {
+                Some(row) => row,
+                None => {
+                    label_rows.push(f32::MIN);
+                    label_rows.len() - 1
+                }
+            };
+            label_rows[row] = x1;
+            let y = created.y - 9.0 - row as f32 * 14.0;
+            // Keep labels of markers at either end inside the drawing.
+            let x = created
+                .x
+                .clamp(rect.left() + width / 2.0, rect.right() - width / 2.0 - 2.0);
+            painter.text(
+                egui::pos2(x, y),
+                egui::Align2::CENTER_BOTTOM,
+                state,
+                font.clone(),
+                text_color,
+            );
+        }
+        let rank = job
+            .arrival_order
+            .iter()
+            .position(|id| *id == d.delivery_id)
+            .map(|p| p + 1)
+            .unwrap_or(0);
+        for (point, lane) in [(created, "created"), (arrived, "arrived")] {
+            let id = ui.scope_id().with(("marker", d.delivery_id, lane));
+            let response = ui.interact(
+                egui::Rect::from_center_size(point, egui::vec2(14.0, 14.0)),
+                id,
+                Sense::click(),
+            );
+            let label = format!("delivery #{} ({lane})", d.delivery_id);
+            response.widget_info(|| {
+                egui::WidgetInfo::labeled(egui::accesskit::Role::Button, true, &label)
+            });
+            let response = response.on_hover_text(format!(
+                "#{} {} · event {}\ncreated {}\narrived {} ({} to arrive)\nsignature {}, timestamp {}, {}\nclick to open the delivery",
+                d.delivery_id,
+                d.state.as_deref().unwrap_or("-"),
+                d.event_id.as_deref().unwrap_or("-"),
+                d.created_at_ms.map(rfc3339_ms).unwrap_or_else(|| "unknown".into()),
+                rfc3339_ms(d.received_at_ms),
+                ordinal(rank),
+                d.signature,
+                d.timestamp,
+                d.duplicate
+            ));
+            if response.clicked() {
+                open = Some(d.delivery_id);
+            }
+        }
+    }
+    if let Some(id) = open {
+        app.state.view = View::Deliveries;
+        app.state.filter = format!("job:{}", job.job_id);
+        app.select(id);
+        app.scroll_to_selected = true;
+    }
+    ui.add_space(4.0);
+    egui::ScrollArea::vertical().id_salt("job_flags").show(ui, |ui| {
+        if job.flags.is_empty() {
+            ui.weak("Nothing to flag: the events arrived in order, once each, and the job finished.");
+        }
+        egui::Grid::new("job_flags_grid").num_columns(2).spacing([10.0, 6.0]).show(ui, |ui| {
+            for flag in &job.flags {
+                widgets::badge(ui, &flag_name(flag.kind), flag_color(flag.kind), "");
+                ui.add(egui::Label::new(RichText::new(&flag.detail)).wrap());
+                ui.end_row();
+            }
+        });
+    });
+}
+
+/// Pushes positions apart to at least `gap`, in order, within `left..=right` where they fit.
+fn spread(xs: &mut [(i64, f32)], left: f32, right: f32, gap: f32) {
+    for i in 1..xs.len() {
+        xs[i].1 = xs[i].1.max(xs[i - 1].1 + gap);
+    }
+    if let Some(last) = xs.last_mut() {
+        last.1 = last.1.min(right);
+    }
+    for i in (0..xs.len().saturating_sub(1)).rev() {
+        xs[i].1 = xs[i].1.min(xs[i + 1].1 - gap);
+    }
+    for x in xs.iter_mut() {
+        x.1 = x.1.max(left);
+    }
+}
+
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (1, 11) | (2, 12) | (3, 13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}

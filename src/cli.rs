@@ -58,6 +58,10 @@ pub enum Command {
     List(ListArgs),
     /// List async jobs with their state and flags, or show one job's timeline
     Jobs(JobsArgs),
+    /// Send a captured delivery again to a handler, as captured or re-signed
+    Resend(ResendArgs),
+    /// Run the receiver checklist against a handler: exit 0 only when every case passes
+    Probe(ProbeArgs),
     /// Developer tools: seed a store with synthetic deliveries for benchmarks
     #[command(subcommand)]
     Dev(DevCommand),
@@ -81,6 +85,59 @@ pub struct JobsArgs {
     /// A job with no terminal state this many minutes after it was first seen is stuck (default: the config's, else 30)
     #[arg(long, value_name = "MINUTES")]
     pub stuck_after_mins: Option<u64>,
+}
+
+/// `hookscope resend`.
+#[derive(Debug, Args)]
+pub struct ResendArgs {
+    /// The delivery to resend (its id in `list`)
+    pub delivery_id: i64,
+    /// The handler's URL, e.g. http://localhost:3000/webhooks
+    #[arg(long, value_name = "URL")]
+    pub to: String,
+    /// Re-sign with a fresh timestamp (default: send exactly as captured, an honest replay)
+    #[arg(long)]
+    pub resign: bool,
+    /// Give the event a new id (a new event, not a retry)
+    #[arg(long)]
+    pub new_id: bool,
+    /// The scheme to sign with (default: the delivery's)
+    #[arg(long, value_name = "NAME")]
+    pub scheme: Option<String>,
+    /// The secret to sign with; repeat for several signatures (default: its endpoint's)
+    #[arg(long = "secret", value_name = "S")]
+    pub secrets: Vec<String>,
+    /// Send this body instead (the signature is computed over it)
+    #[arg(long, value_name = "FILE")]
+    pub body_file: Option<PathBuf>,
+    /// How long the handler has to answer
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    pub timeout_secs: u64,
+    /// Print the attempt as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `hookscope probe`.
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    /// The handler's URL, e.g. http://localhost:3000/webhooks
+    pub url: String,
+    /// The scheme the handler verifies
+    #[arg(long, value_name = "NAME")]
+    pub scheme: String,
+    /// The handler's signing secret
+    #[arg(long = "secret", value_name = "S", required = true)]
+    pub secrets: Vec<String>,
+    /// A body to send (JSON; its top-level "id" is replaced in each case)
+    #[arg(long, value_name = "FILE")]
+    pub body_file: Option<PathBuf>,
+    /// How long the handler has to answer (the sender's timeout)
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    pub timeout_secs: u64,
+    /// Print the report as JSON
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `hookscope jobs show`.
@@ -138,6 +195,12 @@ pub struct ListenArgs {
     /// Print one JSON object per delivery on stdout
     #[arg(long)]
     pub json: bool,
+    /// Forward every delivery, byte-exact, to this URL (e.g. http://localhost:3000/webhooks)
+    #[arg(long, value_name = "URL")]
+    pub forward_to: Option<String>,
+    /// Answer the sender with the forwarded handler's status instead of hookscope's own
+    #[arg(long, requires = "forward_to")]
+    pub mirror_response: bool,
 }
 
 /// `hookscope verify`.
@@ -208,6 +271,8 @@ pub fn main_with_args(cli: Cli) -> ExitCode {
         Some(Command::List(args)) => list(&cli.common, args),
         Some(Command::Dev(DevCommand::Seed { count })) => seed(&cli.common, count),
         Some(Command::Jobs(args)) => jobs(&cli.common, args),
+        Some(Command::Resend(args)) => resend(&cli.common, args),
+        Some(Command::Probe(args)) => probe(&cli.common, args),
     };
     match result {
         Ok(code) => code,
@@ -269,7 +334,29 @@ fn listen(common: &Common, args: ListenArgs) -> anyhow::Result<ExitCode> {
     let store = Store::open(&dir.join(STORE_FILE))?;
     let (events_tx, mut events_rx) = tokio::sync::mpsc::channel(1024);
     let shared = Arc::new(RwLock::new(Arc::new(settings.clone())));
-    let receiver = Receiver::start(bind, port, shared, store.writer(), Some(events_tx))?;
+    let controls = Arc::new(crate::receiver::Controls::default());
+    if let Some(url) = &args.forward_to {
+        crate::send::Client::new(crate::send::DEFAULT_TIMEOUT)?;
+        if !url.starts_with("http://") {
+            return usage(format!(
+                "--forward-to {url}: give an http:// URL of a handler on this machine"
+            ));
+        }
+        if let Ok(mut guard) = controls.forward_to.write() {
+            *guard = Some(url.clone());
+        }
+        controls
+            .mirror_response
+            .store(args.mirror_response, std::sync::atomic::Ordering::SeqCst);
+    }
+    let receiver = Receiver::start(
+        bind,
+        port,
+        shared,
+        store.writer(),
+        Some(events_tx),
+        controls,
+    )?;
     let addr = receiver.local_addr();
     if !bind.is_loopback() {
         eprintln!(
@@ -281,6 +368,14 @@ fn listen(common: &Common, args: ListenArgs) -> anyhow::Result<ExitCode> {
         eprintln!("  {}", describe_endpoint(endpoint));
     }
     eprintln!("  store: {}", store.path().display());
+    if let Some(url) = &args.forward_to {
+        let answer = if args.mirror_response {
+            "the handler's status"
+        } else {
+            "its own status"
+        };
+        eprintln!("  forwarding every delivery to {url}; the sender gets {answer}");
+    }
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -539,6 +634,171 @@ fn jobs(common: &Common, args: JobsArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn small_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the event loop")
+}
+
+fn resend(common: &Common, args: ResendArgs) -> anyhow::Result<ExitCode> {
+    let dir = data_dir(common)?;
+    let file = load_config(common, &dir)?;
+    let reader = Reader::open(&dir.join(STORE_FILE))?;
+    let Some(stored) = reader.get(args.delivery_id)? else {
+        return usage(format!("no delivery #{} in the store", args.delivery_id));
+    };
+    let settings = Settings::resolve(&file, &Overrides::default())?;
+    let endpoint = settings.endpoint_for(&stored.delivery.path);
+    let resign = if args.resign {
+        let scheme_name = args.scheme.clone().or_else(|| stored.scheme.clone());
+        let scheme = match scheme_name
+            .as_deref()
+            .map(|n| config::find_scheme(&file, n))
+        {
+            Some(Ok(Some(scheme))) => scheme,
+            _ => {
+                return usage(format!(
+                    "--resign needs a scheme: the delivery has {}; pass --scheme ({})",
+                    scheme_name.as_deref().unwrap_or("none"),
+                    config::preset_names()
+                ));
+            }
+        };
+        let secrets: Vec<Secret> = if args.secrets.is_empty() {
+            endpoint.secrets.clone()
+        } else {
+            args.secrets.iter().map(Secret::new).collect()
+        };
+        if secrets.is_empty() {
+            return usage(format!(
+                "--resign needs a secret: endpoint {} has none; pass --secret",
+                endpoint.path
+            ));
+        }
+        Some((scheme, secrets))
+    } else {
+        None
+    };
+    let body = match &args.body_file {
+        Some(path) => match std::fs::read(path) {
+            Ok(bytes) => Some(bytes),
+            Err(e) => return usage(format!("cannot read --body-file {}: {e}", path.display())),
+        },
+        None => None,
+    };
+    let options = crate::send::ResendOptions {
+        resign,
+        new_id: args.new_id,
+        body,
+    };
+    let now = now_ms() / 1000;
+    let outgoing = crate::send::prepare_resend(&stored, &options, now)?;
+    let client = crate::send::Client::new(std::time::Duration::from_secs(args.timeout_secs))?;
+    let store = Store::open(&dir.join(STORE_FILE))?;
+    let writer = store.writer();
+    let runtime = small_runtime()?;
+    let mut attempt =
+        match runtime.block_on(client.send(&args.to, &outgoing, "resend", Some(stored.id))) {
+            Ok(attempt) => attempt,
+            Err(crate::send::SendError::BadUrl(message)) => return usage(message),
+            Err(e) => return Err(e.into()),
+        };
+    attempt.id = runtime.block_on(writer.attempt(attempt.clone()))?;
+    drop(writer);
+    store.shutdown();
+    let answered_2xx = attempt.status.is_some_and(|s| (200..300).contains(&s));
+    if args.json {
+        println!("{}", serde_json::to_string(&attempt)?);
+    } else {
+        let how = if args.resign {
+            "re-signed"
+        } else {
+            "as captured"
+        };
+        match (attempt.status, &attempt.error) {
+            (Some(status), _) => println!(
+                "resent #{} {how} to {}: {status} in {} ms",
+                stored.id, args.to, attempt.latency_ms
+            ),
+            (None, Some(error)) => println!("resent #{} {how} to {}: {error}", stored.id, args.to),
+            (None, None) => println!("resent #{} {how} to {}: no answer", stored.id, args.to),
+        }
+        let body = String::from_utf8_lossy(&attempt.response_body);
+        if !body.trim().is_empty() {
+            println!("{}", body.trim().chars().take(500).collect::<String>());
+        }
+    }
+    Ok(if answered_2xx {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn probe(common: &Common, args: ProbeArgs) -> anyhow::Result<ExitCode> {
+    let dir = data_dir(common)?;
+    let file = load_config(common, &dir)?;
+    let Some(scheme) = config::find_scheme(&file, &args.scheme)? else {
+        return usage(format!(
+            "unknown scheme \"{}\": use a preset ({})",
+            args.scheme,
+            config::preset_names()
+        ));
+    };
+    let body = match &args.body_file {
+        Some(path) => match std::fs::read(path) {
+            Ok(bytes) => Some(bytes),
+            Err(e) => return usage(format!("cannot read --body-file {}: {e}", path.display())),
+        },
+        None => None,
+    };
+    let secrets: Vec<Secret> = args.secrets.iter().map(Secret::new).collect();
+    let client = crate::send::Client::new(std::time::Duration::from_secs(args.timeout_secs))?;
+    let report = match small_runtime()?.block_on(crate::send::probe(
+        &client, &args.url, &scheme, &secrets, body,
+    )) {
+        Ok(report) => report,
+        Err(crate::send::SendError::BadUrl(message)) => return usage(message),
+        Err(e) => return Err(e.into()),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        println!("probe of {} as {}:", report.url, report.scheme);
+        for case in &report.cases {
+            let statuses: Vec<String> = case.statuses.iter().map(u16::to_string).collect();
+            println!(
+                "  {:<8} {:<24} expected {:<11} got {:<9} {}",
+                checks::status_word(&case.verdict).to_uppercase(),
+                case.name,
+                case.expected,
+                if statuses.is_empty() {
+                    "-".to_string()
+                } else {
+                    statuses.join(",")
+                },
+                case.detail
+            );
+        }
+        let failed = report
+            .cases
+            .iter()
+            .filter(|c| c.verdict == crate::send::Verdict::Fail)
+            .count();
+        if report.passed {
+            println!("every case passed");
+        } else {
+            println!("{failed} case(s) failed");
+        }
+    }
+    Ok(if report.passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn seed(common: &Common, count: usize) -> anyhow::Result<ExitCode> {

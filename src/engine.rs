@@ -160,6 +160,8 @@ pub struct EngineHandle {
     events: StdReceiver<Event>,
     /// The id of the newest stored delivery; the window re-queries when it changes.
     pub latest_id: Arc<AtomicI64>,
+    /// The receiver's switches (forward, mirror, fail next N), flipped directly by the window.
+    pub controls: Arc<crate::receiver::Controls>,
     /// The config as loaded at start.
     pub config: ConfigFile,
     /// The data directory.
@@ -207,6 +209,7 @@ struct Engine {
     waker: Waker,
     latest_id: Arc<AtomicI64>,
     test_counter: u64,
+    controls: Arc<crate::receiver::Controls>,
 }
 
 /// Opens the store and the config, starts the engine thread and the receiver.
@@ -217,6 +220,7 @@ pub fn spawn(options: EngineOptions, waker: Waker) -> anyhow::Result<EngineHandl
     let reader = store.reader()?;
     let latest = reader.list(1, None)?.first().map(|d| d.id).unwrap_or(0);
     let latest_id = Arc::new(AtomicI64::new(latest));
+    let controls = Arc::new(crate::receiver::Controls::default());
     let (command_tx, command_rx) = sync_channel(256);
     let (event_tx, event_rx) = sync_channel(1024);
     let mut engine = Engine {
@@ -230,6 +234,7 @@ pub fn spawn(options: EngineOptions, waker: Waker) -> anyhow::Result<EngineHandl
         waker,
         latest_id: Arc::clone(&latest_id),
         test_counter: 0,
+        controls: Arc::clone(&controls),
     };
     let port = options
         .port
@@ -246,6 +251,7 @@ pub fn spawn(options: EngineOptions, waker: Waker) -> anyhow::Result<EngineHandl
         commands: command_tx,
         events: event_rx,
         latest_id,
+        controls,
         config,
         data_dir: options.data_dir,
         config_path: options.config_path,
@@ -406,6 +412,7 @@ impl Engine {
             Arc::clone(&self.settings),
             self.store.writer(),
             Some(events_tx),
+            Arc::clone(&self.controls),
         ) {
             Ok(receiver) => {
                 let addr = receiver.local_addr();

@@ -16,5 +16,6 @@ pub mod receiver;
 pub mod report;
 pub mod scheme;
 pub mod seed;
+pub mod send;
 pub mod store;
 pub mod timeline;

@@ -51,10 +51,41 @@ pub enum ReceiverError {
 /// Settings the receiver reads on every request; replace them to reconfigure it live.
 pub type SharedSettings = Arc<RwLock<Arc<Settings>>>;
 
+/// Switches the window or the CLI flips while the receiver runs.
+#[derive(Debug, Default)]
+pub struct Controls {
+    /// Forward every delivery, byte-exact, to this URL.
+    pub forward_to: RwLock<Option<String>>,
+    /// Answer the sender with the forwarded handler's status instead of hookscope's own.
+    pub mirror_response: std::sync::atomic::AtomicBool,
+    /// Answer this many next deliveries with 500, to watch a sender's retries.
+    pub fail_next: std::sync::atomic::AtomicU32,
+}
+
+impl Controls {
+    fn forward_url(&self) -> Option<String> {
+        match self.forward_to.read() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Takes one from the fail-next counter; returns how many remain when one was taken.
+    fn take_failure(&self) -> Option<u32> {
+        use std::sync::atomic::Ordering;
+        self.fail_next
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .ok()
+            .map(|before| before - 1)
+    }
+}
+
 struct Shared {
     settings: SharedSettings,
     writer: StoreWriter,
     events: Option<mpsc::Sender<StoredDelivery>>,
+    controls: Arc<Controls>,
+    client: Option<crate::send::Client>,
 }
 
 /// A running receiver. Dropping it stops it.
@@ -73,6 +104,7 @@ impl Receiver {
         settings: SharedSettings,
         writer: StoreWriter,
         events: Option<mpsc::Sender<StoredDelivery>>,
+        controls: Arc<Controls>,
     ) -> Result<Receiver, ReceiverError> {
         let addr = SocketAddr::new(ip, port);
         let listener = StdListener::bind(addr).map_err(|source| {
@@ -96,6 +128,8 @@ impl Receiver {
             settings,
             writer,
             events,
+            controls,
+            client: crate::send::Client::new(crate::send::DEFAULT_TIMEOUT).ok(),
         });
         let (shutdown, shutdown_signal) = oneshot::channel::<()>();
         let thread = std::thread::Builder::new()
@@ -321,6 +355,15 @@ async fn handle(
     } else {
         checks::evaluate_with(&delivery, &endpoint, &others, now_secs)
     };
+    let (forced_status, note) = match (forced_status, shared.controls.take_failure()) {
+        (None, Some(left)) => (
+            Some(500u16),
+            Some(format!(
+                "Answered 500 on purpose (the fail-next switch; {left} more to fail)."
+            )),
+        ),
+        (forced, _) => (forced, note),
+    };
     let status = forced_status.unwrap_or(endpoint.respond_status);
     let delay_ms = if forced_status.is_some() {
         0
@@ -350,6 +393,53 @@ async fn handle(
                 .into_response();
         }
     };
+    let mut status = status;
+    if let (Some(url), Some(client)) = (shared.controls.forward_url(), shared.client.clone()) {
+        let outgoing = crate::send::prepare_forward(&stored);
+        let writer = shared.writer.clone();
+        let id = stored.id;
+        let forward = async move {
+            let attempt = client.send(&url, &outgoing, "forward", Some(id)).await;
+            let answered = attempt.as_ref().ok().and_then(|a| a.status);
+            match attempt {
+                Ok(attempt) => {
+                    if let Err(e) = writer.attempt(attempt).await {
+                        eprintln!(
+                            "hookscope: the forward of delivery #{id} could not be recorded: {e}"
+                        );
+                    }
+                }
+                Err(e) => eprintln!("hookscope: delivery #{id} could not be forwarded: {e}"),
+            }
+            answered
+        };
+        if shared
+            .controls
+            .mirror_response
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            // The sender gets the handler's answer (502 when it gave none), so a failing
+            // handler earns retries, as it would in production.
+            let mirrored = forward.await.unwrap_or(502);
+            if mirrored != status {
+                let task = crate::store::Maintenance::SetResponse {
+                    id,
+                    status: mirrored,
+                    note: format!(
+                        "Answered {mirrored}, the forwarded handler's status (--mirror-response)."
+                    ),
+                };
+                if let Err(e) = shared.writer.maintain(task).await {
+                    eprintln!(
+                        "hookscope: delivery #{id}'s mirrored status could not be recorded: {e}"
+                    );
+                }
+                status = mirrored;
+            }
+        } else {
+            tokio::spawn(forward);
+        }
+    }
     if delay_ms > 0 {
         tokio::time::sleep(Duration::from_millis(delay_ms)).await;
     }

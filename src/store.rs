@@ -85,6 +85,22 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX jobs_by_last_delivery ON jobs(last_delivery_id);
     INSERT INTO jobs SELECT job_id, MIN(received_at_ms), MAX(received_at_ms), MAX(id), COUNT(*)
         FROM deliveries WHERE job_id IS NOT NULL GROUP BY job_id;",
+    // v3: outbound attempts (resend, forward, probe), linked to the delivery they came from.
+    "CREATE TABLE attempts (
+        id INTEGER PRIMARY KEY,
+        delivery_id INTEGER,
+        kind TEXT NOT NULL,
+        url TEXT NOT NULL,
+        sent_at_ms INTEGER NOT NULL,
+        request_headers BLOB NOT NULL,
+        request_body BLOB NOT NULL,
+        status INTEGER,
+        response_headers BLOB NOT NULL,
+        response_body BLOB NOT NULL,
+        latency_ms INTEGER NOT NULL,
+        error TEXT
+    );
+    CREATE INDEX attempts_by_delivery ON attempts(delivery_id, id);",
 ];
 
 /// Rebuilds the jobs table from the deliveries (after deletions).
@@ -183,6 +199,10 @@ enum WriteJob {
         record: Box<NewRecord>,
         reply: oneshot::Sender<Result<StoredDelivery, StoreError>>,
     },
+    Attempt {
+        attempt: Box<Attempt>,
+        reply: oneshot::Sender<Result<i64, StoreError>>,
+    },
     InsertMany {
         records: Vec<NewRecord>,
         reply: oneshot::Sender<Result<usize, StoreError>>,
@@ -191,6 +211,76 @@ enum WriteJob {
         task: Box<Maintenance>,
         reply: oneshot::Sender<Result<usize, StoreError>>,
     },
+}
+
+/// An outbound request hookscope made (resend, forward, probe) and what came back.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Attempt {
+    /// The attempt's id (0 before it is stored).
+    pub id: i64,
+    /// The delivery it re-sent or forwarded, if any.
+    pub delivery_id: Option<i64>,
+    /// `resend`, `forward` or `probe`.
+    pub kind: String,
+    /// Where it went.
+    pub url: String,
+    /// When it was sent, Unix milliseconds.
+    pub sent_at_ms: i64,
+    /// The request headers as sent.
+    #[serde(serialize_with = "headers_as_pairs")]
+    pub request_headers: Vec<crate::delivery::Header>,
+    /// The request body as sent.
+    #[serde(skip)]
+    pub request_body: Vec<u8>,
+    /// The response status, when one came back.
+    pub status: Option<u16>,
+    /// The response headers.
+    #[serde(serialize_with = "headers_as_pairs")]
+    pub response_headers: Vec<crate::delivery::Header>,
+    /// The response body.
+    #[serde(serialize_with = "bytes_as_text")]
+    pub response_body: Vec<u8>,
+    /// Milliseconds until the response (or the error).
+    pub latency_ms: u64,
+    /// What went wrong, when nothing came back.
+    pub error: Option<String>,
+}
+
+fn headers_as_pairs<S: serde::Serializer>(
+    headers: &[crate::delivery::Header],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeSeq as _;
+    let mut seq = s.serialize_seq(Some(headers.len()))?;
+    for h in headers {
+        seq.serialize_element(&(&h.name, h.value_lossy()))?;
+    }
+    seq.end()
+}
+
+fn bytes_as_text<S: serde::Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&String::from_utf8_lossy(bytes))
+}
+
+fn write_attempt(conn: &Connection, a: &Attempt) -> Result<i64, rusqlite::Error> {
+    conn.execute(
+        "INSERT INTO attempts (delivery_id, kind, url, sent_at_ms, request_headers, request_body, status,
+            response_headers, response_body, latency_ms, error) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        params![
+            a.delivery_id,
+            a.kind,
+            a.url,
+            a.sent_at_ms,
+            encode_headers(&a.request_headers),
+            a.request_body,
+            a.status,
+            encode_headers(&a.response_headers),
+            a.response_body,
+            a.latency_ms as i64,
+            a.error,
+        ],
+    )?;
+    Ok(conn.last_insert_rowid())
 }
 
 /// Changes to stored deliveries other than new ones.
@@ -206,6 +296,15 @@ pub enum Maintenance {
         signature: Box<crate::checks::SignatureCheck>,
         /// The new timestamp verdict.
         timestamp: Box<crate::checks::TimestampCheck>,
+    },
+    /// Records the status hookscope actually answered (when it mirrored a forwarded handler).
+    SetResponse {
+        /// The delivery.
+        id: i64,
+        /// The status answered.
+        status: u16,
+        /// A note on why.
+        note: String,
     },
     /// Deletes deliveries by id.
     Delete(Vec<i64>),
@@ -311,6 +410,32 @@ impl StoreWriter {
         answer.blocking_recv().map_err(|_| StoreError::WriterGone)?
     }
 
+    /// Records an outbound attempt; returns its id.
+    pub async fn attempt(&self, attempt: Attempt) -> Result<i64, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.sender
+            .send(WriteJob::Attempt {
+                attempt: Box::new(attempt),
+                reply,
+            })
+            .await
+            .map_err(|_| StoreError::WriterGone)?;
+        answer.await.map_err(|_| StoreError::WriterGone)?
+    }
+
+    /// Applies a maintenance task from async code.
+    pub async fn maintain(&self, task: Maintenance) -> Result<usize, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.sender
+            .send(WriteJob::Maintain {
+                task: Box::new(task),
+                reply,
+            })
+            .await
+            .map_err(|_| StoreError::WriterGone)?;
+        answer.await.map_err(|_| StoreError::WriterGone)?
+    }
+
     /// Applies a maintenance task; returns how many deliveries it touched.
     pub fn maintain_blocking(&self, task: Maintenance) -> Result<usize, StoreError> {
         let (reply, answer) = oneshot::channel();
@@ -398,6 +523,10 @@ fn writer_loop(mut conn: Connection, mut receiver: mpsc::Receiver<WriteJob>) {
                 let _ = reply.send(maintain(&mut conn, &task).map_err(StoreError::from));
                 continue;
             }
+            WriteJob::Attempt { attempt, reply } => {
+                let _ = reply.send(write_attempt(&conn, &attempt).map_err(StoreError::from));
+                continue;
+            }
             WriteJob::InsertMany { records, reply } => {
                 let refs: Vec<&NewRecord> = records.iter().collect();
                 let result = write_batch(&mut conn, &refs)
@@ -470,6 +599,10 @@ fn maintain(conn: &mut Connection, task: &Maintenance) -> Result<usize, rusqlite
                 }
             }
         }
+        Maintenance::SetResponse { id, status, note } => tx.execute(
+            "UPDATE deliveries SET response_status = ?2, note = COALESCE(note || ' ', '') || ?3 WHERE id = ?1",
+            params![id, status, note],
+        )?,
         Maintenance::Delete(ids) => {
             let mut delete = tx.prepare_cached("DELETE FROM deliveries WHERE id = ?1")?;
             let mut delete_fts =
@@ -488,6 +621,7 @@ fn maintain(conn: &mut Connection, task: &Maintenance) -> Result<usize, rusqlite
             tx.execute("DELETE FROM deliveries_fts", [])?;
             tx.execute("DELETE FROM event_ids", [])?;
             tx.execute("DELETE FROM jobs", [])?;
+            tx.execute("DELETE FROM attempts", [])?;
             n
         }
         Maintenance::Retain {
@@ -903,6 +1037,31 @@ impl Reader {
                 signature: r.get(6)?,
                 timestamp: r.get(7)?,
                 duplicate: r.get(8)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The outbound attempts made from a delivery, oldest first.
+    pub fn attempts_for(&self, delivery_id: i64) -> Result<Vec<Attempt>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, delivery_id, kind, url, sent_at_ms, request_headers, request_body, status, response_headers,
+                response_body, latency_ms, error FROM attempts WHERE delivery_id = ?1 ORDER BY id",
+        )?;
+        let rows = stmt.query_map(params![delivery_id], |r| {
+            Ok(Attempt {
+                id: r.get(0)?,
+                delivery_id: r.get(1)?,
+                kind: r.get(2)?,
+                url: r.get(3)?,
+                sent_at_ms: r.get(4)?,
+                request_headers: decode_headers(&r.get::<_, Vec<u8>>(5)?).unwrap_or_default(),
+                request_body: r.get(6)?,
+                status: r.get(7)?,
+                response_headers: decode_headers(&r.get::<_, Vec<u8>>(8)?).unwrap_or_default(),
+                response_body: r.get(9)?,
+                latency_ms: r.get::<_, i64>(10)?.max(0) as u64,
+                error: r.get(11)?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)

@@ -57,6 +57,33 @@ pub enum Command {
         /// How many jobs.
         limit: usize,
     },
+    /// Send a stored delivery again to a handler.
+    Resend {
+        /// The delivery.
+        id: i64,
+        /// The handler's URL.
+        url: String,
+        /// `Some((scheme, secrets))` to re-sign with a fresh timestamp.
+        resign: Option<(String, Vec<String>)>,
+        /// Give the event a new id.
+        new_id: bool,
+        /// A replacement body.
+        body: Option<Vec<u8>>,
+    },
+    /// The outbound attempts made from a delivery.
+    Attempts {
+        /// The delivery.
+        id: i64,
+    },
+    /// Run the receiver checklist against a handler.
+    Probe {
+        /// The handler's URL.
+        url: String,
+        /// The scheme it verifies.
+        scheme: String,
+        /// Its secrets.
+        secrets: Vec<String>,
+    },
     /// Find a delivery's position in the list under a filter.
     Locate {
         /// The delivery.
@@ -130,6 +157,15 @@ pub enum Event {
         /// The timelines.
         jobs: Vec<crate::timeline::JobTimeline>,
     },
+    /// The attempts of a delivery (after [`Command::Attempts`] or a resend).
+    Attempts {
+        /// The delivery.
+        delivery_id: i64,
+        /// Oldest first.
+        attempts: Vec<crate::store::Attempt>,
+    },
+    /// A probe's report, or why it could not run.
+    Probed(Result<Box<crate::send::ProbeReport>, String>),
     /// The position of a delivery for [`Command::Locate`] (`None`: not under this filter).
     Located {
         /// The delivery.
@@ -358,6 +394,25 @@ impl Engine {
                     Err(e) => self.emit(Event::Error(e.to_string())),
                 }
             }
+            Command::Resend {
+                id,
+                url,
+                resign,
+                new_id,
+                body,
+            } => self.resend(id, url, resign, new_id, body),
+            Command::Attempts { id } => match self.reader.attempts_for(id) {
+                Ok(attempts) => self.emit(Event::Attempts {
+                    delivery_id: id,
+                    attempts,
+                }),
+                Err(e) => self.emit(Event::Error(e.to_string())),
+            },
+            Command::Probe {
+                url,
+                scheme,
+                secrets,
+            } => self.probe(url, scheme, secrets),
             Command::Locate { id, filter } => {
                 // The rows before it, and whether it is itself under the filter (the count
                 // grows by one past it).
@@ -381,6 +436,119 @@ impl Engine {
             Command::Delete(ids) => self.maintain(Maintenance::Delete(ids), "deleted"),
             Command::ClearHistory => self.maintain(Maintenance::Clear, "cleared"),
         }
+    }
+
+    /// Runs outbound work on its own thread, so queries keep flowing while a handler is slow.
+    fn spawn_outbound(
+        &self,
+        work: impl FnOnce(&tokio::runtime::Runtime) -> Vec<Event> + Send + 'static,
+    ) {
+        let events = self.events.clone();
+        let waker = Arc::clone(&self.waker);
+        let spawned = std::thread::Builder::new()
+            .name("hookscope-send".into())
+            .spawn(move || {
+                let out = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(runtime) => work(&runtime),
+                    Err(e) => vec![Event::Error(format!("cannot start the sender: {e}"))],
+                };
+                for event in out {
+                    let _ = events.send(event);
+                }
+                waker();
+            });
+        if let Err(e) = spawned {
+            self.emit(Event::Error(format!("cannot start the sender: {e}")));
+        }
+    }
+
+    fn resend(
+        &mut self,
+        id: i64,
+        url: String,
+        resign: Option<(String, Vec<String>)>,
+        new_id: bool,
+        body: Option<Vec<u8>>,
+    ) {
+        let stored = match self.reader.get(id) {
+            Ok(Some(stored)) => stored,
+            Ok(None) => {
+                return self.emit(Event::Error(format!(
+                    "delivery #{id} is no longer in the store"
+                )));
+            }
+            Err(e) => return self.emit(Event::Error(e.to_string())),
+        };
+        let resign = match resign {
+            None => None,
+            Some((name, secrets)) => match config::find_scheme(&self.config, &name) {
+                Ok(Some(scheme)) => Some((scheme, secrets.into_iter().map(Secret::new).collect())),
+                _ => return self.emit(Event::Error(format!("unknown scheme \"{name}\""))),
+            },
+        };
+        let options = crate::send::ResendOptions {
+            resign,
+            new_id,
+            body,
+        };
+        let outgoing = match crate::send::prepare_resend(&stored, &options, now_secs()) {
+            Ok(o) => o,
+            Err(e) => return self.emit(Event::Error(e.to_string())),
+        };
+        let writer = self.store.writer();
+        let path = self.store.path().to_path_buf();
+        self.spawn_outbound(move |runtime| {
+            let sent = runtime.block_on(async {
+                let client = crate::send::Client::new(crate::send::DEFAULT_TIMEOUT)?;
+                let attempt = client.send(&url, &outgoing, "resend", Some(id)).await?;
+                let status = attempt.status;
+                let error = attempt.error.clone();
+                writer
+                    .attempt(attempt)
+                    .await
+                    .map_err(|e| crate::send::SendError::Build(e.to_string()))?;
+                Ok::<_, crate::send::SendError>((status, error))
+            });
+            let attempts = Reader::open(&path).and_then(|r| r.attempts_for(id));
+            let mut out = Vec::new();
+            match sent {
+                Ok((Some(status), _)) => {
+                    out.push(Event::Notice(format!("resent #{id} to {url}: {status}")))
+                }
+                Ok((None, error)) => out.push(Event::Error(format!(
+                    "resent #{id} to {url}: {}",
+                    error.unwrap_or_else(|| "no answer".into())
+                ))),
+                Err(e) => out.push(Event::Error(e.to_string())),
+            }
+            if let Ok(attempts) = attempts {
+                out.push(Event::Attempts {
+                    delivery_id: id,
+                    attempts,
+                });
+            }
+            out
+        });
+    }
+
+    fn probe(&mut self, url: String, scheme: String, secrets: Vec<String>) {
+        let scheme = match config::find_scheme(&self.config, &scheme) {
+            Ok(Some(s)) => s,
+            _ => return self.emit(Event::Probed(Err(format!("unknown scheme \"{scheme}\"")))),
+        };
+        let secrets: Vec<Secret> = secrets.into_iter().map(Secret::new).collect();
+        self.spawn_outbound(move |runtime| {
+            let report = runtime.block_on(async {
+                let client = crate::send::Client::new(crate::send::DEFAULT_TIMEOUT)?;
+                crate::send::probe(&client, &url, &scheme, &secrets, None).await
+            });
+            vec![Event::Probed(
+                report.map(Box::new).map_err(|e| e.to_string()),
+            )]
+        });
     }
 
     fn start_receiver(&mut self, port: u16) {

@@ -26,11 +26,14 @@ enum Flavour {
     RejectsDuplicates,
 }
 
+/// Every request a handler saw: headers and raw body.
+type Received = Arc<Mutex<Vec<(HeaderMap, Vec<u8>)>>>;
+
 #[derive(Clone)]
 struct Handler {
     flavour: Flavour,
     seen: Arc<Mutex<HashSet<String>>>,
-    received: Arc<Mutex<Vec<(HeaderMap, Vec<u8>)>>>,
+    received: Received,
     answer: StatusCode,
 }
 

@@ -24,6 +24,8 @@ pub enum Tab {
     Request,
     /// hookscope's answer.
     Response,
+    /// Send it again to a handler.
+    Resend,
 }
 
 /// How the body is shown.
@@ -65,6 +67,7 @@ pub fn detail_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
             (Tab::Checks, "Checks"),
             (Tab::Request, "Request"),
             (Tab::Response, "Response"),
+            (Tab::Resend, "Resend"),
         ] {
             ui.selectable_value(&mut app.state.detail_tab, tab, label);
         }
@@ -92,6 +95,7 @@ pub fn detail_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
             Tab::Checks => checks_ui(app, ui, &stored),
             Tab::Request => request_ui(app, ui, &stored),
             Tab::Response => response_ui(ui, &stored),
+            Tab::Resend => super::send::resend_ui(app, ui, &stored),
         });
 }
 

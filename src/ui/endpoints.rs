@@ -43,6 +43,11 @@ impl Editor {
         self.error = None;
     }
 
+    /// The config as last saved.
+    pub fn saved_config(&self) -> &ConfigFile {
+        &self.saved
+    }
+
     fn dirty(&self) -> bool {
         self.draft != self.saved
     }
@@ -146,6 +151,9 @@ pub fn endpoints_window(app: &mut HookscopeApp, ctx: &egui::Context) {
             if let Some(error) = &editor.error {
                 ui.colored_label(widgets::FAIL, error);
             }
+            ui.separator();
+            ui.weak("Applied at once, not saved:");
+            super::send::switches_ui(app, ui);
         });
     app.endpoints.open = open;
     if save {

@@ -9,6 +9,7 @@ mod empty;
 mod endpoints;
 mod jobs;
 mod list;
+mod send;
 #[cfg(test)]
 mod tests;
 mod top_bar;
@@ -135,6 +136,11 @@ pub struct HookscopeApp {
     seen_latest: i64,
     list: ListCache,
     jobs: jobs::JobsState,
+    resend: send::ResendForm,
+    attempts: Vec<(i64, Vec<hookscope::store::Attempt>)>,
+    probe: send::ProbeForm,
+    forward_url: String,
+    fail_count: u32,
     selected: Option<i64>,
     scroll_to_selected: bool,
     detail: Option<Box<StoredDelivery>>,
@@ -174,6 +180,11 @@ impl HookscopeApp {
             seen_latest: latest,
             list: ListCache::default(),
             jobs: jobs::JobsState::default(),
+            resend: send::ResendForm::default(),
+            attempts: Vec::new(),
+            probe: send::ProbeForm::default(),
+            forward_url: "http://localhost:3000/webhooks".into(),
+            fail_count: 3,
             selected: None,
             scroll_to_selected: false,
             detail: None,
@@ -267,6 +278,18 @@ impl HookscopeApp {
                     self.jobs.jobs = jobs;
                 }
             }
+            Event::Attempts {
+                delivery_id,
+                attempts,
+            } => {
+                self.attempts.retain(|(id, _)| *id != delivery_id);
+                self.attempts.push((delivery_id, attempts));
+                // Keep the attempts of the last few deliveries looked at.
+                if self.attempts.len() > 16 {
+                    self.attempts.remove(0);
+                }
+            }
+            Event::Probed(report) => self.probe.finished(report),
             Event::Located { id, position } => {
                 if Some(id) == self.selected {
                     match position {
@@ -420,6 +443,7 @@ impl HookscopeApp {
             jobs::timeline_panel(self, ui);
             egui::CentralPanel::default().show(ui, |ui| jobs::jobs_ui(self, ui));
             endpoints::endpoints_window(self, &ctx);
+            send::probe_window(self, &ctx);
             self.request_jobs();
             if self.jobs.in_flight {
                 ctx.request_repaint_after(Duration::from_millis(30));
@@ -442,6 +466,7 @@ impl HookscopeApp {
             }
         });
         endpoints::endpoints_window(self, &ctx);
+        send::probe_window(self, &ctx);
         if !self.startup_traced && self.list.loaded {
             self.startup_traced = true;
             if let Some(start) = PROCESS_START.get() {

@@ -518,3 +518,85 @@ fn the_jobs_view_flags_a_scrambled_job_and_a_marker_opens_its_delivery() {
     });
     assert!(harness.query_by_label("Show the job's timeline").is_some());
 }
+
+#[test]
+fn resend_tab_sends_the_delivery_again_and_lists_the_attempt() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut harness = harness(dir.path());
+    let addr = receiver_addr(&mut harness);
+    post_signed(
+        addr,
+        "/hooks/a",
+        "msg_resend",
+        r#"{"type":"job.completed"}"#,
+        false,
+    );
+    wait_until(&mut harness, "the row", |h| {
+        h.query_by_label("msg_resend").is_some()
+    });
+    harness.get_by_label("msg_resend").click();
+    wait_until(&mut harness, "the detail", |h| h.state().detail.is_some());
+    harness.run_steps(2);
+    harness.get_by_label("Resend").click();
+    harness.run_steps(2);
+    // Send it to hookscope's own receiver, so the resent copy shows up as a second delivery.
+    harness.state_mut().resend.url = format!("http://{addr}/hooks/again");
+    harness.get_by_label("Send").click();
+    wait_until(&mut harness, "the attempt", |h| {
+        h.state()
+            .attempts
+            .iter()
+            .any(|(_, attempts)| attempts.iter().any(|a| a.status == Some(200)))
+    });
+    wait_until(&mut harness, "the resent copy", |h| {
+        h.state().list.total == 2
+    });
+    assert!(
+        harness
+            .query_by_label_contains("Sent from this delivery (1)")
+            .is_some()
+    );
+}
+
+#[test]
+fn the_probe_window_reports_each_case() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut harness = harness(dir.path());
+    let addr = receiver_addr(&mut harness);
+    harness.get_by_label("Probe handler").click();
+    harness.run_steps(2);
+    // hookscope's own receiver answers 200 to everything: a lenient handler, so the cases that
+    // expect a refusal fail.
+    harness.state_mut().probe.url = format!("http://{addr}/probe");
+    let secret = harness.get_by_role_and_label(egui::accesskit::Role::PasswordInput, "Its secret");
+    secret.focus();
+    secret.type_text(SECRET);
+    harness.run_steps(2);
+    harness.get_by_label("Run the probe").click();
+    wait_until(&mut harness, "the report", |h| {
+        h.query_by_label_contains("case(s) failed").is_some()
+    });
+    let report = match &harness.state().probe.report {
+        Some(Ok(report)) => report.clone(),
+        other => panic!(
+            "no report: {:?}",
+            other.as_ref().map(|r| r.as_ref().map(|_| ()))
+        ),
+    };
+    let failed: Vec<&str> = report
+        .cases
+        .iter()
+        .filter(|c| c.verdict == hookscope::send::Verdict::Fail)
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(
+        failed,
+        [
+            "tampered_signature",
+            "missing_signature",
+            "stale_timestamp",
+            "future_timestamp"
+        ]
+    );
+    assert!(harness.query_by_label("tampered_signature").is_some());
+}

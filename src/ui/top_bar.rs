@@ -71,6 +71,9 @@ pub fn top_bar_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
             if ui.button("Endpoints & secrets").clicked() {
                 app.endpoints.open = true;
             }
+            if ui.button("Probe handler").clicked() {
+                app.probe.open = true;
+            }
             if app.confirm_clear {
                 if ui.button(RichText::new("Yes, delete all").color(widgets::FAIL)).clicked() {
                     app.send(Command::ClearHistory);

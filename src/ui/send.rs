@@ -1,0 +1,382 @@
+//! Driving the developer's handler from the window: the *Resend* tab of a delivery, the
+//! *Probe handler* window, and the receiver's switches (forward, mirror, fail next N).
+
+use std::sync::atomic::Ordering;
+
+use eframe::egui::{self, RichText};
+use hookscope::engine::Command;
+use hookscope::pretty::human_bytes;
+use hookscope::report::rfc3339_ms;
+use hookscope::scheme::presets;
+use hookscope::send::{ProbeReport, Verdict};
+use hookscope::store::{Attempt, StoredDelivery};
+
+use super::{HookscopeApp, widgets};
+
+/// The *Resend* tab's form.
+pub struct ResendForm {
+    /// The handler's URL.
+    pub url: String,
+    resign: bool,
+    new_id: bool,
+    scheme: String,
+    secret: String,
+    edit_body: bool,
+    body: String,
+    /// The delivery the form was filled for.
+    for_delivery: Option<i64>,
+}
+
+impl Default for ResendForm {
+    fn default() -> Self {
+        Self {
+            url: "http://localhost:3000/webhooks".into(),
+            resign: false,
+            new_id: false,
+            scheme: "standard-webhooks".into(),
+            secret: String::new(),
+            edit_body: false,
+            body: String::new(),
+            for_delivery: None,
+        }
+    }
+}
+
+/// The *Probe handler* window's state.
+pub struct ProbeForm {
+    /// Whether the window is open.
+    pub open: bool,
+    /// The handler's URL.
+    pub url: String,
+    scheme: String,
+    secret: String,
+    running: bool,
+    /// The last report.
+    pub report: Option<Result<Box<ProbeReport>, String>>,
+}
+
+impl Default for ProbeForm {
+    fn default() -> Self {
+        Self {
+            open: false,
+            url: "http://localhost:3000/webhooks".into(),
+            scheme: "standard-webhooks".into(),
+            secret: String::new(),
+            running: false,
+            report: None,
+        }
+    }
+}
+
+impl ProbeForm {
+    /// Takes a finished probe's report.
+    pub fn finished(&mut self, report: Result<Box<ProbeReport>, String>) {
+        self.running = false;
+        self.report = Some(report);
+    }
+}
+
+fn scheme_names(app: &HookscopeApp) -> Vec<String> {
+    presets()
+        .into_iter()
+        .map(|s| s.name)
+        .chain(
+            app.endpoints
+                .saved_config()
+                .schemes
+                .iter()
+                .map(|s| s.name.clone()),
+        )
+        .collect()
+}
+
+/// The *Resend* tab of the selected delivery.
+pub fn resend_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery) {
+    if app.resend.for_delivery != Some(stored.id) {
+        // Fill the form from this delivery: its scheme, its endpoint's first secret, its body.
+        app.resend.for_delivery = Some(stored.id);
+        app.resend.body = String::from_utf8_lossy(&stored.delivery.body).into_owned();
+        app.resend.edit_body = false;
+        if let Some(scheme) = &stored.scheme {
+            app.resend.scheme = scheme.split(' ').next().unwrap_or(scheme).to_string();
+        }
+        if let Ok(settings) =
+            hookscope::config::Settings::resolve(app.endpoints.saved_config(), &Default::default())
+        {
+            let endpoint = settings.endpoint_for(&stored.delivery.path);
+            app.resend.secret = endpoint
+                .secrets
+                .first()
+                .map(|s| s.expose().to_string())
+                .unwrap_or_default();
+        }
+        app.send(Command::Attempts { id: stored.id });
+    }
+    let names = scheme_names(app);
+    let form = &mut app.resend;
+    egui::Grid::new("resend_grid")
+        .num_columns(2)
+        .spacing([12.0, 8.0])
+        .show(ui, |ui| {
+            let label = ui.label("Send to");
+            ui.add(egui::TextEdit::singleline(&mut form.url).desired_width(420.0))
+                .labelled_by(label.id);
+            ui.end_row();
+            ui.label("Signature");
+            ui.horizontal(|ui| {
+                ui.radio_value(
+                    &mut form.resign,
+                    false,
+                    "as captured (an honest replay: a stale timestamp should be refused)",
+                );
+                ui.radio_value(&mut form.resign, true, "re-signed now");
+            });
+            ui.end_row();
+            if form.resign {
+                ui.label("Scheme");
+                egui::ComboBox::from_id_salt("resend_scheme")
+                    .selected_text(form.scheme.clone())
+                    .show_ui(ui, |ui| {
+                        for name in &names {
+                            ui.selectable_value(&mut form.scheme, name.clone(), name);
+                        }
+                    });
+                ui.end_row();
+                let label = ui.label("Secret");
+                ui.add(
+                    egui::TextEdit::singleline(&mut form.secret)
+                        .password(true)
+                        .desired_width(420.0),
+                )
+                .labelled_by(label.id);
+                ui.end_row();
+            }
+            ui.label("Event id");
+            ui.horizontal(|ui| {
+                ui.radio_value(&mut form.new_id, false, "keep it (a retry)");
+                ui.radio_value(&mut form.new_id, true, "a new one (a new event)");
+            });
+            ui.end_row();
+            ui.label("Body");
+            ui.checkbox(
+                &mut form.edit_body,
+                "edit before sending (the signature is computed over the edited bytes)",
+            );
+            ui.end_row();
+        });
+    if form.edit_body {
+        let valid = serde_json::from_str::<serde::de::IgnoredAny>(&form.body);
+        match &valid {
+            Ok(_) => ui.colored_label(widgets::PASS, "valid JSON"),
+            Err(e) => ui.colored_label(
+                widgets::WARN,
+                format!("not valid JSON: {e} (it will be sent as it is)"),
+            ),
+        };
+        ui.add(
+            egui::TextEdit::multiline(&mut form.body)
+                .code_editor()
+                .desired_rows(8)
+                .desired_width(f32::INFINITY),
+        );
+    }
+    let resign = form
+        .resign
+        .then(|| (form.scheme.clone(), vec![form.secret.clone()]));
+    let command = Command::Resend {
+        id: stored.id,
+        url: form.url.trim().to_string(),
+        resign,
+        new_id: form.new_id,
+        body: form.edit_body.then(|| form.body.clone().into_bytes()),
+    };
+    let ready = !form.resign || !form.secret.is_empty();
+    if ui
+        .add_enabled(ready, egui::Button::new(RichText::new("Send").strong()))
+        .clicked()
+    {
+        app.send(command);
+    }
+    if !ready {
+        ui.weak("Give the secret to sign with.");
+    }
+    ui.add_space(8.0);
+    let attempts = app
+        .attempts
+        .iter()
+        .find(|(id, _)| *id == stored.id)
+        .map(|(_, a)| a.clone())
+        .unwrap_or_default();
+    attempts_ui(ui, &attempts);
+}
+
+fn attempts_ui(ui: &mut egui::Ui, attempts: &[Attempt]) {
+    if attempts.is_empty() {
+        ui.weak("Not resent or forwarded yet.");
+        return;
+    }
+    ui.strong(format!("Sent from this delivery ({})", attempts.len()));
+    for attempt in attempts.iter().rev() {
+        let (color, outcome) = match (attempt.status, &attempt.error) {
+            (Some(s), _) if (200..300).contains(&s) => (widgets::PASS, s.to_string()),
+            (Some(s), _) => (widgets::FAIL, s.to_string()),
+            (None, Some(e)) => (widgets::FAIL, e.clone()),
+            (None, None) => (widgets::SKIPPED, "no answer".into()),
+        };
+        egui::CollapsingHeader::new(
+            RichText::new(format!(
+                "{}  {}  {}  {} ms",
+                rfc3339_ms(attempt.sent_at_ms).get(11..23).unwrap_or(""),
+                attempt.kind,
+                attempt.url,
+                attempt.latency_ms
+            ))
+            .monospace(),
+        )
+        .id_salt(("attempt", attempt.id))
+        .show(ui, |ui| {
+            ui.colored_label(color, format!("answered: {outcome}"));
+            for h in &attempt.response_headers {
+                ui.monospace(format!("{}: {}", h.name, h.value_lossy()));
+            }
+            let body = String::from_utf8_lossy(&attempt.response_body);
+            if !body.is_empty() {
+                ui.label(format!(
+                    "response body ({}):",
+                    human_bytes(attempt.response_body.len() as u64)
+                ));
+                ui.add(
+                    egui::Label::new(
+                        RichText::new(body.chars().take(4000).collect::<String>()).monospace(),
+                    )
+                    .wrap(),
+                );
+            }
+        });
+    }
+}
+
+/// The *Probe handler* window.
+pub fn probe_window(app: &mut HookscopeApp, ctx: &egui::Context) {
+    if !app.probe.open {
+        return;
+    }
+    let names = scheme_names(app);
+    let mut open = true;
+    let mut run = None;
+    egui::Window::new("Probe handler").open(&mut open).default_width(760.0).show(ctx, |ui| {
+        ui.label("Sends the cases every receiver must handle to your handler and checks each answer.");
+        let form = &mut app.probe;
+        egui::Grid::new("probe_grid").num_columns(2).spacing([12.0, 8.0]).show(ui, |ui| {
+            let label = ui.label("Handler URL");
+            ui.add(egui::TextEdit::singleline(&mut form.url).desired_width(420.0)).labelled_by(label.id);
+            ui.end_row();
+            ui.label("Scheme");
+            egui::ComboBox::from_id_salt("probe_scheme").selected_text(form.scheme.clone()).show_ui(ui, |ui| {
+                for name in &names {
+                    ui.selectable_value(&mut form.scheme, name.clone(), name);
+                }
+            });
+            ui.end_row();
+            let label = ui.label("Its secret");
+            ui.add(egui::TextEdit::singleline(&mut form.secret).password(true).desired_width(420.0))
+                .labelled_by(label.id);
+            ui.end_row();
+        });
+        let ready = !form.running && !form.secret.is_empty();
+        if ui.add_enabled(ready, egui::Button::new(RichText::new("Run the probe").strong())).clicked() {
+            form.running = true;
+            form.report = None;
+            run = Some(Command::Probe {
+                url: form.url.trim().to_string(),
+                scheme: form.scheme.clone(),
+                secrets: vec![form.secret.clone()],
+            });
+        }
+        if form.running {
+            ui.horizontal(|ui| {
+                ui.spinner();
+                ui.label("probing…");
+            });
+        }
+        match &form.report {
+            Some(Ok(report)) => {
+                ui.add_space(6.0);
+                let (color, text) = if report.passed {
+                    (widgets::PASS, "every case passed".to_string())
+                } else {
+                    let failed = report.cases.iter().filter(|c| c.verdict == Verdict::Fail).count();
+                    (widgets::FAIL, format!("{failed} case(s) failed"))
+                };
+                ui.colored_label(color, RichText::new(text).strong());
+                egui::Grid::new("probe_results").num_columns(3).spacing([10.0, 6.0]).striped(true).show(ui, |ui| {
+                    for case in &report.cases {
+                        let (color, word) = match case.verdict {
+                            Verdict::Pass => (widgets::PASS, "pass"),
+                            Verdict::Fail => (widgets::FAIL, "fail"),
+                            Verdict::Warn => (widgets::WARN, "warn"),
+                            Verdict::Skipped => (widgets::SKIPPED, "skipped"),
+                        };
+                        widgets::badge(ui, word, color, &format!("expected {}", case.expected));
+                        ui.monospace(&case.name);
+                        ui.add(egui::Label::new(&case.detail).wrap());
+                        ui.end_row();
+                    }
+                });
+            }
+            Some(Err(error)) => {
+                ui.colored_label(widgets::FAIL, error);
+            }
+            None => {}
+        }
+    });
+    app.probe.open = open;
+    if let Some(command) = run {
+        app.send(command);
+    }
+}
+
+/// The receiver's switches: forward every delivery, mirror the handler's answer, fail the
+/// next N deliveries with 500.
+pub fn switches_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
+    let controls = std::sync::Arc::clone(&app.engine.controls);
+    ui.horizontal(|ui| {
+        ui.strong("Forward");
+        let mut on = controls.forward_to.read().map(|g| g.is_some()).unwrap_or(false);
+        let label = ui.label("every delivery to");
+        ui.add(egui::TextEdit::singleline(&mut app.forward_url).desired_width(260.0)).labelled_by(label.id);
+        if ui.checkbox(&mut on, "on").changed()
+            && let Ok(mut guard) = controls.forward_to.write()
+        {
+            *guard = (on && app.forward_url.starts_with("http://")).then(|| app.forward_url.trim().to_string());
+        }
+        let mut mirror = controls.mirror_response.load(Ordering::SeqCst);
+        if ui
+            .checkbox(&mut mirror, "answer with the handler's status")
+            .on_hover_text("Off: the sender gets hookscope's own answer, so a crashing handler causes no retries")
+            .changed()
+        {
+            controls.mirror_response.store(mirror, Ordering::SeqCst);
+        }
+    });
+    ui.horizontal(|ui| {
+        ui.strong("Fail");
+        ui.label("the next");
+        ui.add(egui::DragValue::new(&mut app.fail_count).range(1..=1000));
+        ui.label("deliveries with 500");
+        if ui
+            .button("Arm")
+            .on_hover_text("To watch a sender's retries and backoff arrive")
+            .clicked()
+        {
+            controls.fail_next.store(app.fail_count, Ordering::SeqCst);
+        }
+        let left = controls.fail_next.load(Ordering::SeqCst);
+        if left > 0 {
+            ui.colored_label(widgets::WARN, format!("{left} left to fail"));
+            if ui.button("Disarm").clicked() {
+                controls.fail_next.store(0, Ordering::SeqCst);
+            }
+        }
+    });
+}

@@ -53,7 +53,6 @@ pub fn top_bar_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
             }
             ReceiverState::Failed(reason) => {
                 widgets::status_dot(ui, widgets::FAIL, "not listening").on_hover_text(&reason);
-                ui.colored_label(widgets::FAIL, shorten(&reason, 90)).on_hover_text(&reason);
                 start_controls(app, ui, "Retry");
             }
         }
@@ -89,6 +88,10 @@ pub fn top_bar_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
             }
         });
     });
+    // The reason gets a line of its own: the bar has no room for a sentence.
+    if let ReceiverState::Failed(reason) = &app.receiver {
+        ui.colored_label(widgets::FAIL, reason);
+    }
     ui.horizontal(|ui| {
         let label = ui.label("Filter");
         let hint = match app.state.view {
@@ -126,13 +129,5 @@ fn start_controls(app: &mut HookscopeApp, ui: &mut egui::Ui, verb: &str) {
                 true,
             ),
         }
-    }
-}
-
-fn shorten(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        text.to_string()
-    } else {
-        format!("{}…", text.chars().take(max).collect::<String>())
     }
 }

@@ -60,6 +60,10 @@ pub enum Command {
     Jobs(JobsArgs),
     /// Send a captured delivery again to a handler, as captured or re-signed
     Resend(ResendArgs),
+    /// Export deliveries as test fixtures, HAR 1.2 or curl commands
+    Export(ExportArgs),
+    /// Import the requests of a HAR file into the store, checked like any delivery
+    Import(ImportArgs),
     /// Run the receiver checklist against a handler: exit 0 only when every case passes
     Probe(ProbeArgs),
     /// Developer tools: seed a store with synthetic deliveries for benchmarks
@@ -116,6 +120,53 @@ pub struct ResendArgs {
     /// Print the attempt as JSON
     #[arg(long)]
     pub json: bool,
+}
+
+/// The export formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// hookscope fixtures (JSON; see assets/fixture.schema.json)
+    Fixture,
+    /// HAR 1.2
+    Har,
+    /// a shell script of curl commands
+    Curl,
+}
+
+/// `hookscope export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// What to write
+    #[arg(long, value_enum)]
+    pub format: ExportFormat,
+    /// Deliveries by id
+    #[arg(long, num_args = 1.., value_name = "ID", conflicts_with = "filter", required_unless_present = "filter")]
+    pub ids: Vec<i64>,
+    /// Deliveries matching a filter (the list's language, e.g. 'sig:fail type:job.failed')
+    #[arg(long, value_name = "EXPR")]
+    pub filter: Option<String>,
+    /// Fixtures: re-sign under a generated test secret written into the fixture (the real secret never is)
+    #[arg(long)]
+    pub resign_with_test_secret: bool,
+    /// Fixtures: the scheme to re-sign with when a delivery has none
+    #[arg(long, value_name = "NAME")]
+    pub scheme: Option<String>,
+    /// Fixtures: replace the JSON value at this pointer with "[redacted]" (repeatable; needs --resign-with-test-secret)
+    #[arg(long, value_name = "PTR")]
+    pub redact: Vec<String>,
+    /// Fixtures: write example tests (pytest, node:test, Rust) beside each fixture
+    #[arg(long)]
+    pub snippets: bool,
+    /// The file to write; for fixtures, a directory (ending in /) gets one file per delivery
+    #[arg(long, value_name = "PATH")]
+    pub out: PathBuf,
+}
+
+/// `hookscope import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// A HAR file (from Chrome DevTools, Insomnia, HTTP Toolkit or hookscope)
+    pub file: PathBuf,
 }
 
 /// `hookscope probe`.
@@ -207,11 +258,14 @@ pub struct ListenArgs {
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
     /// The scheme: a preset (standard-webhooks, svix, stripe, github, shopify, slack, paddle) or a [[scheme]] name
-    #[arg(long, value_name = "NAME")]
-    pub scheme: String,
+    #[arg(long, value_name = "NAME", required_unless_present = "fixture")]
+    pub scheme: Option<String>,
     /// A signing secret; repeat to try several (rotation)
-    #[arg(long = "secret", value_name = "S", required = true)]
+    #[arg(long = "secret", value_name = "S", required_unless_present = "fixture")]
     pub secrets: Vec<String>,
+    /// Check a fixture exported by hookscope (its scheme, its test secret, its recorded time)
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["data", "body_file", "headers"])]
+    pub fixture: Option<PathBuf>,
     /// The time of receipt as Unix seconds (default: now)
     #[arg(long, value_name = "UNIX")]
     pub now: Option<i64>,
@@ -223,7 +277,7 @@ pub struct VerifyArgs {
         long,
         value_name = "STR",
         conflicts_with = "body_file",
-        required_unless_present = "body_file"
+        required_unless_present_any = ["body_file", "fixture"]
     )]
     pub data: Option<String>,
     /// Read the body's exact bytes from a file ('-' for stdin)
@@ -272,6 +326,8 @@ pub fn main_with_args(cli: Cli) -> ExitCode {
         Some(Command::Dev(DevCommand::Seed { count })) => seed(&cli.common, count),
         Some(Command::Jobs(args)) => jobs(&cli.common, args),
         Some(Command::Resend(args)) => resend(&cli.common, args),
+        Some(Command::Export(args)) => export(&cli.common, args),
+        Some(Command::Import(args)) => import(&cli.common, args),
         Some(Command::Probe(args)) => probe(&cli.common, args),
     };
     match result {
@@ -439,13 +495,53 @@ fn usage(message: String) -> anyhow::Result<ExitCode> {
 fn verify(common: &Common, args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let dir = data_dir(common)?;
     let file = load_config(common, &dir)?;
-    let Some(scheme) = config::find_scheme(&file, &args.scheme)? else {
+    let loaded = match &args.fixture {
+        Some(path) => {
+            let text = match std::fs::read_to_string(path) {
+                Ok(text) => text,
+                Err(e) => return usage(format!("cannot read --fixture {}: {e}", path.display())),
+            };
+            match crate::export::load_fixture(&text) {
+                Ok(loaded) => Some(loaded),
+                Err(e) => return usage(format!("{}: {e}", path.display())),
+            }
+        }
+        None => None,
+    };
+    let scheme_name = args
+        .scheme
+        .clone()
+        .or_else(|| loaded.as_ref().and_then(|l| l.scheme.clone()))
+        .unwrap_or_default();
+    let Some(scheme) = config::find_scheme(&file, &scheme_name)? else {
         return usage(format!(
-            "unknown scheme \"{}\": use a preset ({}) or a [[scheme]] from the config",
-            args.scheme,
+            "unknown scheme \"{scheme_name}\": use a preset ({}) or a [[scheme]] from the config",
             config::preset_names()
         ));
     };
+    if let Some(loaded) = loaded {
+        let secrets: Vec<Secret> =
+            if args.secrets.is_empty() {
+                match &loaded.secret {
+                    Some(secret) => vec![secret.clone()],
+                    None => return usage(
+                        "the fixture was exported as captured and holds no secret: give --secret"
+                            .into(),
+                    ),
+                }
+            } else {
+                args.secrets.iter().map(Secret::new).collect()
+            };
+        let now = args.now.unwrap_or(loaded.delivery.received_at_ms / 1000);
+        let endpoint = Endpoint {
+            scheme: Some(scheme),
+            secrets,
+            tolerance_secs: args.tolerance,
+            ..Endpoint::catch_all()
+        };
+        let evaluation = checks::evaluate(&loaded.delivery, &endpoint, now);
+        return Ok(print_verdict(&loaded.delivery, &evaluation, args.json));
+    }
     let mut headers = Vec::new();
     for raw in &args.headers {
         let Some((name, value)) = raw.split_once(':') else {
@@ -504,13 +600,19 @@ fn verify(common: &Common, args: VerifyArgs) -> anyhow::Result<ExitCode> {
         ..Endpoint::catch_all()
     };
     let evaluation = checks::evaluate(&delivery, &endpoint, now);
+    Ok(print_verdict(&delivery, &evaluation, args.json))
+}
+
+/// Prints a verify result and returns its exit code: 0 when the signature passes and the
+/// timestamp passes, warns or is not signed.
+fn print_verdict(delivery: &Delivery, evaluation: &checks::Evaluation, json: bool) -> ExitCode {
     let ok = evaluation.signature.status == SignatureStatus::Pass
         && matches!(
             evaluation.timestamp.status,
             TimestampStatus::Pass | TimestampStatus::Warn | TimestampStatus::Skipped
         );
-    if args.json {
-        println!("{}", report::evaluation_json(&delivery, &evaluation, ok));
+    if json {
+        println!("{}", report::evaluation_json(delivery, evaluation, ok));
     } else {
         use checks::status_word as word;
         println!(
@@ -542,11 +644,11 @@ fn verify(common: &Common, args: VerifyArgs) -> anyhow::Result<ExitCode> {
             println!("event type {t}");
         }
     }
-    Ok(if ok {
+    if ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
-    })
+    }
 }
 
 /// The path and query of a URL (or of a bare path).
@@ -633,6 +735,198 @@ fn jobs(common: &Common, args: JobsArgs) -> anyhow::Result<ExitCode> {
             break;
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn export(common: &Common, args: ExportArgs) -> anyhow::Result<ExitCode> {
+    let dir = data_dir(common)?;
+    let file = load_config(common, &dir)?;
+    let reader = Reader::open(&dir.join(STORE_FILE))?;
+    if !args.redact.is_empty() && !args.resign_with_test_secret {
+        return usage(
+            "--redact changes the body, so the captured signature would no longer verify: add --resign-with-test-secret".into(),
+        );
+    }
+    let scheme = match &args.scheme {
+        Some(name) => match config::find_scheme(&file, name)? {
+            Some(scheme) => Some(scheme),
+            None => {
+                return usage(format!(
+                    "unknown scheme \"{name}\": use a preset ({})",
+                    config::preset_names()
+                ));
+            }
+        },
+        None => None,
+    };
+    let mut selected = Vec::new();
+    if let Some(expr) = &args.filter {
+        let filter = match crate::filter::Filter::parse(expr) {
+            Ok(f) => f,
+            Err(e) => return usage(format!("--filter: {e}")),
+        };
+        for row in reader.page(&filter, 0, 1_000_000)? {
+            if let Some(stored) = reader.get(row.id)? {
+                selected.push(stored);
+            }
+        }
+    }
+    for id in &args.ids {
+        match reader.get(*id)? {
+            Some(stored) => selected.push(stored),
+            None => return usage(format!("no delivery #{id} in the store")),
+        }
+    }
+    if selected.is_empty() {
+        return usage("nothing to export: no delivery matches".into());
+    }
+    let out = &args.out;
+    let into_dir = out.is_dir() || out.as_os_str().to_string_lossy().ends_with('/');
+    let mut written = Vec::new();
+    let write = |path: &Path, bytes: &[u8], written: &mut Vec<PathBuf>| -> anyhow::Result<()> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
+        written.push(path.to_path_buf());
+        Ok(())
+    };
+    match args.format {
+        ExportFormat::Fixture => {
+            let options = crate::export::FixtureOptions {
+                resign_with_test_secret: args.resign_with_test_secret,
+                scheme,
+                redact: args.redact.clone(),
+            };
+            let mut fixtures = Vec::new();
+            for stored in &selected {
+                match crate::export::fixture(stored, &options) {
+                    Ok(f) => fixtures.push((stored.id, f)),
+                    Err(e) => return usage(e.to_string()),
+                }
+            }
+            let mut files: Vec<(PathBuf, serde_json::Value)> = Vec::new();
+            if into_dir {
+                for (id, f) in fixtures {
+                    files.push((out.join(format!("delivery-{id}.json")), f));
+                }
+            } else if fixtures.len() == 1 {
+                files.push((out.clone(), fixtures.remove(0).1));
+            } else {
+                files.push((
+                    out.clone(),
+                    crate::export::bundle(fixtures.into_iter().map(|(_, f)| f).collect()),
+                ));
+            }
+            for (path, value) in files {
+                write(
+                    &path,
+                    serde_json::to_string_pretty(&value)?.as_bytes(),
+                    &mut written,
+                )?;
+                if args.snippets {
+                    let name = path
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    for (snippet, text) in crate::export::snippets(&name) {
+                        write(&path.with_file_name(snippet), text.as_bytes(), &mut written)?;
+                    }
+                }
+            }
+        }
+        ExportFormat::Har => {
+            let path = if into_dir {
+                out.join("hookscope.har")
+            } else {
+                out.clone()
+            };
+            write(
+                &path,
+                serde_json::to_string_pretty(&crate::export::har(&selected))?.as_bytes(),
+                &mut written,
+            )?;
+        }
+        ExportFormat::Curl => {
+            let path = if into_dir {
+                out.join("hookscope-curl.sh")
+            } else {
+                out.clone()
+            };
+            let stem = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "curl".into());
+            let mut script = String::from(
+                "#!/bin/sh\n# Generated by hookscope: each delivery sent again, bytes as captured.\nset -e\ncd \"$(dirname \"$0\")\"\n",
+            );
+            for stored in &selected {
+                let body_file = format!("{stem}-body-{}.bin", stored.id);
+                let (command, needs_file) = crate::export::curl(stored, &body_file);
+                if needs_file {
+                    write(
+                        &path.with_file_name(&body_file),
+                        &stored.delivery.body,
+                        &mut written,
+                    )?;
+                }
+                script.push_str(&format!("\n# delivery #{}\n{command}\n", stored.id));
+            }
+            write(&path, script.as_bytes(), &mut written)?;
+        }
+    }
+    for path in &written {
+        eprintln!("wrote {}", path.display());
+    }
+    eprintln!("exported {} deliveries", selected.len());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn import(common: &Common, args: ImportArgs) -> anyhow::Result<ExitCode> {
+    let dir = data_dir(common)?;
+    let file = load_config(common, &dir)?;
+    let text = match std::fs::read_to_string(&args.file) {
+        Ok(text) => text,
+        Err(e) => return usage(format!("cannot read {}: {e}", args.file.display())),
+    };
+    let requests = match crate::export::read_har(&text) {
+        Ok(r) => r,
+        Err(e) => return usage(format!("{}: {e}", args.file.display())),
+    };
+    let settings = Settings::resolve(&file, &Overrides::default())?;
+    let name = args
+        .file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let records: Vec<crate::store::NewRecord> = requests
+        .into_iter()
+        .enumerate()
+        .map(|(n, request)| {
+            let endpoint = settings.endpoint_for(&request.delivery.path);
+            let others = settings.other_secrets(&endpoint.path);
+            let evaluation = checks::evaluate_with(&request.delivery, endpoint, &others, request.delivery.received_at_ms.div_euclid(1000));
+            crate::store::NewRecord {
+                delivery: request.delivery,
+                endpoint: endpoint.path.clone(),
+                evaluation,
+                response_status: request.response_status,
+                latency_ms: 0,
+                note: Some(format!(
+                    "Imported from {name} (entry {}); the response status is the original server's, checks use this machine's endpoints at the recorded time.",
+                    n + 1
+                )),
+            }
+        })
+        .collect();
+    let count = records.len();
+    let store = Store::open(&dir.join(STORE_FILE))?;
+    let writer = store.writer();
+    writer.insert_many_blocking(records)?;
+    drop(writer);
+    store.shutdown();
+    eprintln!("imported {count} deliveries from {}", args.file.display());
     Ok(ExitCode::SUCCESS)
 }
 

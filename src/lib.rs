@@ -10,6 +10,7 @@ pub mod config;
 pub mod delivery;
 pub mod diagnose;
 pub mod engine;
+pub mod export;
 pub mod filter;
 pub mod pretty;
 pub mod receiver;

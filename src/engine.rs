@@ -84,6 +84,26 @@ pub enum Command {
         /// Its secrets.
         secrets: Vec<String>,
     },
+    /// Write deliveries to a file or directory.
+    Export {
+        /// The deliveries.
+        ids: Vec<i64>,
+        /// The format.
+        format: crate::export::Format,
+        /// Re-sign fixtures with a generated test secret.
+        resign_with_test_secret: bool,
+        /// JSON pointers to redact in fixtures.
+        redact: Vec<String>,
+        /// Write example tests beside fixtures.
+        snippets: bool,
+        /// Where.
+        out: PathBuf,
+    },
+    /// Import the requests of a HAR file.
+    ImportHar {
+        /// The file.
+        path: PathBuf,
+    },
     /// Find a delivery's position in the list under a filter.
     Locate {
         /// The delivery.
@@ -413,6 +433,15 @@ impl Engine {
                 scheme,
                 secrets,
             } => self.probe(url, scheme, secrets),
+            Command::Export {
+                ids,
+                format,
+                resign_with_test_secret,
+                redact,
+                snippets,
+                out,
+            } => self.export(ids, format, resign_with_test_secret, redact, snippets, out),
+            Command::ImportHar { path } => self.import_har(path),
             Command::Locate { id, filter } => {
                 // The rows before it, and whether it is itself under the filter (the count
                 // grows by one past it).
@@ -532,6 +561,74 @@ impl Engine {
             }
             out
         });
+    }
+
+    fn export(
+        &mut self,
+        ids: Vec<i64>,
+        format: crate::export::Format,
+        resign_with_test_secret: bool,
+        redact: Vec<String>,
+        snippets: bool,
+        out: PathBuf,
+    ) {
+        let mut selected = Vec::new();
+        for id in ids {
+            match self.reader.get(id) {
+                Ok(Some(stored)) => selected.push(stored),
+                Ok(None) => {}
+                Err(e) => return self.emit(Event::Error(e.to_string())),
+            }
+        }
+        let options = crate::export::FixtureOptions {
+            resign_with_test_secret,
+            scheme: None,
+            redact,
+        };
+        match crate::export::write_export(&selected, format, &options, snippets, &out) {
+            Ok(written) => self.emit(Event::Notice(format!(
+                "exported {} deliveries: {} file(s) in {}",
+                selected.len(),
+                written.len(),
+                written
+                    .first()
+                    .and_then(|p| p.parent())
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default()
+            ))),
+            Err(e) => self.emit(Event::Error(format!("export failed: {e}"))),
+        }
+    }
+
+    fn import_har(&mut self, path: PathBuf) {
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) => {
+                return self.emit(Event::Error(format!("cannot read {}: {e}", path.display())));
+            }
+        };
+        let requests = match crate::export::read_har(&text) {
+            Ok(r) => r,
+            Err(e) => return self.emit(Event::Error(format!("{}: {e}", path.display()))),
+        };
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let records = crate::export::import_records(requests, &name, &self.current_settings());
+        match self.store.writer().insert_many_blocking(records) {
+            Ok(n) => {
+                if let Ok(Some(latest)) = self.reader.list(1, None).map(|l| l.first().map(|d| d.id))
+                {
+                    self.latest_id.fetch_max(latest, Ordering::SeqCst);
+                }
+                self.emit(Event::HistoryChanged);
+                self.emit(Event::Notice(format!(
+                    "imported {n} deliveries from {name}"
+                )));
+            }
+            Err(e) => self.emit(Event::Error(e.to_string())),
+        }
     }
 
     fn probe(&mut self, url: String, scheme: String, secrets: Vec<String>) {

@@ -81,6 +81,22 @@ pub fn detail_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
                 app.selected = None;
                 app.detail = None;
             }
+            let export_label = if app.multi.len() > 1 {
+                format!("Export {}…", app.multi.len())
+            } else {
+                "Export…".to_string()
+            };
+            if ui
+                .button(export_label)
+                .on_hover_text("As a test fixture, HAR or curl (Ctrl+click rows to export several)")
+                .clicked()
+            {
+                app.export.open = true;
+            }
+            if ui.button("Copy as curl").clicked() {
+                let ctx = ui.ctx().clone();
+                super::export::copy_as_curl(app, &ctx, &stored);
+            }
             if ui.button("Copy as JSON").on_hover_text("Ctrl+C").clicked() {
                 ui.ctx().copy_text(delivery_json(&stored).to_string());
                 app.notice(format!("copied delivery #{} as JSON", stored.id), false);

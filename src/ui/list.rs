@@ -99,7 +99,7 @@ pub fn list_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
                     });
                     return;
                 };
-                row.set_selected(app.selected == Some(item.id));
+                row.set_selected(app.selected == Some(item.id) || app.multi.contains(&item.id));
                 let time = rfc3339_ms(item.received_at_ms);
                 row.col(|ui| {
                     ui.monospace(time.get(11..23).unwrap_or(&time))
@@ -146,6 +146,30 @@ pub fn list_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
         app.list.visible = 0..0;
     }
     if let Some(id) = clicked {
+        let modifiers = ui.input(|i| i.modifiers);
+        if modifiers.command {
+            // Ctrl+click adds or removes one delivery from the selection to export.
+            if let Some(current) = app.selected.filter(|_| app.multi.is_empty()) {
+                app.multi.insert(current);
+            }
+            if !app.multi.remove(&id) {
+                app.multi.insert(id);
+            }
+        } else if modifiers.shift {
+            // Shift+click extends from the selected delivery over the rows held.
+            if let (Some(from), Some(to)) = (
+                app.selected.and_then(|s| app.list.position_of(s)),
+                app.list.position_of(id),
+            ) {
+                for position in from.min(to)..=from.max(to) {
+                    if let Some(row) = app.list.row_at(position) {
+                        app.multi.insert(row.id);
+                    }
+                }
+            }
+        } else {
+            app.multi.clear();
+        }
         app.select(id);
     }
 }

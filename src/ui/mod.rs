@@ -7,6 +7,7 @@
 mod detail;
 mod empty;
 mod endpoints;
+mod export;
 mod jobs;
 mod list;
 mod send;
@@ -136,6 +137,8 @@ pub struct HookscopeApp {
     seen_latest: i64,
     list: ListCache,
     jobs: jobs::JobsState,
+    export: export::ExportForm,
+    multi: std::collections::BTreeSet<i64>,
     resend: send::ResendForm,
     attempts: Vec<(i64, Vec<hookscope::store::Attempt>)>,
     probe: send::ProbeForm,
@@ -180,6 +183,8 @@ impl HookscopeApp {
             seen_latest: latest,
             list: ListCache::default(),
             jobs: jobs::JobsState::default(),
+            export: export::ExportForm::default(),
+            multi: std::collections::BTreeSet::new(),
             resend: send::ResendForm::default(),
             attempts: Vec::new(),
             probe: send::ProbeForm::default(),
@@ -467,6 +472,8 @@ impl HookscopeApp {
         });
         endpoints::endpoints_window(self, &ctx);
         send::probe_window(self, &ctx);
+        export::export_window(self, &ctx);
+        export::poll_dialog(self);
         if !self.startup_traced && self.list.loaded {
             self.startup_traced = true;
             if let Some(start) = PROCESS_START.get() {

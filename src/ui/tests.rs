@@ -600,3 +600,72 @@ fn the_probe_window_reports_each_case() {
     );
     assert!(harness.query_by_label("tampered_signature").is_some());
 }
+
+#[test]
+fn ctrl_click_selects_several_and_export_writes_their_fixtures() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!(
+            "[[endpoint]]\npath = \"/\"\nscheme = \"standard-webhooks\"\nsecrets = [\"{SECRET}\"]\n"
+        ),
+    )
+    .expect("config");
+    let mut harness = harness(dir.path());
+    let addr = receiver_addr(&mut harness);
+    post_signed(addr, "/hooks", "msg_one", r#"{"type":"job.queued"}"#, false);
+    post_signed(
+        addr,
+        "/hooks",
+        "msg_two",
+        r#"{"type":"job.completed"}"#,
+        false,
+    );
+    wait_until(&mut harness, "both rows", |h| {
+        h.query_by_label("msg_one").is_some() && h.query_by_label("msg_two").is_some()
+    });
+    harness.get_by_label("msg_one").click();
+    harness.run_steps(2);
+    harness
+        .get_by_label("msg_two")
+        .click_modifiers(egui::Modifiers::COMMAND);
+    wait_until(&mut harness, "two selected", |h| h.state().multi.len() == 2);
+    harness.run_steps(2);
+    harness.get_by_label("Export 2…").click();
+    harness.run_steps(2);
+    let out = tempfile::tempdir().expect("out");
+    harness.state_mut().export.out = format!("{}/", out.path().display());
+    harness
+        .get_by_role_and_label(egui::accesskit::Role::Button, "Export")
+        .click();
+    wait_until(&mut harness, "the files", |_| {
+        std::fs::read_dir(out.path())
+            .map(|d| d.count())
+            .unwrap_or(0)
+            >= 8
+    });
+    let mut names: Vec<String> = std::fs::read_dir(out.path())
+        .expect("dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "delivery-1.json",
+            "delivery-2.json",
+            "delivery_1.test.mjs",
+            "delivery_1_test.rs",
+            "delivery_2.test.mjs",
+            "delivery_2_test.rs",
+            "test_delivery_1.py",
+            "test_delivery_2.py"
+        ]
+    );
+    // Re-signed with a test secret by default: the real one is in none of them.
+    for name in names {
+        let text = std::fs::read_to_string(out.path().join(&name)).expect("read");
+        assert!(!text.contains(SECRET), "{name}");
+    }
+}

@@ -73,19 +73,34 @@ pub fn top_bar_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
             if ui.button("Probe handler").clicked() {
                 app.probe.open = true;
             }
-            if app.confirm_clear {
-                if ui.button(RichText::new("Yes, delete all").color(widgets::FAIL)).clicked() {
-                    app.send(Command::ClearHistory);
-                    app.selected = None;
-                    app.detail = None;
-                    app.confirm_clear = false;
+            ui.menu_button("History", |ui| {
+                if ui.button("Export selected…").clicked() {
+                    app.export.open = true;
+                    ui.close();
                 }
-                if ui.button("Keep").clicked() {
-                    app.confirm_clear = false;
+                if ui.button("Import HAR…").clicked() {
+                    let ctx = ui.ctx().clone();
+                    super::export::open_dialog(app, &ctx, super::export::DialogFor::Import);
+                    ui.close();
                 }
-            } else if ui.button("Clear history…").clicked() {
-                app.confirm_clear = true;
-            }
+                ui.separator();
+                if app.confirm_clear {
+                    ui.label("Delete every delivery?");
+                    if ui.button(RichText::new("Yes, delete all").color(widgets::FAIL)).clicked() {
+                        app.send(Command::ClearHistory);
+                        app.selected = None;
+                        app.detail = None;
+                        app.multi.clear();
+                        app.confirm_clear = false;
+                        ui.close();
+                    }
+                    if ui.button("Keep them").clicked() {
+                        app.confirm_clear = false;
+                    }
+                } else if ui.button("Clear history…").clicked() {
+                    app.confirm_clear = true;
+                }
+            });
         });
     });
     // The reason gets a line of its own: the bar has no room for a sentence.

@@ -1,0 +1,201 @@
+//! Export and import from the window: the *Export* window for the selected deliveries (fixture,
+//! HAR or curl, with re-signing, redaction and test snippets), *Import HAR…*, and the native file
+//! dialogs, which run on their own thread so the window never waits on them.
+
+use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, sync_channel};
+
+use eframe::egui::{self, RichText};
+use hookscope::engine::Command;
+use hookscope::export::Format;
+
+use super::HookscopeApp;
+
+/// What a file dialog was opened for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DialogFor {
+    /// The export's destination.
+    Export,
+    /// The HAR file to import.
+    Import,
+}
+
+/// The *Export* window's form.
+pub struct ExportForm {
+    /// Whether the window is open.
+    pub open: bool,
+    /// The format.
+    pub format: Format,
+    resign: bool,
+    redact: String,
+    snippets: bool,
+    /// Where to write.
+    pub out: String,
+    dialog: Option<(DialogFor, Receiver<Option<PathBuf>>)>,
+}
+
+impl Default for ExportForm {
+    fn default() -> Self {
+        let base = std::env::current_dir().unwrap_or_default();
+        Self {
+            open: false,
+            format: Format::Fixture,
+            resign: true,
+            redact: String::new(),
+            snippets: true,
+            out: format!("{}/", base.join("fixtures").display()),
+            dialog: None,
+        }
+    }
+}
+
+/// Opens a native file dialog on its own thread; the answer arrives in [`poll_dialog`].
+pub fn open_dialog(app: &mut HookscopeApp, ctx: &egui::Context, purpose: DialogFor) {
+    let (tx, rx) = sync_channel(1);
+    let repaint = ctx.clone();
+    let spawned = std::thread::Builder::new()
+        .name("hookscope-dialog".into())
+        .spawn(move || {
+            let dialog = rfd::FileDialog::new();
+            let picked = match purpose {
+                DialogFor::Export => dialog.set_file_name("fixture.json").save_file(),
+                DialogFor::Import => dialog.add_filter("HAR", &["har", "json"]).pick_file(),
+            };
+            let _ = tx.send(picked);
+            repaint.request_repaint();
+        });
+    match spawned {
+        Ok(_) => app.export.dialog = Some((purpose, rx)),
+        Err(e) => app.notice(format!("cannot open a file dialog: {e}"), true),
+    }
+}
+
+/// Takes a finished dialog's answer.
+pub fn poll_dialog(app: &mut HookscopeApp) {
+    let Some((purpose, rx)) = &app.export.dialog else {
+        return;
+    };
+    let purpose = *purpose;
+    let Ok(picked) = rx.try_recv() else { return };
+    app.export.dialog = None;
+    match (purpose, picked) {
+        (DialogFor::Export, Some(path)) => app.export.out = path.display().to_string(),
+        (DialogFor::Import, Some(path)) => app.send(Command::ImportHar { path }),
+        (_, None) => app.notice(
+            "no file chosen (or no file dialog on this desktop: type the path instead)",
+            false,
+        ),
+    }
+}
+
+/// The ids an export applies to: the multi-selection, else the selected delivery.
+pub fn export_ids(app: &HookscopeApp) -> Vec<i64> {
+    if app.multi.is_empty() {
+        app.selected.into_iter().collect()
+    } else {
+        app.multi.iter().copied().collect()
+    }
+}
+
+/// The *Export* window.
+pub fn export_window(app: &mut HookscopeApp, ctx: &egui::Context) {
+    if !app.export.open {
+        return;
+    }
+    let ids = export_ids(app);
+    let mut open = true;
+    let mut command = None;
+    let mut choose = false;
+    egui::Window::new("Export").open(&mut open).default_width(620.0).show(ctx, |ui| {
+        let form = &mut app.export;
+        ui.label(match ids.len() {
+            0 => "Select deliveries in the list first (Ctrl+click adds, Shift+click extends).".to_string(),
+            1 => format!("Delivery #{}", ids[0]),
+            n => format!("{n} selected deliveries"),
+        });
+        ui.horizontal(|ui| {
+            ui.label("Format");
+            ui.radio_value(&mut form.format, Format::Fixture, "test fixture");
+            ui.radio_value(&mut form.format, Format::Har, "HAR 1.2");
+            ui.radio_value(&mut form.format, Format::Curl, "curl script");
+        });
+        if form.format == Format::Fixture {
+            ui.checkbox(&mut form.resign, "re-sign with a generated test secret (written into the fixture; the real secret never is)");
+            ui.horizontal(|ui| {
+                let label = ui.label("Redact");
+                ui.add_enabled(
+                    form.resign,
+                    egui::TextEdit::singleline(&mut form.redact)
+                        .hint_text("JSON pointers, e.g. /data/patient/name /data/member_id")
+                        .desired_width(380.0),
+                )
+                .labelled_by(label.id);
+            });
+            if !form.resign {
+                ui.weak("Redaction changes the body, so it needs re-signing to stay valid.");
+            }
+            ui.checkbox(&mut form.snippets, "with example tests (pytest, node:test, Rust) that load the fixture");
+        }
+        ui.horizontal(|ui| {
+            let label = ui.label("Write to");
+            ui.add(egui::TextEdit::singleline(&mut form.out).desired_width(420.0)).labelled_by(label.id);
+            if ui.button("Choose…").clicked() {
+                choose = true;
+            }
+        });
+        ui.weak("A path ending in / is a folder: one fixture file per delivery.");
+        if ui.add_enabled(!ids.is_empty(), egui::Button::new(RichText::new("Export").strong())).clicked() {
+            command = Some(Command::Export {
+                ids: ids.clone(),
+                format: form.format,
+                resign_with_test_secret: form.format == Format::Fixture && form.resign,
+                redact: if form.resign { form.redact.split_whitespace().map(str::to_string).collect() } else { Vec::new() },
+                snippets: form.format == Format::Fixture && form.snippets,
+                out: PathBuf::from(form.out.trim()),
+            });
+        }
+    });
+    app.export.open = open;
+    if choose {
+        open_dialog(app, ctx, DialogFor::Export);
+    }
+    if let Some(command) = command {
+        app.send(command);
+    }
+}
+
+/// "Copy as curl" for the delivery shown: text bodies inline; other bodies are written to a
+/// file in the data dir that the command reads with `--data-binary @FILE`.
+pub fn copy_as_curl(
+    app: &mut HookscopeApp,
+    ctx: &egui::Context,
+    stored: &hookscope::store::StoredDelivery,
+) {
+    let body_path = app
+        .engine
+        .data_dir
+        .join("exports")
+        .join(format!("body-{}.bin", stored.id));
+    let (command, needs_file) = hookscope::export::curl(stored, &body_path.display().to_string());
+    if needs_file {
+        let written = body_path
+            .parent()
+            .map(std::fs::create_dir_all)
+            .unwrap_or(Ok(()))
+            .and_then(|_| std::fs::write(&body_path, &stored.delivery.body));
+        if let Err(e) = written {
+            app.notice(format!("cannot write {}: {e}", body_path.display()), true);
+            return;
+        }
+    }
+    ctx.copy_text(command);
+    let extra = if needs_file {
+        format!(" (the body is in {})", body_path.display())
+    } else {
+        String::new()
+    };
+    app.notice(
+        format!("copied delivery #{} as curl{extra}", stored.id),
+        false,
+    );
+}

@@ -152,6 +152,7 @@ pub struct HookscopeApp {
     notice: Option<Notice>,
     focus_filter: bool,
     confirm_clear: bool,
+    about_open: bool,
     startup_traced: bool,
 }
 
@@ -198,6 +199,7 @@ impl HookscopeApp {
             notice: None,
             focus_filter: false,
             confirm_clear: false,
+            about_open: false,
             startup_traced: std::env::var_os("HOOKSCOPE_TRACE_STARTUP").is_none(),
         })
     }
@@ -473,6 +475,7 @@ impl HookscopeApp {
         endpoints::endpoints_window(self, &ctx);
         send::probe_window(self, &ctx);
         export::export_window(self, &ctx);
+        self.about_window(&ctx);
         export::poll_dialog(self);
         if !self.startup_traced && self.list.loaded {
             self.startup_traced = true;
@@ -496,6 +499,33 @@ impl HookscopeApp {
                 ctx.request_repaint_after(left);
             }
         }
+    }
+
+    fn about_window(&mut self, ctx: &egui::Context) {
+        let mut open = self.about_open;
+        egui::Window::new("About hookscope")
+            .open(&mut open)
+            .collapsible(false)
+            .resizable(false)
+            .show(ctx, |ui| {
+                ui.heading(format!("hookscope {}", env!("CARGO_PKG_VERSION")));
+                ui.label("A local inspector for webhook integrations.");
+                ui.add_space(6.0);
+                egui::Grid::new("about_grid").num_columns(2).spacing([12.0, 4.0]).show(ui, |ui| {
+                    ui.weak("data dir");
+                    ui.monospace(self.engine.data_dir.display().to_string());
+                    ui.end_row();
+                    ui.weak("store");
+                    ui.monospace(self.engine.data_dir.join(hookscope::cli::STORE_FILE).display().to_string());
+                    ui.end_row();
+                    ui.weak("config");
+                    ui.monospace(self.engine.config_path.display().to_string());
+                    ui.end_row();
+                });
+                ui.add_space(6.0);
+                ui.weak("The same engine runs headless: hookscope listen, verify, list, jobs, resend, probe, export, import.");
+            });
+        self.about_open = open;
     }
 
     fn status_line_ui(&mut self, ui: &mut egui::Ui) {
@@ -529,6 +559,9 @@ impl HookscopeApp {
                 ui.colored_label(color, &notice.text);
             }
             ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
+                if ui.small_button("About").clicked() {
+                    self.about_open = true;
+                }
                 ui.weak(format!("store: {}", self.engine.data_dir.display()));
             });
         });
@@ -552,12 +585,16 @@ pub fn run(options: EngineOptions) -> anyhow::Result<()> {
             "no display available (neither DISPLAY nor WAYLAND_DISPLAY is set): use `hookscope listen` for the headless receiver"
         );
     }
+    let mut viewport = egui::ViewportBuilder::default()
+        .with_title("hookscope")
+        .with_app_id("dev.hookscope.hookscope")
+        .with_inner_size([1280.0, 820.0])
+        .with_min_inner_size([760.0, 480.0]);
+    if let Ok(icon) = eframe::icon_data::from_png_bytes(include_bytes!("../../assets/icons/hookscope-256.png")) {
+        viewport = viewport.with_icon(icon);
+    }
     let native = eframe::NativeOptions {
-        viewport: egui::ViewportBuilder::default()
-            .with_title("hookscope")
-            .with_app_id("hookscope")
-            .with_inner_size([1280.0, 820.0])
-            .with_min_inner_size([760.0, 480.0]),
+        viewport,
         ..Default::default()
     };
     eframe::run_native(
@@ -572,5 +609,9 @@ pub fn run(options: EngineOptions) -> anyhow::Result<()> {
             Ok(Box::new(app))
         }),
     )
-    .map_err(|e| anyhow::anyhow!("the window could not open: {e}"))
+    .map_err(|e| {
+        anyhow::anyhow!(
+            "the window could not open ({e}): check the display and its OpenGL drivers, or use `hookscope listen` for the headless receiver"
+        )
+    })
 }

@@ -66,7 +66,8 @@ if command -v appstreamcli >/dev/null; then
 fi
 
 if [ "$install" = yes ]; then
-  dpkg -i "$deb" >/dev/null || apt-get install -f -y -qq >/dev/null
+  # dpkg does not fetch dependencies; apt-get install -f does, and finishes the install.
+  dpkg -i "$deb" >/dev/null 2>&1 || apt-get install -f -y -qq >/dev/null 2>&1
   echo "installed: $(command -v hookscope) says $(/usr/bin/hookscope --version)"
 fi
 echo "package check passed"

@@ -361,7 +361,9 @@ fn load_config(common: &Common, data_dir: &Path) -> anyhow::Result<ConfigFile> {
     if common.config.is_some() && !path.exists() {
         return Err(anyhow!("the config file {} does not exist", path.display()));
     }
-    config::load_file(&path).map_err(|e| anyhow!("{e} (fix it, or move it aside: hookscope then starts with the defaults)"))
+    config::load_file(&path).map_err(|e| {
+        anyhow!("{e} (fix it, or move it aside: hookscope then starts with the defaults)")
+    })
 }
 
 fn listen(common: &Common, args: ListenArgs) -> anyhow::Result<ExitCode> {

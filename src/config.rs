@@ -538,7 +538,18 @@ pub fn load_file(path: &Path) -> Result<ConfigFile, ConfigError> {
 
 /// Parses config text; the error is the parser's message with its location.
 pub fn parse(text: &str) -> Result<ConfigFile, String> {
-    toml::from_str(text).map_err(|e| e.to_string().trim().replace('\n', " "))
+    toml::from_str(text).map_err(|e| {
+        let message = e.message().trim().to_string();
+        match e.span() {
+            Some(span) => {
+                let before = &text[..span.start.min(text.len())];
+                let line = before.matches('\n').count() + 1;
+                let column = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
+                format!("line {line}, column {column}: {message}")
+            }
+            None => message,
+        }
+    })
 }
 
 /// Writes a config file atomically with mode 0600, since it holds secrets.
@@ -631,7 +642,10 @@ mod tests {
         let err = Settings::resolve(&file, &Overrides::default()).expect_err("unknown");
         assert!(err.to_string().contains("\"strpe\""), "{err}");
         let err = parse("[[endpoint]]\npath = \"/x\"\nsecret = \"s\"\n").expect_err("typo");
-        assert!(err.contains("secret"), "{err}");
+        assert!(
+            err.starts_with("line 3, column 1: unknown field `secret`"),
+            "{err}"
+        );
     }
 
     #[test]

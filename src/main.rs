@@ -31,8 +31,9 @@ fn open_window(cli: &Cli) -> anyhow::Result<()> {
         .config
         .clone()
         .unwrap_or_else(|| data_dir.join(cli::CONFIG_FILE));
-    let config = hookscope::config::load_file(&config_path)
-        .map_err(|e| anyhow::anyhow!("{e} (fix it, or move it aside: hookscope then starts with the defaults)"))?;
+    let config = hookscope::config::load_file(&config_path).map_err(|e| {
+        anyhow::anyhow!("{e} (fix it, or move it aside: hookscope then starts with the defaults)")
+    })?;
     let bind: IpAddr = match &config.receiver.bind {
         Some(text) => text.parse().map_err(|_| {
             anyhow::anyhow!(

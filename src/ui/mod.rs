@@ -590,7 +590,9 @@ pub fn run(options: EngineOptions) -> anyhow::Result<()> {
         .with_app_id("dev.hookscope.hookscope")
         .with_inner_size([1280.0, 820.0])
         .with_min_inner_size([760.0, 480.0]);
-    if let Ok(icon) = eframe::icon_data::from_png_bytes(include_bytes!("../../assets/icons/hookscope-256.png")) {
+    if let Ok(icon) =
+        eframe::icon_data::from_png_bytes(include_bytes!("../../assets/icons/hookscope-256.png"))
+    {
         viewport = viewport.with_icon(icon);
     }
     let native = eframe::NativeOptions {

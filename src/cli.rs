@@ -361,9 +361,13 @@ fn load_config(common: &Common, data_dir: &Path) -> anyhow::Result<ConfigFile> {
     if common.config.is_some() && !path.exists() {
         return Err(anyhow!("the config file {} does not exist", path.display()));
     }
-    config::load_file(&path).map_err(|e| {
+    let file = config::load_file(&path).map_err(|e| {
         anyhow!("{e} (fix it, or move it aside: hookscope then starts with the defaults)")
-    })
+    })?;
+    if let Some(warning) = config::permission_warning(&path) {
+        eprintln!("hookscope: {warning}");
+    }
+    Ok(file)
 }
 
 fn listen(common: &Common, args: ListenArgs) -> anyhow::Result<ExitCode> {
@@ -389,7 +393,10 @@ fn listen(common: &Common, args: ListenArgs) -> anyhow::Result<ExitCode> {
         .or(file.receiver.port)
         .unwrap_or(config::DEFAULT_PORT);
 
-    let store = Store::open(&dir.join(STORE_FILE))?;
+    let (store, recovered) = Store::open_or_recover(&dir.join(STORE_FILE))?;
+    if let Some(sentence) = recovered {
+        eprintln!("hookscope: {sentence}");
+    }
     let (events_tx, mut events_rx) = tokio::sync::mpsc::channel(1024);
     let shared = Arc::new(RwLock::new(Arc::new(settings.clone())));
     let controls = Arc::new(crate::receiver::Controls::default());

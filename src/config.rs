@@ -536,6 +536,25 @@ pub fn load_file(path: &Path) -> Result<ConfigFile, ConfigError> {
     })
 }
 
+/// A warning when the config file can be read by other users: it holds signing secrets.
+pub fn permission_warning(path: &Path) -> Option<String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(path).ok()?.permissions().mode();
+        if mode & 0o077 != 0 {
+            return Some(format!(
+                "warning: {} is readable by other users (mode {:o}) and holds signing secrets: run chmod 600 on it",
+                path.display(),
+                mode & 0o777
+            ));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    None
+}
+
 /// Parses config text; the error is the parser's message with its location.
 pub fn parse(text: &str) -> Result<ConfigFile, String> {
     toml::from_str(text).map_err(|e| {

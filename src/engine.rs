@@ -272,13 +272,20 @@ struct Engine {
 pub fn spawn(options: EngineOptions, waker: Waker) -> anyhow::Result<EngineHandle> {
     let config = config::load_file(&options.config_path)?;
     let settings = Settings::resolve(&config, &Overrides::default())?;
-    let store = Store::open(&options.data_dir.join(crate::cli::STORE_FILE))?;
+    let (store, recovered) =
+        Store::open_or_recover(&options.data_dir.join(crate::cli::STORE_FILE))?;
     let reader = store.reader()?;
     let latest = reader.list(1, None)?.first().map(|d| d.id).unwrap_or(0);
     let latest_id = Arc::new(AtomicI64::new(latest));
     let controls = Arc::new(crate::receiver::Controls::default());
     let (command_tx, command_rx) = sync_channel(256);
     let (event_tx, event_rx) = sync_channel(1024);
+    if let Some(sentence) = recovered {
+        let _ = event_tx.try_send(Event::Error(sentence));
+    }
+    if let Some(warning) = config::permission_warning(&options.config_path) {
+        let _ = event_tx.try_send(Event::Error(warning));
+    }
     let mut engine = Engine {
         options: options.clone(),
         store,

@@ -163,7 +163,7 @@ fn arb_json() -> impl Strategy<Value = serde_json::Value> {
     let leaf = prop_oneof![
         Just(serde_json::Value::Null),
         any::<bool>().prop_map(serde_json::Value::Bool),
-        any::<i64>().prop_map(|n| serde_json::Value::from(n)),
+        any::<i64>().prop_map(serde_json::Value::from),
         ".{0,12}".prop_map(serde_json::Value::String),
     ];
     leaf.prop_recursive(3, 24, 6, |inner| {

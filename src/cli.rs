@@ -17,7 +17,7 @@ use crate::config::{self, ConfigFile, Endpoint, Overrides, Settings};
 use crate::delivery::{Delivery, Header};
 use crate::receiver::Receiver;
 use crate::report;
-use crate::scheme::Secret;
+use crate::scheme::{Scheme, Secret};
 use crate::store::{Reader, Store};
 
 /// The store's file name inside the data directory.
@@ -217,6 +217,36 @@ pub enum DevCommand {
         #[arg(long, default_value_t = 1000)]
         count: usize,
     },
+    /// Send signed deliveries to a receiver over many connections and report throughput and latency
+    Load {
+        /// Where to send
+        #[arg(long, value_name = "URL")]
+        url: String,
+        /// Concurrent connections
+        #[arg(long, default_value_t = 64)]
+        connections: usize,
+        /// How long, in seconds
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        /// Offered requests per second (0: as fast as possible)
+        #[arg(long, default_value_t = 0)]
+        rate: u64,
+        /// Body size in bytes
+        #[arg(long, default_value_t = 1024)]
+        body_size: usize,
+        /// Sign as this scheme (with --secret)
+        #[arg(long, value_name = "NAME", requires = "secret")]
+        scheme: Option<String>,
+        /// The signing secret
+        #[arg(long, value_name = "S")]
+        secret: Option<String>,
+    },
+    /// A bare HTTP server answering 200 without checking or storing, to compare `listen` against
+    Bare {
+        /// The port (0: a free one)
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+    },
 }
 
 /// `hookscope listen`.
@@ -324,6 +354,18 @@ pub fn main_with_args(cli: Cli) -> ExitCode {
         Some(Command::Verify(args)) => verify(&cli.common, args),
         Some(Command::List(args)) => list(&cli.common, args),
         Some(Command::Dev(DevCommand::Seed { count })) => seed(&cli.common, count),
+        Some(Command::Dev(DevCommand::Load {
+            url,
+            connections,
+            seconds,
+            rate,
+            body_size,
+            scheme,
+            secret,
+        })) => load(url, connections, seconds, rate, body_size, scheme, secret),
+        Some(Command::Dev(DevCommand::Bare { port })) => crate::loadgen::serve_bare(std::net::SocketAddr::from(([127, 0, 0, 1], port)))
+            .map(|_| ExitCode::SUCCESS)
+            .map_err(|e| anyhow!(e)),
         Some(Command::Jobs(args)) => jobs(&cli.common, args),
         Some(Command::Resend(args)) => resend(&cli.common, args),
         Some(Command::Export(args)) => export(&cli.common, args),
@@ -1008,6 +1050,42 @@ fn probe(common: &Common, args: ProbeArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn load(
+    url: String,
+    connections: usize,
+    seconds: u64,
+    rate: u64,
+    body_size: usize,
+    scheme: Option<String>,
+    secret: Option<String>,
+) -> anyhow::Result<ExitCode> {
+    let signing = match (scheme, secret) {
+        (Some(name), Some(secret)) => match Scheme::preset(&name) {
+            Some(scheme) => Some((scheme, Secret::new(secret))),
+            None => return usage(format!("unknown scheme \"{name}\"")),
+        },
+        _ => None,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the event loop")?;
+    let report = runtime
+        .block_on(crate::loadgen::run(crate::loadgen::LoadOptions {
+            url,
+            connections,
+            duration: std::time::Duration::from_secs(seconds),
+            rate,
+            body_size,
+            signing,
+        }))
+        .map_err(|e| anyhow!(e))?;
+    println!("{}", serde_json::to_string(&report)?);
+    Ok(ExitCode::SUCCESS)
 }
 
 fn seed(common: &Common, count: usize) -> anyhow::Result<ExitCode> {

@@ -12,6 +12,7 @@ pub mod diagnose;
 pub mod engine;
 pub mod export;
 pub mod filter;
+pub mod loadgen;
 pub mod pretty;
 pub mod receiver;
 pub mod report;

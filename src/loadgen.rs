@@ -1,0 +1,177 @@
+//! Load for the benchmarks (`hookscope dev load`, `hookscope dev bare`): a client that sends
+//! correctly signed deliveries over many keep-alive connections and measures what comes back,
+//! and a bare axum server that answers 200 without checking or storing, to compare against.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::scheme::{Scheme, Secret};
+
+/// What a load run measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadReport {
+    /// Requests sent.
+    pub sent: u64,
+    /// Answered 2xx.
+    pub acknowledged: u64,
+    /// Answered otherwise.
+    pub refused: u64,
+    /// No answer (connection error, timeout).
+    pub errors: u64,
+    /// Wall time of the run, seconds.
+    pub seconds: f64,
+    /// Acknowledged per second.
+    pub per_second: f64,
+    /// Latency percentiles of acknowledged requests, milliseconds.
+    pub p50_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+    /// Slowest.
+    pub max_ms: f64,
+}
+
+/// How to load a receiver.
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    /// Where to send.
+    pub url: String,
+    /// Concurrent connections.
+    pub connections: usize,
+    /// How long.
+    pub duration: Duration,
+    /// Offered rate in requests per second across all connections (0: as fast as possible).
+    pub rate: u64,
+    /// Body size in bytes.
+    pub body_size: usize,
+    /// Sign with this scheme and secret (`None`: unsigned).
+    pub signing: Option<(Scheme, Secret)>,
+}
+
+fn body_of(n: u64, size: usize) -> Vec<u8> {
+    let head = format!("{{\"id\":\"evt_{n}\",\"type\":\"job.completed\",\"data\":{{\"job_id\":\"job_{}\",\"status\":\"completed\",\"pad\":\"", n / 3);
+    let mut body = head.into_bytes();
+    while body.len() + 3 < size {
+        body.push(b'a' + (body.len() % 26) as u8);
+    }
+    body.extend_from_slice(b"\"}}");
+    body
+}
+
+/// Runs the load and reports.
+pub async fn run(options: LoadOptions) -> Result<LoadReport, String> {
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(options.connections)
+        .timeout(Duration::from_secs(30))
+        .build()
+        .map_err(|e| e.to_string())?;
+    let counter = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let deadline = started + options.duration;
+    let per_connection_interval = (options.rate > 0)
+        .then(|| Duration::from_secs_f64(options.connections as f64 / options.rate as f64));
+    let mut tasks = Vec::new();
+    for connection in 0..options.connections {
+        let client = client.clone();
+        let counter = Arc::clone(&counter);
+        let options = options.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            let (mut refused, mut errors, mut sent) = (0u64, 0u64, 0u64);
+            // Spread the connections' first sends over one interval.
+            let mut next = Instant::now()
+                + per_connection_interval.map(|i| i.mul_f64(connection as f64 / options.connections as f64)).unwrap_or_default();
+            while Instant::now() < deadline {
+                if let Some(interval) = per_connection_interval {
+                    let now = Instant::now();
+                    if next > now {
+                        tokio::time::sleep(next - now).await;
+                    }
+                    next += interval;
+                }
+                let n = counter.fetch_add(1, Ordering::Relaxed);
+                let body = body_of(n, options.body_size);
+                let mut request = client.post(&options.url).header("content-type", "application/json");
+                if let Some((scheme, secret)) = &options.signing {
+                    let now = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map(|d| d.as_secs() as i64)
+                        .unwrap_or(0);
+                    match scheme.sign(std::slice::from_ref(secret), &format!("msg_{n}"), now, &body) {
+                        Ok(headers) => {
+                            for h in headers {
+                                request = request.header(h.name, h.value);
+                            }
+                        }
+                        Err(e) => return Err(e.to_string()),
+                    }
+                }
+                let t = Instant::now();
+                sent += 1;
+                match request.body(body).send().await {
+                    Ok(response) => {
+                        let ok = response.status().is_success();
+                        let _ = response.bytes().await;
+                        if ok {
+                            latencies.push(t.elapsed());
+                        } else {
+                            refused += 1;
+                        }
+                    }
+                    Err(_) => errors += 1,
+                }
+            }
+            Ok((latencies, refused, errors, sent))
+        }));
+    }
+    let mut latencies = Vec::new();
+    let (mut refused, mut errors, mut sent) = (0, 0, 0);
+    for task in tasks {
+        let (l, r, e, s) = task.await.map_err(|e| e.to_string())??;
+        latencies.extend(l);
+        refused += r;
+        errors += e;
+        sent += s;
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    latencies.sort();
+    let at = |q: f64| {
+        latencies
+            .get(((latencies.len().max(1) - 1) as f64 * q).round() as usize)
+            .map(|d| d.as_secs_f64() * 1000.0)
+            .unwrap_or(0.0)
+    };
+    Ok(LoadReport {
+        sent,
+        acknowledged: latencies.len() as u64,
+        refused,
+        errors,
+        seconds,
+        per_second: latencies.len() as f64 / seconds,
+        p50_ms: at(0.5),
+        p99_ms: at(0.99),
+        max_ms: at(1.0),
+    })
+}
+
+/// A bare axum server on the receiver's runtime shape (2 workers) that reads each body and
+/// answers 200 without checking or storing: the ceiling hookscope is compared with.
+pub fn serve_bare(addr: SocketAddr) -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| e.to_string())?;
+        eprintln!("listening on http://{}", listener.local_addr().map_err(|e| e.to_string())?);
+        let app = axum::Router::new().fallback(|body: axum::body::Bytes| async move {
+            let _ = body.len();
+            "{\"received\":true}\n"
+        });
+        axum::serve(listener, app).await.map_err(|e| e.to_string())
+    })
+}

@@ -333,6 +333,9 @@ pub struct ListArgs {
     /// How many deliveries (newest first)
     #[arg(long, default_value_t = 50)]
     pub limit: usize,
+    /// Only deliveries matching a filter (the window's language: sig:fail, type:…, free words)
+    #[arg(long, value_name = "EXPR")]
+    pub filter: Option<String>,
 }
 
 /// Exit status for bad usage, as clap uses.
@@ -363,9 +366,11 @@ pub fn main_with_args(cli: Cli) -> ExitCode {
             scheme,
             secret,
         })) => load(url, connections, seconds, rate, body_size, scheme, secret),
-        Some(Command::Dev(DevCommand::Bare { port })) => crate::loadgen::serve_bare(std::net::SocketAddr::from(([127, 0, 0, 1], port)))
-            .map(|_| ExitCode::SUCCESS)
-            .map_err(|e| anyhow!(e)),
+        Some(Command::Dev(DevCommand::Bare { port })) => {
+            crate::loadgen::serve_bare(std::net::SocketAddr::from(([127, 0, 0, 1], port)))
+                .map(|_| ExitCode::SUCCESS)
+                .map_err(|e| anyhow!(e))
+        }
         Some(Command::Jobs(args)) => jobs(&cli.common, args),
         Some(Command::Resend(args)) => resend(&cli.common, args),
         Some(Command::Export(args)) => export(&cli.common, args),
@@ -721,7 +726,21 @@ fn list(common: &Common, args: ListArgs) -> anyhow::Result<ExitCode> {
     let dir = data_dir(common)?;
     let reader = Reader::open(&dir.join(STORE_FILE))?;
     let mut stdout = std::io::stdout().lock();
-    for stored in reader.list(args.limit, None)? {
+    let deliveries = match &args.filter {
+        None => reader.list(args.limit, None)?,
+        Some(expr) => {
+            let filter = match crate::filter::Filter::parse(expr) {
+                Ok(f) => f,
+                Err(e) => return usage(format!("--filter: {e}")),
+            };
+            let mut out = Vec::new();
+            for row in reader.page_tail(&filter, args.limit)?.iter().rev() {
+                out.extend(reader.get(row.id)?);
+            }
+            out
+        }
+    };
+    for stored in deliveries {
         let line = if args.json {
             report::delivery_json(&stored).to_string()
         } else {

@@ -364,16 +364,22 @@ impl Engine {
                     .map_err(|e| e.to_string())
                     .and_then(|f| {
                         let total = self.reader.count_matching(&f).map_err(|e| e.to_string())?;
-                        // `usize::MAX` asks for the last page, whatever the total is now.
-                        let offset = if offset == usize::MAX {
-                            (total.max(0) as usize).saturating_sub(limit)
+                        // `usize::MAX` asks for the last page, whatever the total is now: walked
+                        // from the newest end rather than skipped to with OFFSET.
+                        let (offset, rows) = if offset == usize::MAX {
+                            let rows = self
+                                .reader
+                                .page_tail(&f, limit)
+                                .map_err(|e| e.to_string())?;
+                            ((total.max(0) as usize).saturating_sub(rows.len()), rows)
                         } else {
-                            offset
+                            (
+                                offset,
+                                self.reader
+                                    .page(&f, offset, limit)
+                                    .map_err(|e| e.to_string())?,
+                            )
                         };
-                        let rows = self
-                            .reader
-                            .page(&f, offset, limit)
-                            .map_err(|e| e.to_string())?;
                         Ok((total, offset, rows))
                     });
                 match result {

@@ -140,6 +140,22 @@ impl Filter {
         self.terms.is_empty()
     }
 
+    /// When the filter is free text only: the FTS5 query, so a count can ask the index alone.
+    pub fn text_only(&self) -> Option<String> {
+        let all_text =
+            !self.terms.is_empty() && self.terms.iter().all(|t| matches!(t, Term::Text(_)));
+        all_text.then(|| {
+            self.terms
+                .iter()
+                .filter_map(|t| match t {
+                    Term::Text(text) => Some(fts_phrase(text)),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join(" AND ")
+        })
+    }
+
     /// The SQL condition (for `WHERE`) and its parameters.
     pub fn to_sql(&self) -> (String, Vec<String>) {
         let mut clauses = Vec::new();

@@ -52,7 +52,10 @@ pub struct LoadOptions {
 }
 
 fn body_of(n: u64, size: usize) -> Vec<u8> {
-    let head = format!("{{\"id\":\"evt_{n}\",\"type\":\"job.completed\",\"data\":{{\"job_id\":\"job_{}\",\"status\":\"completed\",\"pad\":\"", n / 3);
+    let head = format!(
+        "{{\"id\":\"evt_{n}\",\"type\":\"job.completed\",\"data\":{{\"job_id\":\"job_{}\",\"status\":\"completed\",\"pad\":\"",
+        n / 3
+    );
     let mut body = head.into_bytes();
     while body.len() + 3 < size {
         body.push(b'a' + (body.len() % 26) as u8);
@@ -83,7 +86,9 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport, String> {
             let (mut refused, mut errors, mut sent) = (0u64, 0u64, 0u64);
             // Spread the connections' first sends over one interval.
             let mut next = Instant::now()
-                + per_connection_interval.map(|i| i.mul_f64(connection as f64 / options.connections as f64)).unwrap_or_default();
+                + per_connection_interval
+                    .map(|i| i.mul_f64(connection as f64 / options.connections as f64))
+                    .unwrap_or_default();
             while Instant::now() < deadline {
                 if let Some(interval) = per_connection_interval {
                     let now = Instant::now();
@@ -94,13 +99,20 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport, String> {
                 }
                 let n = counter.fetch_add(1, Ordering::Relaxed);
                 let body = body_of(n, options.body_size);
-                let mut request = client.post(&options.url).header("content-type", "application/json");
+                let mut request = client
+                    .post(&options.url)
+                    .header("content-type", "application/json");
                 if let Some((scheme, secret)) = &options.signing {
                     let now = std::time::SystemTime::now()
                         .duration_since(std::time::UNIX_EPOCH)
                         .map(|d| d.as_secs() as i64)
                         .unwrap_or(0);
-                    match scheme.sign(std::slice::from_ref(secret), &format!("msg_{n}"), now, &body) {
+                    match scheme.sign(
+                        std::slice::from_ref(secret),
+                        &format!("msg_{n}"),
+                        now,
+                        &body,
+                    ) {
                         Ok(headers) => {
                             for h in headers {
                                 request = request.header(h.name, h.value);
@@ -166,8 +178,13 @@ pub fn serve_bare(addr: SocketAddr) -> Result<(), String> {
         .build()
         .map_err(|e| e.to_string())?;
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| e.to_string())?;
-        eprintln!("listening on http://{}", listener.local_addr().map_err(|e| e.to_string())?);
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| e.to_string())?;
+        eprintln!(
+            "listening on http://{}",
+            listener.local_addr().map_err(|e| e.to_string())?
+        );
         let app = axum::Router::new().fallback(|body: axum::body::Bytes| async move {
             let _ = body.len();
             "{\"received\":true}\n"

@@ -1043,6 +1043,13 @@ impl Reader {
 
     /// How many deliveries match a filter.
     pub fn count_matching(&self, filter: &Filter) -> Result<i64, StoreError> {
+        if let Some(query) = filter.text_only() {
+            // Free text alone: the index knows the count without joining the table.
+            let mut stmt = self.conn.prepare_cached(
+                "SELECT COUNT(*) FROM deliveries_fts WHERE deliveries_fts MATCH ?1",
+            )?;
+            return Ok(stmt.query_row(params![query], |r| r.get(0))?);
+        }
         let (condition, params) = filter.to_sql();
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT COUNT(*) FROM deliveries WHERE {condition}"
@@ -1071,58 +1078,54 @@ impl Reader {
             "SELECT id FROM {source} WHERE {condition} ORDER BY id LIMIT ?{} OFFSET ?{n}",
             n - 1
         );
-        let sql = format!(
-            "SELECT id, received_at_ms, method, path, event_type, event_id, job_id, checks_json, body_size, response_status
-             FROM deliveries WHERE id IN ({ids_sql}) ORDER BY id"
-        );
+        let sql =
+            format!("SELECT {LIST_COLUMNS} FROM deliveries WHERE id IN ({ids_sql}) ORDER BY id");
         let mut stmt = self.conn.prepare_cached(&sql)?;
-        let rows = stmt.query_map(rusqlite::params_from_iter(params.iter()), |row| {
-            Ok((
-                row.get::<_, i64>(0)?,
-                row.get::<_, i64>(1)?,
-                row.get::<_, String>(2)?,
-                row.get::<_, String>(3)?,
-                row.get::<_, Option<String>>(4)?,
-                row.get::<_, Option<String>>(5)?,
-                row.get::<_, Option<String>>(6)?,
-                row.get::<_, String>(7)?,
-                row.get::<_, i64>(8)?,
-                row.get::<_, i64>(9)?,
-            ))
-        })?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (
-                id,
-                received_at_ms,
-                method,
-                path,
-                event_type,
-                event_id,
-                job_id,
-                checks_json,
-                size,
-                status,
-            ) = row?;
-            let checks =
-                serde_json::from_str::<Checks>(&checks_json).map_err(|e| StoreError::Damaged {
-                    id,
-                    what: format!("its checks cannot be decoded: {e}"),
-                })?;
-            out.push(ListRow {
-                id,
-                received_at_ms,
-                method,
-                path,
-                event_type,
-                event_id,
-                job_id,
-                checks,
-                body_size: size.max(0) as u64,
-                response_status: status.clamp(0, u16::MAX as i64) as u16,
-            });
+        let rows = stmt.query_map(rusqlite::params_from_iter(params.iter()), raw_list_row)?;
+        rows.map(|row| list_row(row?)).collect()
+    }
+
+    /// The last `limit` rows of the filtered list, oldest first: walked from the newest end, so
+    /// the tail of a long history costs the same as its head (no OFFSET).
+    pub fn page_tail(&self, filter: &Filter, limit: usize) -> Result<Vec<ListRow>, StoreError> {
+        let ids: Vec<i64> = match filter.text_only() {
+            Some(query) => {
+                let mut stmt = self.conn.prepare_cached(
+                    "SELECT rowid FROM deliveries_fts WHERE deliveries_fts MATCH ?1 ORDER BY rowid DESC LIMIT ?2",
+                )?;
+                let rows = stmt.query_map(params![query, limit as i64], |r| r.get(0))?;
+                rows.collect::<Result<_, _>>()?
+            }
+            None => {
+                let (condition, mut params) = filter.to_sql();
+                params.push(limit.to_string());
+                let source = if filter.is_empty() {
+                    "deliveries INDEXED BY deliveries_by_id"
+                } else {
+                    "deliveries"
+                };
+                let sql = format!(
+                    "SELECT id FROM {source} WHERE {condition} ORDER BY id DESC LIMIT ?{}",
+                    params.len()
+                );
+                let mut stmt = self.conn.prepare_cached(&sql)?;
+                let rows =
+                    stmt.query_map(rusqlite::params_from_iter(params.iter()), |r| r.get(0))?;
+                rows.collect::<Result<_, _>>()?
+            }
+        };
+        if ids.is_empty() {
+            return Ok(Vec::new());
         }
-        Ok(out)
+        // The ids are integers this function just read: safe to inline.
+        let list: Vec<String> = ids.iter().map(i64::to_string).collect();
+        let sql = format!(
+            "SELECT {LIST_COLUMNS} FROM deliveries WHERE id IN ({}) ORDER BY id",
+            list.join(",")
+        );
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt.query_map([], raw_list_row)?;
+        rows.map(|row| list_row(row?)).collect()
     }
 
     /// The position of a delivery in the filtered list (for keeping a selection in view).
@@ -1227,6 +1230,57 @@ impl Reader {
             })
         }
     }
+}
+
+const LIST_COLUMNS: &str = "id, received_at_ms, method, path, event_type, event_id, job_id, checks_json, body_size, response_status";
+
+type RawListRow = (
+    i64,
+    i64,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    String,
+    i64,
+    i64,
+);
+
+fn raw_list_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawListRow> {
+    Ok((
+        row.get(0)?,
+        row.get(1)?,
+        row.get(2)?,
+        row.get(3)?,
+        row.get(4)?,
+        row.get(5)?,
+        row.get(6)?,
+        row.get(7)?,
+        row.get(8)?,
+        row.get(9)?,
+    ))
+}
+
+fn list_row(raw: RawListRow) -> Result<ListRow, StoreError> {
+    let (id, received_at_ms, method, path, event_type, event_id, job_id, checks_json, size, status) =
+        raw;
+    let checks = serde_json::from_str::<Checks>(&checks_json).map_err(|e| StoreError::Damaged {
+        id,
+        what: format!("its checks cannot be decoded: {e}"),
+    })?;
+    Ok(ListRow {
+        id,
+        received_at_ms,
+        method,
+        path,
+        event_type,
+        event_id,
+        job_id,
+        checks,
+        body_size: size.max(0) as u64,
+        response_status: status.clamp(0, u16::MAX as i64) as u16,
+    })
 }
 
 type RowResult = Result<StoredDelivery, StoreError>;

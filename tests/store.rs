@@ -145,3 +145,27 @@ fn maintenance_rechecks_deletes_clears_and_retains() {
     assert_eq!(status_word(&again.checks.duplicate.status), "first");
     reader.integrity_check().expect("integrity");
 }
+
+#[test]
+fn the_tail_walked_from_the_newest_end_equals_the_last_page() {
+    let (_dir, _store, reader) = seeded(300);
+    for text in [
+        "",
+        "sig:fail",
+        "needs_review",
+        "type:job.failed dup:yes",
+        "path:/hooks/ocr seed",
+    ] {
+        let filter = Filter::parse(text).expect("filter");
+        let total = reader.count_matching(&filter).expect("count") as usize;
+        let tail = reader.page_tail(&filter, 7).expect("tail");
+        let page = reader
+            .page(&filter, total.saturating_sub(7), 7)
+            .expect("page");
+        assert_eq!(
+            tail.iter().map(|r| r.id).collect::<Vec<_>>(),
+            page.iter().map(|r| r.id).collect::<Vec<_>>(),
+            "{text}"
+        );
+    }
+}

@@ -101,6 +101,10 @@ const MIGRATIONS: &[&str] = &[
         error TEXT
     );
     CREATE INDEX attempts_by_delivery ON attempts(delivery_id, id);",
+    // v4: the text index is filled by the writer when it is idle, behind the deliveries; this
+    // row says how far it got (every earlier delivery was indexed when it was written).
+    "CREATE TABLE fts_state (last_id INTEGER NOT NULL);
+    INSERT INTO fts_state SELECT COALESCE(MAX(id), 0) FROM deliveries;",
 ];
 
 /// Rebuilds the jobs table from the deliveries (after deletions).
@@ -618,6 +622,12 @@ fn open_connection(path: &Path, read_only: bool) -> Result<Connection, StoreErro
             .map_err(open_err)?;
         conn.pragma_update(None, "synchronous", "FULL")
             .map_err(open_err)?;
+        // The writer touches ten indexes and the text index per delivery: keep their hot pages
+        // in memory (64 MiB), and checkpoint the log in larger, rarer steps.
+        conn.pragma_update(None, "cache_size", -65_536)
+            .map_err(open_err)?;
+        conn.pragma_update(None, "wal_autocheckpoint", 8_192)
+            .map_err(open_err)?;
     }
     Ok(conn)
 }
@@ -648,10 +658,40 @@ fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Rows indexed per idle step of the writer.
+const INDEX_CHUNK: usize = 512;
+/// Beyond this many deliveries not yet in the text index, the writer indexes a little after every
+/// batch even when busy, so a sustained load cannot starve the index.
+const INDEX_BACKLOG: i64 = 20_000;
+
 fn writer_loop(mut conn: Connection, mut receiver: mpsc::Receiver<WriteJob>) {
     let mut pending = None;
+    // Acknowledging comes first: the text index is derived data, filled when the queue is
+    // empty (milliseconds behind when idle).
+    let mut backlog = index_backlog(&conn).unwrap_or(0);
     loop {
-        let Some(first) = pending.take().or_else(|| receiver.blocking_recv()) else {
+        let next = match pending.take() {
+            Some(job) => Some(job),
+            None => match receiver.try_recv() {
+                Ok(job) => Some(job),
+                Err(mpsc::error::TryRecvError::Disconnected) => None,
+                Err(mpsc::error::TryRecvError::Empty) => {
+                    if backlog > 0 {
+                        match index_pending(&mut conn, INDEX_CHUNK) {
+                            Ok(n) if n > 0 => {
+                                backlog = backlog.saturating_sub(n as i64);
+                                continue;
+                            }
+                            _ => backlog = 0,
+                        }
+                    }
+                    receiver.blocking_recv()
+                }
+            },
+        };
+        let Some(first) = next else {
+            // Closing: index what is left, so the next start finds it done.
+            while index_pending(&mut conn, INDEX_CHUNK).is_ok_and(|n| n > 0) {}
             break;
         };
         let (record, reply) = match first {
@@ -665,9 +705,14 @@ fn writer_loop(mut conn: Connection, mut receiver: mpsc::Receiver<WriteJob>) {
                 continue;
             }
             WriteJob::InsertMany { records, reply } => {
+                // Bulk writes (imports, seeding) are searchable as soon as they are answered.
                 let refs: Vec<&NewRecord> = records.iter().collect();
                 let result = write_batch(&mut conn, &refs)
                     .map(|stored| stored.len())
+                    .and_then(|n| {
+                        while index_pending(&mut conn, INDEX_CHUNK * 8)? > 0 {}
+                        Ok(n)
+                    })
                     .map_err(|e| StoreError::Write(e.to_string()));
                 let _ = reply.send(result);
                 continue;
@@ -686,6 +731,12 @@ fn writer_loop(mut conn: Connection, mut receiver: mpsc::Receiver<WriteJob>) {
             }
         }
         let records: Vec<&NewRecord> = batch.iter().map(|(record, _)| record.as_ref()).collect();
+        backlog += records.len() as i64;
+        if backlog > INDEX_BACKLOG
+            && let Ok(n) = index_pending(&mut conn, records.len())
+        {
+            backlog -= n as i64;
+        }
         match write_batch(&mut conn, &records) {
             Ok(stored) => {
                 for ((_, reply), stored) in batch.into_iter().zip(stored) {
@@ -704,6 +755,51 @@ fn writer_loop(mut conn: Connection, mut receiver: mpsc::Receiver<WriteJob>) {
             }
         }
     }
+}
+
+/// How many deliveries are not yet in the text index.
+fn index_backlog(conn: &Connection) -> Result<i64, rusqlite::Error> {
+    conn.query_row(
+        "SELECT COALESCE((SELECT MAX(id) FROM deliveries), 0) - (SELECT last_id FROM fts_state)",
+        [],
+        |r| r.get(0),
+    )
+}
+
+/// Adds up to `max` deliveries not yet in the text index; returns how many.
+fn index_pending(conn: &mut Connection, max: usize) -> Result<usize, rusqlite::Error> {
+    let tx = conn.transaction()?;
+    let last: i64 = tx.query_row("SELECT last_id FROM fts_state", [], |r| r.get(0))?;
+    let mut done = 0;
+    let mut newest = last;
+    {
+        let mut select = tx.prepare_cached(
+            "SELECT id, path, headers, body FROM deliveries WHERE id > ?1 ORDER BY id LIMIT ?2",
+        )?;
+        let mut insert = tx.prepare_cached(
+            "INSERT INTO deliveries_fts (rowid, path, headers, body) VALUES (?1, ?2, ?3, ?4)",
+        )?;
+        let mut rows = select.query(params![last, max as i64])?;
+        while let Some(row) = rows.next()? {
+            let id: i64 = row.get(0)?;
+            let path: String = row.get(1)?;
+            let headers = decode_headers(&row.get::<_, Vec<u8>>(2)?).unwrap_or_default();
+            let body: Vec<u8> = row.get(3)?;
+            insert.execute(params![
+                id,
+                path,
+                searchable_headers(&headers),
+                searchable_body(&body)
+            ])?;
+            newest = id;
+            done += 1;
+        }
+    }
+    if done > 0 {
+        tx.execute("UPDATE fts_state SET last_id = ?1", params![newest])?;
+    }
+    tx.commit()?;
+    Ok(done)
 }
 
 fn maintain(conn: &mut Connection, task: &Maintenance) -> Result<usize, rusqlite::Error> {
@@ -759,6 +855,7 @@ fn maintain(conn: &mut Connection, task: &Maintenance) -> Result<usize, rusqlite
             tx.execute("DELETE FROM event_ids", [])?;
             tx.execute("DELETE FROM jobs", [])?;
             tx.execute("DELETE FROM attempts", [])?;
+            tx.execute("UPDATE fts_state SET last_id = 0", [])?;
             n
         }
         Maintenance::Retain {
@@ -819,14 +916,11 @@ fn write_batch(
              ON CONFLICT (job_id) DO UPDATE SET last_seen_ms = MAX(last_seen_ms, ?2),
                  first_seen_ms = MIN(first_seen_ms, ?2), last_delivery_id = ?3, deliveries = deliveries + 1",
         )?;
-        let mut add_fts = tx.prepare_cached(
-            "INSERT INTO deliveries_fts (rowid, path, headers, body) VALUES (?1, ?2, ?3, ?4)",
-        )?;
         let mut add_event = tx.prepare_cached(
             "INSERT INTO event_ids (endpoint, event_id, first_delivery_id) VALUES (?1, ?2, ?3)",
         )?;
         let next_id: i64 =
-            tx.query_row("SELECT COALESCE(MAX(id), 0) + 1 FROM deliveries", [], |r| {
+            tx.query_row("SELECT MAX(COALESCE((SELECT MAX(id) FROM deliveries), 0), (SELECT last_id FROM fts_state)) + 1", [], |r| {
                 r.get(0)
             })?;
         for (offset, record) in records.iter().enumerate() {
@@ -896,12 +990,6 @@ fn write_batch(
             if let Some(job) = &evaluation.job {
                 upsert_job.execute(params![job.job_id, d.received_at_ms, id])?;
             }
-            add_fts.execute(params![
-                id,
-                d.path,
-                searchable_headers(d),
-                searchable_body(d)
-            ])?;
             stored.push(StoredDelivery {
                 id,
                 delivery: record.delivery.clone(),
@@ -924,9 +1012,9 @@ fn write_batch(
 /// The most of a body the free-text index holds.
 const FTS_BODY_LIMIT: usize = 64 * 1024;
 
-fn searchable_headers(delivery: &Delivery) -> String {
+fn searchable_headers(headers: &[crate::delivery::Header]) -> String {
     let mut text = String::new();
-    for h in &delivery.headers {
+    for h in headers {
         text.push_str(&h.name);
         text.push_str(": ");
         text.push_str(&h.value_lossy());
@@ -935,8 +1023,8 @@ fn searchable_headers(delivery: &Delivery) -> String {
     text
 }
 
-fn searchable_body(delivery: &Delivery) -> Option<String> {
-    let head = &delivery.body[..delivery.body.len().min(FTS_BODY_LIMIT)];
+fn searchable_body(body: &[u8]) -> Option<String> {
+    let head = &body[..body.len().min(FTS_BODY_LIMIT)];
     match std::str::from_utf8(head) {
         Ok(text) => Some(text.to_string()),
         // Cut inside a character: keep the valid part.

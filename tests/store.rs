@@ -169,3 +169,21 @@ fn the_tail_walked_from_the_newest_end_equals_the_last_page() {
         );
     }
 }
+
+#[test]
+fn single_deliveries_become_searchable_once_the_writer_is_idle() {
+    let (_dir, store, reader) = seeded(0);
+    let writer = store.writer();
+    let stored = writer.insert_blocking(seed::record(7)).expect("insert");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while count(&reader, "needs_review") == 0 {
+        assert!(std::time::Instant::now() < deadline, "never indexed");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // A deleted newest id is never given to another delivery (its text would be lost).
+    writer
+        .maintain_blocking(Maintenance::Delete(vec![stored.id]))
+        .expect("delete");
+    let next = writer.insert_blocking(seed::record(8)).expect("insert");
+    assert!(next.id > stored.id);
+}

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # hookscope's performance figures, side by side with a bare axum server, in one run.
-#   bench/run.sh [SECONDS]   (default 10 s per load phase)
+#   bench/run.sh [SECONDS]            (default 10 s per load phase)
+#   MILLION=1 bench/run.sh            also loads `listen` up to 1,000,000 stored deliveries and
+#                                     reads its RSS there (a few minutes)
+# The window's figures at 1,000,000 deliveries are bench/gui.sh.
 # Prints each figure beside its target. Needs only the Rust toolchain and curl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,10 +48,22 @@ latency=$($bin dev load --url "http://127.0.0.1:$port/hooks" --connections 64 --
 big=$(head -c $((10 * 1024 * 1024)) /dev/zero | tr '\0' 'a' > "$work/big.json"; \
   curl -s -o /dev/null -w '%{time_total}' --data-binary @"$work/big.json" "http://127.0.0.1:$port/hooks/big")
 rss_after=$(rss_mib "$listen_pid")
-kill -INT "$listen_pid"; sleep 1
+rss_million=skipped
+if [ -n "${MILLION:-}" ]; then
+  # Keep loading until the store holds a million deliveries, then read the RSS again.
+  while :; do
+    n=$($bin --data-dir "$work/store" list --json --limit 1 | python3 -c "import json,sys; print(json.load(sys.stdin)['id'])")
+    [ "$n" -ge 1000000 ] && break
+    $bin dev load --url "http://127.0.0.1:$port/hooks" --connections 64 --seconds 20 \
+      --scheme standard-webhooks --secret "$secret" >/dev/null
+  done
+  rss_million=$(rss_mib "$listen_pid")
+fi
+kill -INT "$listen_pid"; sleep 2
 stored=$($bin --data-dir "$work/store" list --json --limit 1 | python3 -c "import json,sys; print(json.load(sys.stdin)['id'])")
 count() { echo "$1" | field acknowledged | cut -d. -f1; }
 acked=$(( $(count "$warm") + $(count "$ingest") + $(count "$latency") + 1 ))
+[ -n "${MILLION:-}" ] && acked="(million phase: see stored)"
 
 bare_rate=$(echo "$bare" | field per_second)
 rate=$(echo "$ingest" | field per_second)
@@ -61,6 +76,7 @@ printf '%-44s %-14s %s\n' "p50 / max ack at 2,000/s (ms)" "$(echo "$latency" | f
 printf '%-44s %-14s %s\n' "10 MiB body acknowledged in (s)" "$big" "<= 0.2"
 printf '%-44s %-14s %s\n' "stored / acknowledged (incl. warm-up, 10 MiB)" "$stored / $acked" "equal: nothing lost"
 printf '%-44s %-14s %s\n' "listen RSS after warm-up -> after load (MiB)" "$rss_1k -> $rss_after" "growth within 100 MiB"
+printf '%-44s %-14s %s\n' "listen RSS at 1,000,000 stored (MiB)" "$rss_million" "within 100 MiB of warm-up (MILLION=1)"
 echo
 echo "raw: bare=$bare"
 echo "raw: ingest=$ingest"

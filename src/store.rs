@@ -659,7 +659,7 @@ fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {
 }
 
 /// Rows indexed per idle step of the writer.
-const INDEX_CHUNK: usize = 512;
+const INDEX_CHUNK: usize = 64;
 /// Beyond this many deliveries not yet in the text index, the writer indexes a little after every
 /// batch even when busy, so a sustained load cannot starve the index.
 const INDEX_BACKLOG: i64 = 20_000;

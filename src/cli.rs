@@ -753,13 +753,6 @@ fn list(common: &Common, args: ListArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
 fn jobs(common: &Common, args: JobsArgs) -> anyhow::Result<ExitCode> {
     let dir = data_dir(common)?;
     let file = load_config(common, &dir)?;
@@ -779,8 +772,12 @@ fn jobs(common: &Common, args: JobsArgs) -> anyhow::Result<ExitCode> {
         if deliveries.is_empty() {
             return usage(format!("no job \"{job_id}\" in the store"));
         }
-        let timeline =
-            crate::timeline::analyze(&job_id, deliveries, now_ms(), stuck_ms(stuck_after_mins));
+        let timeline = crate::timeline::analyze(
+            &job_id,
+            deliveries,
+            crate::now_ms(),
+            stuck_ms(stuck_after_mins),
+        );
         if json {
             writeln!(stdout, "{}", serde_json::to_string(&timeline)?)?;
         } else {
@@ -788,7 +785,7 @@ fn jobs(common: &Common, args: JobsArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let now = now_ms();
+    let now = crate::now_ms();
     for job_id in reader.recent_jobs(&args.prefix, args.limit)? {
         let timeline = crate::timeline::analyze(
             &job_id,
@@ -964,7 +961,7 @@ fn resend(common: &Common, args: ResendArgs) -> anyhow::Result<ExitCode> {
         new_id: args.new_id,
         body,
     };
-    let now = now_ms() / 1000;
+    let now = crate::now_ms() / 1000;
     let outgoing = crate::send::prepare_resend(&stored, &options, now)?;
     let client = crate::send::Client::new(std::time::Duration::from_secs(args.timeout_secs))?;
     let store = Store::open(&dir.join(STORE_FILE))?;

@@ -401,7 +401,7 @@ impl Engine {
                 limit,
             } => {
                 let stuck_after_ms = self.config.jobs.stuck_after_ms();
-                let now = now_secs() * 1000;
+                let now = (crate::now_ms() / 1000) * 1000;
                 let result = self.reader.recent_jobs(&prefix, limit).and_then(|ids| {
                     let total = self.reader.count_jobs()?;
                     let jobs = ids
@@ -536,7 +536,8 @@ impl Engine {
             new_id,
             body,
         };
-        let outgoing = match crate::send::prepare_resend(&stored, &options, now_secs()) {
+        let outgoing = match crate::send::prepare_resend(&stored, &options, crate::now_ms() / 1000)
+        {
             Ok(o) => o,
             Err(e) => return self.emit(Event::Error(e.to_string())),
         };
@@ -772,7 +773,7 @@ impl Engine {
             max_count: retention
                 .max_deliveries
                 .map(|n| n.min(i64::MAX as u64) as i64),
-            now_ms: now_secs() * 1000,
+            now_ms: (crate::now_ms() / 1000) * 1000,
         };
         match self.store.writer().maintain_blocking(task) {
             Ok(0) => {}
@@ -817,7 +818,7 @@ impl Engine {
             )));
         };
         self.test_counter += 1;
-        let now = now_secs();
+        let now = crate::now_ms() / 1000;
         let n = format!("{now}_{}", self.test_counter);
         let body = format!(
             r#"{{"id":"evt_test_{n}","type":"job.completed","created_at":{now},"data":{{"job_id":"job_test_{n}","status":"completed","result_url":"https://example.com/results/job_test_{n}"}}}}"#
@@ -839,13 +840,6 @@ impl Engine {
             ))),
         }
     }
-}
-
-fn now_secs() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
 }
 
 /// A Standard Webhooks style secret: `whsec_` and 32 random bytes in base64.

@@ -21,3 +21,11 @@ pub mod seed;
 pub mod send;
 pub mod store;
 pub mod timeline;
+
+/// The wall clock in Unix milliseconds (0 if the clock is before 1970).
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}

@@ -198,13 +198,6 @@ pub fn is_loopback(ip: IpAddr) -> bool {
     ip.is_loopback()
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
 enum BodyOutcome {
     Whole(Vec<u8>),
     TooLarge { seen: u64, declared: bool },
@@ -254,7 +247,7 @@ async fn handle(
     request: Request,
 ) -> Response {
     let started = Instant::now();
-    let received_at_ms = now_ms();
+    let received_at_ms = crate::now_ms();
     let settings = match shared.settings.read() {
         Ok(guard) => Arc::clone(&guard),
         Err(poisoned) => Arc::clone(&poisoned.into_inner()),

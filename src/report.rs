@@ -233,6 +233,11 @@ pub fn timeline_text(timeline: &crate::timeline::JobTimeline) -> String {
     out
 }
 
+/// `1st`, `2nd`, `3rd`, `11th`…
+pub fn ordinal(n: usize) -> String {
+    format!("{n}{}", ordinal_suffix(n))
+}
+
 fn ordinal_suffix(n: usize) -> &'static str {
     match (n % 10, n % 100) {
         (1, 11) | (2, 12) | (3, 13) => "th",

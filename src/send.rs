@@ -113,7 +113,7 @@ impl Client {
                 .map_err(|e| SendError::Build(format!("header {}: {e}", h.name)))?;
             headers.append(name, value);
         }
-        let sent_at_ms = now_ms();
+        let sent_at_ms = crate::now_ms();
         let started = Instant::now();
         let result = self
             .inner
@@ -166,13 +166,6 @@ impl Client {
         attempt.latency_ms = started.elapsed().as_millis() as u64;
         Ok(attempt)
     }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 /// A fresh event id: `msg_` and 16 random hex digits.
@@ -388,7 +381,7 @@ pub async fn probe(
     body: Option<Vec<u8>>,
 ) -> Result<ProbeReport, SendError> {
     check_url(url)?;
-    let now = now_ms() / 1000;
+    let now = crate::now_ms() / 1000;
     let template_id = "msg_probe_template";
     let base_body = body.unwrap_or_else(|| sample_body(template_id, now));
     let original_id = serde_json::from_slice::<serde_json::Value>(&base_body)

@@ -434,7 +434,7 @@ fn timeline_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, job: &JobTimeline) {
                 d.event_id.as_deref().unwrap_or("-"),
                 d.created_at_ms.map(rfc3339_ms).unwrap_or_else(|| "unknown".into()),
                 rfc3339_ms(d.received_at_ms),
-                ordinal(rank),
+                hookscope::report::ordinal(rank),
                 d.signature,
                 d.timestamp,
                 d.duplicate
@@ -479,15 +479,4 @@ fn spread(xs: &mut [(i64, f32)], left: f32, right: f32, gap: f32) {
     for x in xs.iter_mut() {
         x.1 = x.1.max(left);
     }
-}
-
-fn ordinal(n: usize) -> String {
-    let suffix = match (n % 10, n % 100) {
-        (1, 11) | (2, 12) | (3, 13) => "th",
-        (1, _) => "st",
-        (2, _) => "nd",
-        (3, _) => "rd",
-        _ => "th",
-    };
-    format!("{n}{suffix}")
 }

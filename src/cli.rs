@@ -66,7 +66,7 @@ pub enum Command {
     Import(ImportArgs),
     /// Run the receiver checklist against a handler: exit 0 only when every case passes
     Probe(ProbeArgs),
-    /// Developer tools: seed a store with synthetic deliveries for benchmarks
+    /// Developer tools for benchmarks: seed a store, load a receiver, run a bare server to compare
     #[command(subcommand)]
     Dev(DevCommand),
 }
@@ -345,12 +345,10 @@ const EXIT_USAGE: u8 = 2;
 pub fn main_with_args(cli: Cli) -> ExitCode {
     let result = match cli.command {
         None => {
-            // The desktop window arrives with the GUI; until then, say what there is.
+            // The binary opens the window itself when no command is given; a library caller
+            // without one gets the help.
             use clap::CommandFactory as _;
             let _ = Cli::command().print_help();
-            eprintln!(
-                "\nhookscope: the desktop window is not built yet; run `hookscope listen` for the headless receiver."
-            );
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Listen(args)) => listen(&cli.common, args),

@@ -199,10 +199,11 @@ impl DuplicateCheck {
 /// Runs the signature and timestamp checks and extracts the event facts. `now_secs` is the
 /// time of receipt in Unix seconds.
 pub fn evaluate(delivery: &Delivery, endpoint: &Endpoint, now_secs: i64) -> Evaluation {
-    evaluate_with(delivery, endpoint, &[], now_secs)
+    evaluate_with(delivery, endpoint, &endpoint.other_secrets, now_secs)
 }
 
-/// [`evaluate`], with the other endpoints' secrets for the diagnosis of a failed signature.
+/// [`evaluate`], with other secrets to try in the diagnosis of a failed signature than the
+/// endpoint's `other_secrets`.
 pub fn evaluate_with(
     delivery: &Delivery,
     endpoint: &Endpoint,

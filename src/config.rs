@@ -235,6 +235,9 @@ pub struct Endpoint {
     pub respond_delay_ms: u64,
     /// Where the job facts are in a body, when not the defaults.
     pub job_pointers: crate::checks::JobPointers,
+    /// The other endpoints' secrets, labelled, for the diagnosis of a failed signature
+    /// ("another endpoint's secret"); computed once when the settings are resolved.
+    pub other_secrets: std::sync::Arc<[crate::diagnose::LabelledSecret]>,
 }
 
 impl Endpoint {
@@ -248,6 +251,7 @@ impl Endpoint {
             respond_status: 200,
             respond_delay_ms: 0,
             job_pointers: crate::checks::JobPointers::default(),
+            other_secrets: std::sync::Arc::from(Vec::new()),
         }
     }
 
@@ -336,6 +340,13 @@ impl Settings {
             endpoints.push(Endpoint::catch_all());
         }
         endpoints.sort_by_key(|e| std::cmp::Reverse(e.path.trim_end_matches('/').len()));
+        let others: Vec<std::sync::Arc<[crate::diagnose::LabelledSecret]>> = endpoints
+            .iter()
+            .map(|e| std::sync::Arc::from(other_secrets(&endpoints, &e.path)))
+            .collect();
+        for (endpoint, others) in endpoints.iter_mut().zip(others) {
+            endpoint.other_secrets = others;
+        }
         Ok(Settings {
             endpoints,
             body_limit: file.receiver.body_limit_bytes.unwrap_or(DEFAULT_BODY_LIMIT),
@@ -352,23 +363,21 @@ impl Settings {
     }
 }
 
-impl Settings {
-    /// Every secret of the endpoints other than the one at `path`, labelled with where it comes
-    /// from, for the diagnosis of a failed signature ("another endpoint's secret").
-    pub fn other_secrets(&self, path: &str) -> Vec<crate::diagnose::LabelledSecret> {
-        self.endpoints
-            .iter()
-            .filter(|e| e.path != path)
-            .flat_map(|e| {
-                e.secrets.iter().enumerate().map(move |(i, secret)| {
-                    crate::diagnose::LabelledSecret {
-                        label: format!("secret #{} of endpoint {}", i + 1, e.path),
-                        secret: secret.clone(),
-                    }
+/// Every secret of the endpoints other than the one at `path`, labelled with where it comes from.
+fn other_secrets(endpoints: &[Endpoint], path: &str) -> Vec<crate::diagnose::LabelledSecret> {
+    endpoints
+        .iter()
+        .filter(|e| e.path != path)
+        .flat_map(|e| {
+            e.secrets
+                .iter()
+                .enumerate()
+                .map(move |(i, secret)| crate::diagnose::LabelledSecret {
+                    label: format!("secret #{} of endpoint {}", i + 1, e.path),
+                    secret: secret.clone(),
                 })
-            })
-            .collect()
-    }
+        })
+        .collect()
 }
 
 fn catch_all_ref() -> &'static Endpoint {
@@ -446,6 +455,7 @@ fn resolve_endpoint(file: &ConfigFile, config: &EndpointConfig) -> Result<Endpoi
             status: config.status_pointer.clone(),
             created_at: config.created_at_pointer.clone(),
         },
+        other_secrets: std::sync::Arc::from(Vec::new()),
     })
 }
 
@@ -653,6 +663,27 @@ mod tests {
         assert_eq!(scheme.signature_header, "x-acme-signature");
         assert_eq!(scheme.event_id_header.as_deref(), Some("x-acme-event-id"));
         assert_eq!(endpoint.secrets.len(), 2);
+    }
+
+    #[test]
+    fn each_endpoint_knows_the_other_endpoints_secrets_for_the_diagnosis() {
+        let file = parse(
+            "[[endpoint]]\npath = \"/a\"\nsecrets = [\"sa\"]\n[[endpoint]]\npath = \"/b\"\nsecrets = [\"sb1\", \"sb2\"]\n",
+        )
+        .expect("valid");
+        let settings = Settings::resolve(&file, &Overrides::default()).expect("resolves");
+        let labels: Vec<String> = settings
+            .endpoint_for("/a")
+            .other_secrets
+            .iter()
+            .map(|s| s.label.clone())
+            .collect();
+        assert_eq!(
+            labels,
+            ["secret #1 of endpoint /b", "secret #2 of endpoint /b"]
+        );
+        assert_eq!(settings.endpoint_for("/b").other_secrets.len(), 1);
+        assert_eq!(settings.endpoint_for("/elsewhere").other_secrets.len(), 3);
     }
 
     #[test]

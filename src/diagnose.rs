@@ -120,7 +120,7 @@ mod cause_code {
 }
 
 /// A secret from elsewhere in the configuration, with a label saying where.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LabelledSecret {
     /// Where it comes from: `secret #2 of endpoint /hooks/acme`.
     pub label: String,

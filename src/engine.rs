@@ -734,11 +734,9 @@ impl Engine {
         };
         let settings = self.current_settings();
         let endpoint = settings.endpoint_for(&stored.delivery.path);
-        let others = settings.other_secrets(&endpoint.path);
-        let evaluation = checks::evaluate_with(
+        let evaluation = checks::evaluate(
             &stored.delivery,
             endpoint,
-            &others,
             stored.delivery.received_at_ms.div_euclid(1000),
         );
         let task = Maintenance::Recheck {

@@ -450,13 +450,8 @@ pub fn import_records(
         .enumerate()
         .map(|(n, request)| {
             let endpoint = settings.endpoint_for(&request.delivery.path);
-            let others = settings.other_secrets(&endpoint.path);
-            let evaluation = crate::checks::evaluate_with(
-                &request.delivery,
-                endpoint,
-                &others,
-                request.delivery.received_at_ms.div_euclid(1000),
-            );
+            let evaluation =
+                crate::checks::evaluate(&request.delivery, endpoint, request.delivery.received_at_ms.div_euclid(1000));
             crate::store::NewRecord {
                 delivery: request.delivery,
                 endpoint: endpoint.path.clone(),

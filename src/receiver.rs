@@ -253,7 +253,7 @@ async fn handle(
         Err(poisoned) => Arc::clone(&poisoned.into_inner()),
     };
     let (parts, body) = request.into_parts();
-    let endpoint = settings.endpoint_for(parts.uri.path()).clone();
+    let endpoint = settings.endpoint_for(parts.uri.path());
     let limit = settings.body_limit;
 
     let declared_len = parts
@@ -320,14 +320,14 @@ async fn handle(
         body_complete,
         remote_addr: Some(peer.to_string()),
     };
-    let others = settings.other_secrets(&endpoint.path);
     let now_secs = received_at_ms.div_euclid(1000);
     // A failed signature is diagnosed by re-computing it many ways; over a large body that is
     // real CPU work, so it leaves the async workers free.
     let evaluation = if delivery.body.len() > 64 * 1024 {
-        let endpoint = endpoint.clone();
+        let settings = Arc::clone(&settings);
         match tokio::task::spawn_blocking(move || {
-            let evaluation = checks::evaluate_with(&delivery, &endpoint, &others, now_secs);
+            let endpoint = settings.endpoint_for(&delivery.path);
+            let evaluation = checks::evaluate(&delivery, endpoint, now_secs);
             (delivery, evaluation)
         })
         .await
@@ -346,7 +346,7 @@ async fn handle(
             }
         }
     } else {
-        checks::evaluate_with(&delivery, &endpoint, &others, now_secs)
+        checks::evaluate(&delivery, endpoint, now_secs)
     };
     let (forced_status, note) = match (forced_status, shared.controls.take_failure()) {
         (None, Some(left)) => (

@@ -338,6 +338,32 @@ pub struct ListArgs {
     pub filter: Option<String>,
 }
 
+/// A mistake in the command line: reported in one sentence, exit status 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct UsageError(String);
+
+/// A scheme by name (a `[[scheme]]` of the config, else a preset), or a usage error.
+fn scheme_named(file: &ConfigFile, name: &str) -> anyhow::Result<crate::scheme::Scheme> {
+    config::find_scheme(file, name)?.ok_or_else(|| {
+        UsageError(format!(
+            "unknown scheme \"{name}\": use a preset ({}) or a [[scheme]] from the config",
+            config::preset_names()
+        ))
+        .into()
+    })
+}
+
+/// The bytes of a `--body-file`, or a usage error naming the file.
+fn body_file(path: Option<&Path>) -> anyhow::Result<Option<Vec<u8>>> {
+    path.map(|path| {
+        std::fs::read(path).map_err(|e| {
+            UsageError(format!("cannot read --body-file {}: {e}", path.display())).into()
+        })
+    })
+    .transpose()
+}
+
 /// Exit status for bad usage, as clap uses.
 const EXIT_USAGE: u8 = 2;
 
@@ -377,6 +403,10 @@ pub fn main_with_args(cli: Cli) -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        Err(err) if err.downcast_ref::<UsageError>().is_some() => {
+            eprintln!("hookscope: {err}");
+            ExitCode::from(EXIT_USAGE)
+        }
         Err(err) => {
             eprintln!("hookscope: {err:#}");
             ExitCode::FAILURE
@@ -567,12 +597,7 @@ fn verify(common: &Common, args: VerifyArgs) -> anyhow::Result<ExitCode> {
         .clone()
         .or_else(|| loaded.as_ref().and_then(|l| l.scheme.clone()))
         .unwrap_or_default();
-    let Some(scheme) = config::find_scheme(&file, &scheme_name)? else {
-        return usage(format!(
-            "unknown scheme \"{scheme_name}\": use a preset ({}) or a [[scheme]] from the config",
-            config::preset_names()
-        ));
-    };
+    let scheme = scheme_named(&file, &scheme_name)?;
     if let Some(loaded) = loaded {
         let secrets: Vec<Secret> =
             if args.secrets.is_empty() {
@@ -619,10 +644,7 @@ fn verify(common: &Common, args: VerifyArgs) -> anyhow::Result<ExitCode> {
                 .context("cannot read the body from stdin")?;
             bytes
         }
-        (None, Some(path)) => match std::fs::read(path) {
-            Ok(bytes) => bytes,
-            Err(e) => return usage(format!("cannot read --body-file {}: {e}", path.display())),
-        },
+        (None, Some(path)) => body_file(Some(path))?.unwrap_or_default(),
         (None, None) => return usage("give the body with --data or --body-file".into()),
     };
     let (path, query) = match &args.url {
@@ -812,18 +834,11 @@ fn export(common: &Common, args: ExportArgs) -> anyhow::Result<ExitCode> {
             "--redact changes the body, so the captured signature would no longer verify: add --resign-with-test-secret".into(),
         );
     }
-    let scheme = match &args.scheme {
-        Some(name) => match config::find_scheme(&file, name)? {
-            Some(scheme) => Some(scheme),
-            None => {
-                return usage(format!(
-                    "unknown scheme \"{name}\": use a preset ({})",
-                    config::preset_names()
-                ));
-            }
-        },
-        None => None,
-    };
+    let scheme = args
+        .scheme
+        .as_deref()
+        .map(|name| scheme_named(&file, name))
+        .transpose()?;
     let mut selected = Vec::new();
     if let Some(expr) = &args.filter {
         let filter = match crate::filter::Filter::parse(expr) {
@@ -947,13 +962,7 @@ fn resend(common: &Common, args: ResendArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
-    let body = match &args.body_file {
-        Some(path) => match std::fs::read(path) {
-            Ok(bytes) => Some(bytes),
-            Err(e) => return usage(format!("cannot read --body-file {}: {e}", path.display())),
-        },
-        None => None,
-    };
+    let body = body_file(args.body_file.as_deref())?;
     let options = crate::send::ResendOptions {
         resign,
         new_id: args.new_id,
@@ -1006,20 +1015,8 @@ fn resend(common: &Common, args: ResendArgs) -> anyhow::Result<ExitCode> {
 fn probe(common: &Common, args: ProbeArgs) -> anyhow::Result<ExitCode> {
     let dir = data_dir(common)?;
     let file = load_config(common, &dir)?;
-    let Some(scheme) = config::find_scheme(&file, &args.scheme)? else {
-        return usage(format!(
-            "unknown scheme \"{}\": use a preset ({})",
-            args.scheme,
-            config::preset_names()
-        ));
-    };
-    let body = match &args.body_file {
-        Some(path) => match std::fs::read(path) {
-            Ok(bytes) => Some(bytes),
-            Err(e) => return usage(format!("cannot read --body-file {}: {e}", path.display())),
-        },
-        None => None,
-    };
+    let scheme = scheme_named(&file, &args.scheme)?;
+    let body = body_file(args.body_file.as_deref())?;
     let secrets: Vec<Secret> = args.secrets.iter().map(Secret::new).collect();
     let client = crate::send::Client::new(std::time::Duration::from_secs(args.timeout_secs))?;
     let report = match small_runtime()?.block_on(crate::send::probe(

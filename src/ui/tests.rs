@@ -669,3 +669,42 @@ fn ctrl_click_selects_several_and_export_writes_their_fixtures() {
         assert!(!text.contains(SECRET), "{name}");
     }
 }
+
+#[test]
+fn the_fail_next_switch_answers_500_to_the_next_deliveries_then_recovers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut harness = harness(dir.path());
+    let addr = receiver_addr(&mut harness);
+    harness.get_by_label("Endpoints & secrets").click();
+    harness.run_steps(2);
+    harness.state_mut().fail_count = 2;
+    harness.get_by_label("Arm").click();
+    harness.run_steps(2);
+    assert!(harness.query_by_label("2 left to fail").is_some());
+    let statuses: Vec<u16> = (0..3)
+        .map(|n| {
+            post_signed(
+                addr,
+                "/hooks/retry",
+                &format!("msg_{n}"),
+                r#"{"type":"job.completed"}"#,
+                false,
+            )
+        })
+        .collect();
+    assert_eq!(statuses, [500, 500, 200]);
+    wait_until(&mut harness, "three rows", |h| h.state().list.total == 3);
+    let answered: Vec<u16> = harness
+        .state()
+        .list
+        .rows
+        .iter()
+        .map(|r| r.response_status)
+        .collect();
+    assert_eq!(
+        answered,
+        [500, 500, 200],
+        "what hookscope answered is what it recorded"
+    );
+    assert!(harness.query_by_label("2 left to fail").is_none());
+}

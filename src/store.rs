@@ -105,6 +105,13 @@ const MIGRATIONS: &[&str] = &[
     // row says how far it got (every earlier delivery was indexed when it was written).
     "CREATE TABLE fts_state (last_id INTEGER NOT NULL);
     INSERT INTO fts_state SELECT COALESCE(MAX(id), 0) FROM deliveries;",
+    // v5: identifiers such as job_8f3a or msg-12 are one token each, so searching one is a
+    // single-term lookup rather than a phrase over every position of its parts. The writer
+    // rebuilds the index behind the deliveries, as it fills it for new ones.
+    "DROP TABLE deliveries_fts;
+    CREATE VIRTUAL TABLE deliveries_fts USING fts5(path, headers, body, content='', contentless_delete=1,
+        tokenize = \"unicode61 tokenchars '_-'\");
+    UPDATE fts_state SET last_id = 0;",
 ];
 
 /// Rebuilds the jobs table from the deliveries (after deletions).

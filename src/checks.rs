@@ -210,20 +210,18 @@ pub fn evaluate_with(
     others: &[LabelledSecret],
     now_secs: i64,
 ) -> Evaluation {
-    let configured = endpoint.scheme.clone();
+    let configured = endpoint.scheme.as_ref();
     let detected = if configured.is_none() {
         scheme::detect(delivery)
     } else {
         None
     };
-    let active = configured.as_ref().or(detected.as_ref());
+    let active = configured.or(detected.as_ref());
     let body_json = delivery.body_json();
 
     // A detected scheme is verified when the endpoint has secrets: adding the provider's secret
     // is enough, choosing the scheme by name is optional.
-    let verify_with = configured
-        .as_ref()
-        .or(detected.as_ref().filter(|_| !endpoint.secrets.is_empty()));
+    let verify_with = configured.or(detected.as_ref().filter(|_| !endpoint.secrets.is_empty()));
     let signature = if !delivery.body_complete {
         SignatureCheck {
             status: SignatureStatus::Skipped,

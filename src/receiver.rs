@@ -193,11 +193,6 @@ impl Drop for Receiver {
     }
 }
 
-/// Whether an address is loopback only (the safe default).
-pub fn is_loopback(ip: IpAddr) -> bool {
-    ip.is_loopback()
-}
-
 enum BodyOutcome {
     Whole(Vec<u8>),
     TooLarge { seen: u64, declared: bool },

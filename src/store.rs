@@ -114,11 +114,6 @@ const MIGRATIONS: &[&str] = &[
     UPDATE fts_state SET last_id = 0;",
 ];
 
-/// Rebuilds the jobs table from the deliveries (after deletions).
-const REBUILD_JOBS: &str = "DELETE FROM jobs;
-    INSERT INTO jobs SELECT job_id, MIN(received_at_ms), MAX(received_at_ms), MAX(id), COUNT(*)
-        FROM deliveries WHERE job_id IS NOT NULL GROUP BY job_id;";
-
 /// Errors from the store.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -844,16 +839,34 @@ fn maintain(conn: &mut Connection, task: &Maintenance) -> Result<usize, rusqlite
             params![id, status, note],
         )?,
         Maintenance::Delete(ids) => {
+            let mut job_of = tx.prepare_cached("SELECT job_id FROM deliveries WHERE id = ?1")?;
             let mut delete = tx.prepare_cached("DELETE FROM deliveries WHERE id = ?1")?;
             let mut delete_fts =
                 tx.prepare_cached("DELETE FROM deliveries_fts WHERE rowid = ?1")?;
+            let mut jobs: Vec<String> = Vec::new();
             let mut n = 0;
             for id in ids {
+                if let Some(Some(job)) = job_of
+                    .query_row(params![id], |r| r.get::<_, Option<String>>(0))
+                    .optional()?
+                {
+                    jobs.push(job);
+                }
                 n += delete.execute(params![id])?;
                 delete_fts.execute(params![id])?;
             }
-            drop((delete, delete_fts));
-            tx.execute_batch(REBUILD_JOBS)?;
+            // Only the jobs of the deleted deliveries change: recount those, not the history.
+            jobs.sort();
+            jobs.dedup();
+            let mut forget = tx.prepare_cached("DELETE FROM jobs WHERE job_id = ?1")?;
+            let mut recount = tx.prepare_cached(
+                "INSERT INTO jobs SELECT job_id, MIN(received_at_ms), MAX(received_at_ms), MAX(id), COUNT(*)
+                 FROM deliveries WHERE job_id = ?1 GROUP BY job_id",
+            )?;
+            for job in &jobs {
+                forget.execute(params![job])?;
+                recount.execute(params![job])?;
+            }
             n
         }
         Maintenance::Clear => {
@@ -893,7 +906,22 @@ fn maintain(conn: &mut Connection, task: &Maintenance) -> Result<usize, rusqlite
                 "DELETE FROM deliveries_fts WHERE rowid <= ?1",
                 params![cutoff_id],
             )?;
-            tx.execute("DELETE FROM deliveries WHERE id <= ?1", params![cutoff_id])?
+            // The jobs that lose deliveries are recounted from what remains (or forgotten).
+            tx.execute_batch(
+                "CREATE TEMP TABLE IF NOT EXISTS touched_jobs (job_id TEXT PRIMARY KEY);
+                 DELETE FROM touched_jobs;",
+            )?;
+            tx.execute(
+                "INSERT OR IGNORE INTO touched_jobs SELECT job_id FROM deliveries WHERE id <= ?1 AND job_id IS NOT NULL",
+                params![cutoff_id],
+            )?;
+            let n = tx.execute("DELETE FROM deliveries WHERE id <= ?1", params![cutoff_id])?;
+            tx.execute_batch(
+                "DELETE FROM jobs WHERE job_id IN (SELECT job_id FROM touched_jobs);
+                 INSERT INTO jobs SELECT job_id, MIN(received_at_ms), MAX(received_at_ms), MAX(id), COUNT(*)
+                     FROM deliveries WHERE job_id IN (SELECT job_id FROM touched_jobs) GROUP BY job_id;",
+            )?;
+            n
         }
     };
     tx.commit()?;

@@ -108,7 +108,8 @@ fn maintenance_rechecks_deletes_clears_and_retains() {
     );
     assert_eq!(count(&reader, "sig:fail"), 4);
 
-    // Delete: gone from the table and from free text.
+    // Delete: gone from the table and from free text; their job is recounted.
+    assert_eq!(reader.job_deliveries("job_0000000").expect("job").len(), 5);
     assert_eq!(
         writer
             .maintain_blocking(Maintenance::Delete(vec![1, 2, 3]))
@@ -117,6 +118,8 @@ fn maintenance_rechecks_deletes_clears_and_retains() {
     );
     assert_eq!(count(&reader, ""), 97);
     assert_eq!(count(&reader, "seed"), 97);
+    assert_eq!(reader.job_deliveries("job_0000000").expect("job").len(), 2);
+    assert_eq!(reader.count_jobs().expect("jobs"), 20);
 
     // Retention by count keeps the newest.
     let task = Maintenance::Retain {
@@ -128,6 +131,11 @@ fn maintenance_rechecks_deletes_clears_and_retains() {
     let kept = reader.page(&Filter::default(), 0, 100).expect("page");
     assert_eq!(kept.first().map(|r| r.id), Some(91));
     assert_eq!(count(&reader, "seed"), 10);
+    // Jobs whose deliveries are all gone are gone too.
+    assert_eq!(
+        reader.recent_jobs("", 100).expect("jobs"),
+        ["job_0000019", "job_0000018"]
+    );
 
     // Retention by age: everything is older than "now + 1 day" minus 1 ms.
     let task = Maintenance::Retain {

@@ -58,6 +58,40 @@ pub fn status_word<T: Serialize>(status: &T) -> String {
         .unwrap_or_default()
 }
 
+impl SignatureStatus {
+    /// The word the JSON uses, without a serde round trip (the store writes it per delivery).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SignatureStatus::Pass => "pass",
+            SignatureStatus::Fail => "fail",
+            SignatureStatus::Skipped => "skipped",
+        }
+    }
+}
+
+impl TimestampStatus {
+    /// The word the JSON uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimestampStatus::Pass => "pass",
+            TimestampStatus::Warn => "warn",
+            TimestampStatus::Fail => "fail",
+            TimestampStatus::Skipped => "skipped",
+        }
+    }
+}
+
+impl DuplicateStatus {
+    /// The word the JSON uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DuplicateStatus::First => "first",
+            DuplicateStatus::Duplicate => "duplicate",
+            DuplicateStatus::Skipped => "skipped",
+        }
+    }
+}
+
 /// The signature check's result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SignatureCheck {
@@ -694,6 +728,32 @@ fn clocks(timestamp_secs: i64, now_secs: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn status_words_match_their_json() {
+        for s in [
+            SignatureStatus::Pass,
+            SignatureStatus::Fail,
+            SignatureStatus::Skipped,
+        ] {
+            assert_eq!(s.as_str(), status_word(&s));
+        }
+        for s in [
+            TimestampStatus::Pass,
+            TimestampStatus::Warn,
+            TimestampStatus::Fail,
+            TimestampStatus::Skipped,
+        ] {
+            assert_eq!(s.as_str(), status_word(&s));
+        }
+        for s in [
+            DuplicateStatus::First,
+            DuplicateStatus::Duplicate,
+            DuplicateStatus::Skipped,
+        ] {
+            assert_eq!(s.as_str(), status_word(&s));
+        }
+    }
 
     #[test]
     fn durations_read_like_people_say_them() {

@@ -12,9 +12,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, OpenFlags, OptionalExtension as _, params};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::checks::{
-    Checks, DuplicateCheck, DuplicateStatus, Evaluation, JobRef, SignatureStatus, status_word,
-};
+use crate::checks::{Checks, DuplicateCheck, DuplicateStatus, Evaluation, JobRef, SignatureStatus};
 use crate::delivery::{Delivery, decode_headers, encode_headers};
 use crate::filter::Filter;
 
@@ -829,7 +827,7 @@ fn maintain(conn: &mut Connection, task: &Maintenance) -> Result<usize, rusqlite
                         .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
                     tx.execute(
                         "UPDATE deliveries SET scheme = ?2, sig_status = ?3, ts_status = ?4, checks_json = ?5 WHERE id = ?1",
-                        params![id, scheme, status_word(&checks.signature.status), status_word(&checks.timestamp.status), json],
+                        params![id, scheme, checks.signature.status.as_str(), checks.timestamp.status.as_str(), json],
                     )?
                 }
             }
@@ -1012,9 +1010,9 @@ fn write_batch(
                 evaluation.event_type,
                 evaluation.job.as_ref().map(|j| j.job_id.clone()),
                 evaluation.job.as_ref().and_then(|j| j.status.clone()),
-                status_word(&checks.signature.status),
-                status_word(&checks.timestamp.status),
-                status_word(&checks.duplicate.status),
+                checks.signature.status.as_str(),
+                checks.timestamp.status.as_str(),
+                checks.duplicate.status.as_str(),
                 checks.duplicate.first_id,
                 checks_json,
                 record.response_status,
@@ -1334,7 +1332,7 @@ impl Reader {
     pub fn count_duplicates(&self, status: DuplicateStatus) -> Result<i64, StoreError> {
         Ok(self.conn.query_row(
             "SELECT COUNT(*) FROM deliveries WHERE dup_status = ?1",
-            params![status_word(&status)],
+            params![status.as_str()],
             |r| r.get(0),
         )?)
     }

@@ -11,7 +11,7 @@ count=${1:-1000000}
 dir=${2:-/tmp/hookscope-bench-$count}
 cargo build --release --quiet
 if [ ! -f "$dir/hookscope.sqlite" ]; then
-  ./target/release/hookscope --data-dir "$dir" dev seed --count "$count"
+  ./target/release/hookscope-dev --data-dir "$dir" seed --count "$count"
 fi
 du -h "$dir/hookscope.sqlite"
 HOOKSCOPE_BENCH_DIR="$dir" cargo test --release --quiet --bin hookscope -- --ignored --nocapture bench_gui 2>&1 \

@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-10}
 cargo build --release --quiet
 bin=target/release/hookscope
+dev=target/release/hookscope-dev
 secret=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
 work=$(mktemp -d)
 pids=()
@@ -30,8 +31,8 @@ rss_mib() { echo $(( $(awk '/VmRSS/ {print $2}' "/proc/$1/status") / 1024 )); }
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {print int($2/1048576)}' /proc/meminfo) GiB; $(date -u +%Y-%m-%dT%H:%MZ)"
 
 # 1. The ceiling: a bare axum server answering 200 without checking or storing.
-$bin dev bare --port 0 2>"$work/bare.log" & pids+=($!)
-bare=$($bin dev load --url "http://127.0.0.1:$(port_of "$work/bare.log")/hooks" --connections 64 --seconds "$secs" \
+$dev bare --port 0 2>"$work/bare.log" & pids+=($!)
+bare=$($dev load --url "http://127.0.0.1:$(port_of "$work/bare.log")/hooks" --connections 64 --seconds "$secs" \
   --scheme standard-webhooks --secret "$secret")
 kill "${pids[-1]}"
 
@@ -39,11 +40,11 @@ kill "${pids[-1]}"
 $bin --data-dir "$work/store" listen --port 0 --scheme standard-webhooks --secret "$secret" >/dev/null 2>"$work/listen.log" & pids+=($!)
 listen_pid=${pids[-1]}
 port=$(port_of "$work/listen.log")
-warm=$($bin dev load --url "http://127.0.0.1:$port/hooks" --connections 8 --seconds 2 --scheme standard-webhooks --secret "$secret")
+warm=$($dev load --url "http://127.0.0.1:$port/hooks" --connections 8 --seconds 2 --scheme standard-webhooks --secret "$secret")
 rss_1k=$(rss_mib "$listen_pid")
-ingest=$($bin dev load --url "http://127.0.0.1:$port/hooks" --connections 64 --seconds "$secs" \
+ingest=$($dev load --url "http://127.0.0.1:$port/hooks" --connections 64 --seconds "$secs" \
   --scheme standard-webhooks --secret "$secret")
-latency=$($bin dev load --url "http://127.0.0.1:$port/hooks" --connections 64 --seconds "$secs" --rate 2000 \
+latency=$($dev load --url "http://127.0.0.1:$port/hooks" --connections 64 --seconds "$secs" --rate 2000 \
   --scheme standard-webhooks --secret "$secret")
 big=$(head -c $((10 * 1024 * 1024)) /dev/zero | tr '\0' 'a' > "$work/big.json"; \
   curl -s -o /dev/null -w '%{time_total}' --data-binary @"$work/big.json" "http://127.0.0.1:$port/hooks/big")
@@ -54,7 +55,7 @@ if [ -n "${MILLION:-}" ]; then
   while :; do
     n=$($bin --data-dir "$work/store" list --json --limit 1 | python3 -c "import json,sys; print(json.load(sys.stdin)['id'])")
     [ "$n" -ge 1000000 ] && break
-    $bin dev load --url "http://127.0.0.1:$port/hooks" --connections 64 --seconds 20 \
+    $dev load --url "http://127.0.0.1:$port/hooks" --connections 64 --seconds 20 \
       --scheme standard-webhooks --secret "$secret" >/dev/null
   done
   rss_million=$(rss_mib "$listen_pid")

@@ -4,10 +4,10 @@
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use hookscope::checks;
-use hookscope::config::Endpoint;
-use hookscope::delivery::{Delivery, Header};
-use hookscope::scheme::{Scheme, Secret};
+use hookscope::domain::checks;
+use hookscope::domain::delivery::{Delivery, Header};
+use hookscope::domain::endpoint::Endpoint;
+use hookscope::domain::scheme::{Scheme, Secret};
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::scheme::{Encoding, Family, Scheme, Secret};
+use crate::domain::endpoint::Endpoint;
+use crate::domain::scheme::{Encoding, Family, Scheme, Secret};
 
 /// The default body-size limit: 10 MiB.
 pub const DEFAULT_BODY_LIMIT: usize = 10 * 1024 * 1024;
@@ -218,57 +219,6 @@ impl EndpointConfig {
     }
 }
 
-/// A resolved endpoint, as the receiver and the checks use it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Endpoint {
-    /// The path prefix.
-    pub path: String,
-    /// The scheme, or `None` to detect it from the headers.
-    pub scheme: Option<Scheme>,
-    /// Secrets to try, in order.
-    pub secrets: Vec<Secret>,
-    /// Tolerance override in seconds.
-    pub tolerance_secs: Option<u64>,
-    /// The status to answer with.
-    pub respond_status: u16,
-    /// The delay before answering, in milliseconds.
-    pub respond_delay_ms: u64,
-    /// Where the job facts are in a body, when not the defaults.
-    pub job_pointers: crate::checks::JobPointers,
-    /// The other endpoints' secrets, labelled, for the diagnosis of a failed signature
-    /// ("another endpoint's secret"); computed once when the settings are resolved.
-    pub other_secrets: std::sync::Arc<[crate::diagnose::LabelledSecret]>,
-}
-
-impl Endpoint {
-    /// The catch-all endpoint used when nothing is configured: detect, answer 200 at once.
-    pub fn catch_all() -> Self {
-        Self {
-            path: "/".into(),
-            scheme: None,
-            secrets: Vec::new(),
-            tolerance_secs: None,
-            respond_status: 200,
-            respond_delay_ms: 0,
-            job_pointers: crate::checks::JobPointers::default(),
-            other_secrets: std::sync::Arc::from(Vec::new()),
-        }
-    }
-
-    /// Whether this endpoint's prefix covers `path`, on segment boundaries (`/hooks/a` covers
-    /// `/hooks/a` and `/hooks/a/x`, not `/hooks/ab`).
-    pub fn covers(&self, path: &str) -> bool {
-        let prefix = self.path.trim_end_matches('/');
-        if prefix.is_empty() {
-            return true;
-        }
-        path == prefix
-            || path
-                .strip_prefix(prefix)
-                .is_some_and(|rest| rest.starts_with('/'))
-    }
-}
-
 /// What the command line adds on top of the file (`listen --scheme … --secret …`).
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
@@ -316,9 +266,20 @@ impl Settings {
     /// Resolves the file and the command-line overrides. The overrides form (or replace) the
     /// catch-all `/` endpoint; longer prefixes from the file still win for their paths.
     pub fn resolve(file: &ConfigFile, overrides: &Overrides) -> Result<Settings, ConfigError> {
-        let mut endpoints = Vec::new();
+        let mut endpoints: Vec<Endpoint> = Vec::new();
         for config in &file.endpoints {
-            endpoints.push(resolve_endpoint(file, config)?);
+            let endpoint = resolve_endpoint(file, config)?;
+            let prefix = endpoint.path.trim_end_matches('/');
+            if endpoints
+                .iter()
+                .any(|e| e.path.trim_end_matches('/') == prefix)
+            {
+                return Err(ConfigError::InvalidEndpoint {
+                    path: config.path.clone(),
+                    reason: "another [[endpoint]] has the same path".into(),
+                });
+            }
+            endpoints.push(endpoint);
         }
         if !overrides.is_empty() {
             endpoints.retain(|e| !e.path.trim_end_matches('/').is_empty());
@@ -340,7 +301,7 @@ impl Settings {
             endpoints.push(Endpoint::catch_all());
         }
         endpoints.sort_by_key(|e| std::cmp::Reverse(e.path.trim_end_matches('/').len()));
-        let others: Vec<std::sync::Arc<[crate::diagnose::LabelledSecret]>> = endpoints
+        let others: Vec<std::sync::Arc<[crate::domain::diagnose::LabelledSecret]>> = endpoints
             .iter()
             .map(|e| std::sync::Arc::from(other_secrets(&endpoints, &e.path)))
             .collect();
@@ -364,18 +325,20 @@ impl Settings {
 }
 
 /// Every secret of the endpoints other than the one at `path`, labelled with where it comes from.
-fn other_secrets(endpoints: &[Endpoint], path: &str) -> Vec<crate::diagnose::LabelledSecret> {
+fn other_secrets(
+    endpoints: &[Endpoint],
+    path: &str,
+) -> Vec<crate::domain::diagnose::LabelledSecret> {
     endpoints
         .iter()
         .filter(|e| e.path != path)
         .flat_map(|e| {
-            e.secrets
-                .iter()
-                .enumerate()
-                .map(move |(i, secret)| crate::diagnose::LabelledSecret {
+            e.secrets.iter().enumerate().map(move |(i, secret)| {
+                crate::domain::diagnose::LabelledSecret {
                     label: format!("secret #{} of endpoint {}", i + 1, e.path),
                     secret: secret.clone(),
-                })
+                }
+            })
         })
         .collect()
 }
@@ -395,7 +358,7 @@ pub fn find_scheme(file: &ConfigFile, name: &str) -> Result<Option<Scheme>, Conf
 
 /// The preset names, for messages.
 pub fn preset_names() -> String {
-    crate::scheme::presets()
+    crate::domain::scheme::presets()
         .iter()
         .map(|s| s.name.clone())
         .collect::<Vec<_>>()
@@ -419,6 +382,12 @@ fn resolve_endpoint(file: &ConfigFile, config: &EndpointConfig) -> Result<Endpoi
             })?,
         ),
     };
+    if config.secrets.iter().any(|s| s.expose().trim().is_empty()) {
+        return Err(ConfigError::InvalidEndpoint {
+            path: config.path.clone(),
+            reason: "a secret is empty".into(),
+        });
+    }
     let respond_status = config.respond_status.unwrap_or(200);
     if !(100..=599).contains(&respond_status) {
         return Err(ConfigError::InvalidEndpoint {
@@ -450,7 +419,7 @@ fn resolve_endpoint(file: &ConfigFile, config: &EndpointConfig) -> Result<Endpoi
         tolerance_secs: config.tolerance_secs,
         respond_status,
         respond_delay_ms: config.respond_delay_ms.unwrap_or(0),
-        job_pointers: crate::checks::JobPointers {
+        job_pointers: crate::domain::job::JobPointers {
             job_id: config.job_id_pointer.clone(),
             status: config.status_pointer.clone(),
             created_at: config.created_at_pointer.clone(),

@@ -7,25 +7,25 @@
 //! are not sent one by one: the engine bumps [`EngineHandle::latest_id`] and the window asks for
 //! the rows it shows.
 
-use std::io::{Read as _, Write as _};
-use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::mpsc::{Receiver as StdReceiver, RecvTimeoutError, SyncSender, sync_channel};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
-
-use crate::checks;
-use crate::config::{self, ConfigFile, EndpointConfig, Overrides, Settings};
-use crate::filter::Filter;
-use crate::receiver::{Receiver, SharedSettings};
-use crate::scheme::{Scheme, Secret};
-use crate::store::{ListRow, Maintenance, Reader, Store, StoredDelivery};
-
-/// The path prefix of the endpoint the "Send a test delivery" button creates and uses.
-pub const TEST_ENDPOINT: &str = "/hookscope-test";
+use crate::app::export::ExportRequest;
+use crate::app::paths::STORE_FILE;
+use crate::app::probe::ProbeRequest;
+use crate::app::resend::ResendRequest;
+use crate::app::{self, AppError};
+use crate::config::{self, ConfigFile, Overrides, Settings};
+use crate::domain::attempt::Attempt;
+use crate::domain::clock::now_ms;
+use crate::domain::timeline::JobTimeline;
+use crate::net::probe::ProbeReport;
+use crate::net::receiver::{Controls, Receiver, SharedSettings};
+use crate::store::{ListRow, Reader, Store, StoredDelivery};
 
 /// What the window asks of the engine.
 #[derive(Debug, Clone)]
@@ -58,47 +58,16 @@ pub enum Command {
         limit: usize,
     },
     /// Send a stored delivery again to a handler.
-    Resend {
-        /// The delivery.
-        id: i64,
-        /// The handler's URL.
-        url: String,
-        /// `Some((scheme, secrets))` to re-sign with a fresh timestamp.
-        resign: Option<(String, Vec<String>)>,
-        /// Give the event a new id.
-        new_id: bool,
-        /// A replacement body.
-        body: Option<Vec<u8>>,
-    },
+    Resend(ResendRequest),
     /// The outbound attempts made from a delivery.
     Attempts {
         /// The delivery.
         id: i64,
     },
     /// Run the receiver checklist against a handler.
-    Probe {
-        /// The handler's URL.
-        url: String,
-        /// The scheme it verifies.
-        scheme: String,
-        /// Its secrets.
-        secrets: Vec<String>,
-    },
+    Probe(ProbeRequest),
     /// Write deliveries to a file or directory.
-    Export {
-        /// The deliveries.
-        ids: Vec<i64>,
-        /// The format.
-        format: crate::export::Format,
-        /// Re-sign fixtures with a generated test secret.
-        resign_with_test_secret: bool,
-        /// JSON pointers to redact in fixtures.
-        redact: Vec<String>,
-        /// Write example tests beside fixtures.
-        snippets: bool,
-        /// Where.
-        out: PathBuf,
-    },
+    Export(ExportRequest),
     /// Import the requests of a HAR file.
     ImportHar {
         /// The file.
@@ -175,17 +144,17 @@ pub enum Event {
         /// How many jobs the store knows in all.
         total: usize,
         /// The timelines.
-        jobs: Vec<crate::timeline::JobTimeline>,
+        jobs: Vec<JobTimeline>,
     },
     /// The attempts of a delivery (after [`Command::Attempts`] or a resend).
     Attempts {
         /// The delivery.
         delivery_id: i64,
         /// Oldest first.
-        attempts: Vec<crate::store::Attempt>,
+        attempts: Vec<Attempt>,
     },
     /// A probe's report, or why it could not run.
-    Probed(Result<Box<crate::send::ProbeReport>, String>),
+    Probed(Result<Box<ProbeReport>, String>),
     /// The position of a delivery for [`Command::Locate`] (`None`: not under this filter).
     Located {
         /// The delivery.
@@ -217,7 +186,7 @@ pub struct EngineHandle {
     /// The id of the newest stored delivery; the window re-queries when it changes.
     pub latest_id: Arc<AtomicI64>,
     /// The receiver's switches (forward, mirror, fail next N), flipped directly by the window.
-    pub controls: Arc<crate::receiver::Controls>,
+    pub controls: Arc<Controls>,
     /// The config as loaded at start.
     pub config: ConfigFile,
     /// The data directory.
@@ -265,19 +234,18 @@ struct Engine {
     waker: Waker,
     latest_id: Arc<AtomicI64>,
     test_counter: u64,
-    controls: Arc<crate::receiver::Controls>,
+    controls: Arc<Controls>,
 }
 
 /// Opens the store and the config, starts the engine thread and the receiver.
 pub fn spawn(options: EngineOptions, waker: Waker) -> anyhow::Result<EngineHandle> {
     let config = config::load_file(&options.config_path)?;
     let settings = Settings::resolve(&config, &Overrides::default())?;
-    let (store, recovered) =
-        Store::open_or_recover(&options.data_dir.join(crate::cli::STORE_FILE))?;
+    let (store, recovered) = Store::open_or_recover(&options.data_dir.join(STORE_FILE))?;
     let reader = store.reader()?;
     let latest = reader.list(1, None)?.first().map(|d| d.id).unwrap_or(0);
     let latest_id = Arc::new(AtomicI64::new(latest));
-    let controls = Arc::new(crate::receiver::Controls::default());
+    let controls = Arc::new(Controls::default());
     let (command_tx, command_rx) = sync_channel(256);
     let (event_tx, event_rx) = sync_channel(1024);
     if let Some(sentence) = recovered {
@@ -299,10 +267,7 @@ pub fn spawn(options: EngineOptions, waker: Waker) -> anyhow::Result<EngineHandl
         test_counter: 0,
         controls: Arc::clone(&controls),
     };
-    let port = options
-        .port
-        .or(config.receiver.port)
-        .unwrap_or(config::DEFAULT_PORT);
+    let port = app::paths::port(options.port, &config);
     std::thread::Builder::new()
         .name("hookscope-engine".into())
         .spawn(move || {
@@ -345,6 +310,14 @@ impl Engine {
         (self.waker)();
     }
 
+    /// Emits the event a result makes, or the error's sentence.
+    fn emit_result<T>(&self, result: Result<T, AppError>, event: impl FnOnce(T) -> Event) {
+        match result {
+            Ok(value) => self.emit(event(value)),
+            Err(e) => self.emit(Event::Error(e.to_string())),
+        }
+    }
+
     fn handle(&mut self, command: Command) {
         match command {
             Command::StartReceiver { port } => self.start_receiver(port),
@@ -359,124 +332,90 @@ impl Engine {
                 filter,
                 offset,
                 limit,
-            } => {
-                let result = Filter::parse(&filter)
-                    .map_err(|e| e.to_string())
-                    .and_then(|f| {
-                        let total = self.reader.count_matching(&f).map_err(|e| e.to_string())?;
-                        // `usize::MAX` asks for the last page, whatever the total is now: walked
-                        // from the newest end rather than skipped to with OFFSET.
-                        let (offset, rows) = if offset == usize::MAX {
-                            let rows = self
-                                .reader
-                                .page_tail(&f, limit)
-                                .map_err(|e| e.to_string())?;
-                            ((total.max(0) as usize).saturating_sub(rows.len()), rows)
-                        } else {
-                            (
-                                offset,
-                                self.reader
-                                    .page(&f, offset, limit)
-                                    .map_err(|e| e.to_string())?,
-                            )
-                        };
-                        Ok((total, offset, rows))
-                    });
-                match result {
-                    Ok((total, offset, rows)) => self.emit(Event::Page {
-                        generation,
-                        offset,
-                        total: total.max(0) as usize,
-                        rows,
-                    }),
-                    Err(message) => self.emit(Event::QueryFailed {
-                        generation,
-                        message,
-                    }),
-                }
-            }
+            } => match app::list::page(&self.reader, &filter, offset, limit) {
+                Ok(page) => self.emit(Event::Page {
+                    generation,
+                    offset: page.offset,
+                    total: page.total,
+                    rows: page.rows,
+                }),
+                Err(e) => self.emit(Event::QueryFailed {
+                    generation,
+                    message: inner_sentence(e),
+                }),
+            },
             Command::Jobs {
                 generation,
                 prefix,
                 limit,
             } => {
-                let stuck_after_ms = self.config.jobs.stuck_after_ms();
-                let now = (crate::now_ms() / 1000) * 1000;
-                let result = self.reader.recent_jobs(&prefix, limit).and_then(|ids| {
-                    let total = self.reader.count_jobs()?;
-                    let jobs = ids
-                        .iter()
-                        .map(|id| {
-                            let deliveries = self.reader.job_deliveries(id)?;
-                            Ok(crate::timeline::analyze(
-                                id,
-                                deliveries,
-                                now,
-                                stuck_after_ms,
-                            ))
-                        })
-                        .collect::<Result<Vec<_>, crate::store::StoreError>>()?;
-                    Ok((total, jobs))
+                let stuck_after_ms = app::jobs::stuck_after_ms(None, &self.config);
+                let now = (now_ms() / 1000) * 1000;
+                let result = app::jobs::recent(&self.reader, &prefix, limit, now, stuck_after_ms)
+                    .and_then(|jobs| Ok((app::jobs::count(&self.reader)?, jobs)));
+                self.emit_result(result, |(total, jobs)| Event::Jobs {
+                    generation,
+                    total,
+                    jobs,
                 });
-                match result {
-                    Ok((total, jobs)) => self.emit(Event::Jobs {
-                        generation,
-                        total: total.max(0) as usize,
-                        jobs,
-                    }),
+            }
+            Command::Resend(request) => self.resend(request),
+            Command::Attempts { id } => {
+                let result = self.reader.attempts_for(id).map_err(AppError::from);
+                self.emit_result(result, |attempts| Event::Attempts {
+                    delivery_id: id,
+                    attempts,
+                });
+            }
+            Command::Probe(request) => self.probe(request),
+            Command::Export(request) => {
+                match app::export::export(&self.config, &self.reader, &request) {
+                    Ok(exported) => self.emit(Event::Notice(exported.summary())),
+                    Err(e) => self.emit(Event::Error(format!("export failed: {e}"))),
+                }
+            }
+            Command::ImportHar { path } => self.import_har(path),
+            Command::Locate { id, filter } => {
+                let position = app::list::locate(&self.reader, &filter, id);
+                self.emit(Event::Located { id, position });
+            }
+            Command::Load { id } => {
+                let result = app::list::delivery(&self.reader, id).map_err(|e| match e {
+                    AppError::Usage(_) => {
+                        AppError::Usage(format!("delivery #{id} is no longer in the store"))
+                    }
+                    other => other,
+                });
+                self.emit_result(result, |stored| Event::Loaded(Box::new(stored)));
+            }
+            Command::SaveConfig(file) => self.save_config(*file),
+            Command::Recheck { id } => {
+                let settings = self.current_settings();
+                match app::history::recheck(&self.reader, &self.store.writer(), &settings, id) {
+                    Ok(true) => self.emit(Event::Rechecked { id }),
+                    Ok(false) => {}
                     Err(e) => self.emit(Event::Error(e.to_string())),
                 }
             }
-            Command::Resend {
-                id,
-                url,
-                resign,
-                new_id,
-                body,
-            } => self.resend(id, url, resign, new_id, body),
-            Command::Attempts { id } => match self.reader.attempts_for(id) {
-                Ok(attempts) => self.emit(Event::Attempts {
-                    delivery_id: id,
-                    attempts,
-                }),
-                Err(e) => self.emit(Event::Error(e.to_string())),
-            },
-            Command::Probe {
-                url,
-                scheme,
-                secrets,
-            } => self.probe(url, scheme, secrets),
-            Command::Export {
-                ids,
-                format,
-                resign_with_test_secret,
-                redact,
-                snippets,
-                out,
-            } => self.export(ids, format, resign_with_test_secret, redact, snippets, out),
-            Command::ImportHar { path } => self.import_har(path),
-            Command::Locate { id, filter } => {
-                // The rows before it, and whether it is itself under the filter (the count
-                // grows by one past it).
-                let position = Filter::parse(&filter).ok().and_then(|f| {
-                    let before = self.reader.position_of(&f, id).ok()?;
-                    let through = self.reader.position_of(&f, id.saturating_add(1)).ok()?;
-                    (through > before).then_some(before.max(0) as usize)
-                });
-                self.emit(Event::Located { id, position });
-            }
-            Command::Load { id } => match self.reader.get(id) {
-                Ok(Some(stored)) => self.emit(Event::Loaded(Box::new(stored))),
-                Ok(None) => self.emit(Event::Error(format!(
-                    "delivery #{id} is no longer in the store"
-                ))),
-                Err(e) => self.emit(Event::Error(e.to_string())),
-            },
-            Command::SaveConfig(file) => self.save_config(*file),
-            Command::Recheck { id } => self.recheck(id),
             Command::SendTestDelivery => self.send_test_delivery(),
-            Command::Delete(ids) => self.maintain(Maintenance::Delete(ids), "deleted"),
-            Command::ClearHistory => self.maintain(Maintenance::Clear, "cleared"),
+            Command::Delete(ids) => {
+                let done = app::history::delete(&self.store.writer(), ids);
+                self.history_changed(done, "deleted");
+            }
+            Command::ClearHistory => {
+                let done = app::history::clear(&self.store.writer());
+                self.history_changed(done, "cleared");
+            }
+        }
+    }
+
+    fn history_changed(&self, done: Result<usize, AppError>, verb: &str) {
+        match done {
+            Ok(n) => {
+                self.emit(Event::HistoryChanged);
+                self.emit(Event::Notice(format!("{verb} {n} deliveries")));
+            }
+            Err(e) => self.emit(Event::Error(e.to_string())),
         }
     }
 
@@ -490,10 +429,7 @@ impl Engine {
         let spawned = std::thread::Builder::new()
             .name("hookscope-send".into())
             .spawn(move || {
-                let out = match tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                {
+                let out = match app::small_runtime() {
                     Ok(runtime) => work(&runtime),
                     Err(e) => vec![Event::Error(format!("cannot start the sender: {e}"))],
                 };
@@ -507,67 +443,24 @@ impl Engine {
         }
     }
 
-    fn resend(
-        &mut self,
-        id: i64,
-        url: String,
-        resign: Option<(String, Vec<String>)>,
-        new_id: bool,
-        body: Option<Vec<u8>>,
-    ) {
-        let stored = match self.reader.get(id) {
-            Ok(Some(stored)) => stored,
-            Ok(None) => {
-                return self.emit(Event::Error(format!(
-                    "delivery #{id} is no longer in the store"
-                )));
-            }
-            Err(e) => return self.emit(Event::Error(e.to_string())),
-        };
-        let resign = match resign {
-            None => None,
-            Some((name, secrets)) => match config::find_scheme(&self.config, &name) {
-                Ok(Some(scheme)) => Some((scheme, secrets.into_iter().map(Secret::new).collect())),
-                _ => return self.emit(Event::Error(format!("unknown scheme \"{name}\""))),
-            },
-        };
-        let options = crate::send::ResendOptions {
-            resign,
-            new_id,
-            body,
-        };
-        let outgoing = match crate::send::prepare_resend(&stored, &options, crate::now_ms() / 1000)
-        {
-            Ok(o) => o,
+    fn resend(&mut self, request: ResendRequest) {
+        let prepared = match app::resend::prepare(&self.config, &self.reader, &request) {
+            Ok(prepared) => prepared,
             Err(e) => return self.emit(Event::Error(e.to_string())),
         };
         let writer = self.store.writer();
         let path = self.store.path().to_path_buf();
         self.spawn_outbound(move |runtime| {
-            let sent = runtime.block_on(async {
-                let client = crate::send::Client::new(crate::send::DEFAULT_TIMEOUT)?;
-                let attempt = client.send(&url, &outgoing, "resend", Some(id)).await?;
-                let status = attempt.status;
-                let error = attempt.error.clone();
-                writer
-                    .attempt(attempt)
-                    .await
-                    .map_err(|e| crate::send::SendError::Build(e.to_string()))?;
-                Ok::<_, crate::send::SendError>((status, error))
-            });
-            let attempts = Reader::open(&path).and_then(|r| r.attempts_for(id));
+            let id = prepared.delivery_id;
             let mut out = Vec::new();
-            match sent {
-                Ok((Some(status), _)) => {
-                    out.push(Event::Notice(format!("resent #{id} to {url}: {status}")))
+            match runtime.block_on(app::resend::send(&prepared, &writer)) {
+                Ok(attempt) if attempt.status.is_some() => {
+                    out.push(Event::Notice(app::resend::summary(&prepared, &attempt)))
                 }
-                Ok((None, error)) => out.push(Event::Error(format!(
-                    "resent #{id} to {url}: {}",
-                    error.unwrap_or_else(|| "no answer".into())
-                ))),
+                Ok(attempt) => out.push(Event::Error(app::resend::summary(&prepared, &attempt))),
                 Err(e) => out.push(Event::Error(e.to_string())),
             }
-            if let Ok(attempts) = attempts {
+            if let Ok(attempts) = Reader::open(&path).and_then(|r| r.attempts_for(id)) {
                 out.push(Event::Attempts {
                     delivery_id: id,
                     attempts,
@@ -577,60 +470,12 @@ impl Engine {
         });
     }
 
-    fn export(
-        &mut self,
-        ids: Vec<i64>,
-        format: crate::export::Format,
-        resign_with_test_secret: bool,
-        redact: Vec<String>,
-        snippets: bool,
-        out: PathBuf,
-    ) {
-        let mut selected = Vec::new();
-        for id in ids {
-            match self.reader.get(id) {
-                Ok(Some(stored)) => selected.push(stored),
-                Ok(None) => {}
-                Err(e) => return self.emit(Event::Error(e.to_string())),
-            }
-        }
-        let options = crate::export::FixtureOptions {
-            resign_with_test_secret,
-            scheme: None,
-            redact,
-        };
-        match crate::export::write_export(&selected, format, &options, snippets, &out) {
-            Ok(written) => self.emit(Event::Notice(format!(
-                "exported {} deliveries: {} file(s) in {}",
-                selected.len(),
-                written.len(),
-                written
-                    .first()
-                    .and_then(|p| p.parent())
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_default()
-            ))),
-            Err(e) => self.emit(Event::Error(format!("export failed: {e}"))),
-        }
-    }
-
     fn import_har(&mut self, path: PathBuf) {
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) => {
-                return self.emit(Event::Error(format!("cannot read {}: {e}", path.display())));
-            }
-        };
-        let requests = match crate::export::read_har(&text) {
-            Ok(r) => r,
-            Err(e) => return self.emit(Event::Error(format!("{}: {e}", path.display()))),
-        };
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let records = crate::export::import_records(requests, &name, &self.current_settings());
-        match self.store.writer().insert_many_blocking(records) {
+        match app::export::import_har(&self.config, &self.store.writer(), &path) {
             Ok(n) => {
                 if let Ok(Some(latest)) = self.reader.list(1, None).map(|l| l.first().map(|d| d.id))
                 {
@@ -645,17 +490,13 @@ impl Engine {
         }
     }
 
-    fn probe(&mut self, url: String, scheme: String, secrets: Vec<String>) {
-        let scheme = match config::find_scheme(&self.config, &scheme) {
-            Ok(Some(s)) => s,
-            _ => return self.emit(Event::Probed(Err(format!("unknown scheme \"{scheme}\"")))),
+    fn probe(&mut self, request: ProbeRequest) {
+        let prepared = match app::probe::prepare(&self.config, request) {
+            Ok(prepared) => prepared,
+            Err(e) => return self.emit(Event::Probed(Err(e.to_string()))),
         };
-        let secrets: Vec<Secret> = secrets.into_iter().map(Secret::new).collect();
         self.spawn_outbound(move |runtime| {
-            let report = runtime.block_on(async {
-                let client = crate::send::Client::new(crate::send::DEFAULT_TIMEOUT)?;
-                crate::send::probe(&client, &url, &scheme, &secrets, None).await
-            });
+            let report = runtime.block_on(app::probe::run(&prepared));
             vec![Event::Probed(
                 report.map(Box::new).map_err(|e| e.to_string()),
             )]
@@ -726,54 +567,9 @@ impl Engine {
         }
     }
 
-    fn recheck(&mut self, id: i64) {
-        let stored = match self.reader.get(id) {
-            Ok(Some(stored)) => stored,
-            Ok(None) => return,
-            Err(e) => return self.emit(Event::Error(e.to_string())),
-        };
-        let settings = self.current_settings();
-        let endpoint = settings.endpoint_for(&stored.delivery.path);
-        let evaluation = checks::evaluate(
-            &stored.delivery,
-            endpoint,
-            stored.delivery.received_at_ms.div_euclid(1000),
-        );
-        let task = Maintenance::Recheck {
-            id,
-            scheme: evaluation.scheme,
-            signature: Box::new(evaluation.signature),
-            timestamp: Box::new(evaluation.timestamp),
-        };
-        match self.store.writer().maintain_blocking(task) {
-            Ok(_) => self.emit(Event::Rechecked { id }),
-            Err(e) => self.emit(Event::Error(e.to_string())),
-        }
-    }
-
-    fn maintain(&mut self, task: Maintenance, verb: &str) {
-        match self.store.writer().maintain_blocking(task) {
-            Ok(n) => {
-                self.emit(Event::HistoryChanged);
-                self.emit(Event::Notice(format!("{verb} {n} deliveries")));
-            }
-            Err(e) => self.emit(Event::Error(e.to_string())),
-        }
-    }
-
     fn apply_retention(&mut self) {
-        let retention = &self.config.retention;
-        if retention.max_days.is_none() && retention.max_deliveries.is_none() {
-            return;
-        }
-        let task = Maintenance::Retain {
-            max_age_ms: retention.max_days.map(|d| i64::from(d) * 86_400_000),
-            max_count: retention
-                .max_deliveries
-                .map(|n| n.min(i64::MAX as u64) as i64),
-            now_ms: (crate::now_ms() / 1000) * 1000,
-        };
-        match self.store.writer().maintain_blocking(task) {
+        let now = (now_ms() / 1000) * 1000;
+        match app::history::apply_retention(&self.store.writer(), &self.config.retention, now) {
             Ok(0) => {}
             Ok(n) => {
                 self.emit(Event::HistoryChanged);
@@ -785,51 +581,18 @@ impl Engine {
         }
     }
 
-    /// Makes sure the test endpoint exists (Standard Webhooks, a generated secret), signs a
-    /// sample job event with it, and posts it to the running receiver.
     fn send_test_delivery(&mut self) {
         let Some(addr) = self.receiver.as_ref().map(Receiver::local_addr) else {
             return self.emit(Event::Error(
                 "start the receiver first: the test delivery is sent to it".into(),
             ));
         };
-        if !self
-            .config
-            .endpoints
-            .iter()
-            .any(|e| e.path == TEST_ENDPOINT)
-        {
-            let mut file = self.config.clone();
-            file.endpoints.push(EndpointConfig {
-                path: TEST_ENDPOINT.into(),
-                scheme: Some("standard-webhooks".into()),
-                secrets: vec![generate_secret()],
-                ..EndpointConfig::new("/")
-            });
+        if let Some(file) = app::test_delivery::with_test_endpoint(&self.config) {
             self.save_config(file);
         }
-        let settings = self.current_settings();
-        let endpoint = settings.endpoint_for(TEST_ENDPOINT);
-        let (Some(scheme), false) = (endpoint.scheme.clone(), endpoint.secrets.is_empty()) else {
-            return self.emit(Event::Error(format!(
-                "the {TEST_ENDPOINT} endpoint needs a scheme and a secret"
-            )));
-        };
         self.test_counter += 1;
-        let now = crate::now_ms() / 1000;
-        let n = format!("{now}_{}", self.test_counter);
-        let body = format!(
-            r#"{{"id":"evt_test_{n}","type":"job.completed","created_at":{now},"data":{{"job_id":"job_test_{n}","status":"completed","result_url":"https://example.com/results/job_test_{n}"}}}}"#
-        );
-        let result = sign_and_post(
-            addr,
-            &scheme,
-            &endpoint.secrets,
-            &format!("msg_test_{n}"),
-            now,
-            &body,
-        );
-        match result {
+        let settings = self.current_settings();
+        match app::test_delivery::send(&settings, addr, self.test_counter) {
             Ok(status) => self.emit(Event::Notice(format!(
                 "test delivery sent: hookscope answered {status}"
             ))),
@@ -840,62 +603,11 @@ impl Engine {
     }
 }
 
-/// A Standard Webhooks style secret: `whsec_` and 32 random bytes in base64.
-pub fn generate_secret() -> Secret {
-    let mut bytes = [0u8; 32];
-    // The OS random source does not fail on the platforms we build for; if it ever did, an
-    // all-zero key would be obvious in the config rather than silently weak.
-    let _ = getrandom::fill(&mut bytes);
-    Secret::new(format!(
-        "whsec_{}",
-        base64::engine::general_purpose::STANDARD.encode(bytes)
-    ))
-}
-
-/// Signs `body` and posts it over loopback HTTP/1.1; returns the response status.
-fn sign_and_post(
-    addr: SocketAddr,
-    scheme: &Scheme,
-    secrets: &[Secret],
-    event_id: &str,
-    timestamp: i64,
-    body: &str,
-) -> Result<u16, String> {
-    let headers = scheme
-        .sign(secrets, event_id, timestamp, body.as_bytes())
-        .map_err(|e| e.to_string())?;
-    let connect_to = if addr.ip().is_unspecified() {
-        SocketAddr::new(IpAddr::from([127, 0, 0, 1]), addr.port())
-    } else {
-        addr
-    };
-    let mut stream = TcpStream::connect_timeout(&connect_to, Duration::from_secs(5))
-        .map_err(|e| e.to_string())?;
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .map_err(|e| e.to_string())?;
-    let mut request = format!(
-        "POST {TEST_ENDPOINT}/jobs HTTP/1.1\r\nHost: {connect_to}\r\nUser-Agent: hookscope-test\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
-        body.len()
-    )
-    .into_bytes();
-    for h in headers {
-        request.extend_from_slice(h.name.as_bytes());
-        request.extend_from_slice(b": ");
-        request.extend_from_slice(&h.value);
-        request.extend_from_slice(b"\r\n");
-    }
-    request.extend_from_slice(b"\r\n");
-    request.extend_from_slice(body.as_bytes());
-    stream.write_all(&request).map_err(|e| e.to_string())?;
-    let mut response = Vec::new();
-    stream
-        .read_to_end(&mut response)
-        .map_err(|e| e.to_string())?;
-    let status_line = String::from_utf8_lossy(&response);
-    status_line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| "the receiver's answer was not HTTP".to_string())
+/// The sentence of a usage error without the "filter: " prefix the CLI adds (the window shows
+/// it beside the filter box).
+fn inner_sentence(err: AppError) -> String {
+    let text = err.to_string();
+    text.strip_prefix("filter: ")
+        .map(str::to_string)
+        .unwrap_or(text)
 }

@@ -1,31 +1,25 @@
-//! hookscope's engine: everything but drawing.
+//! hookscope's library: everything but the front ends' drawing and argument parsing.
 //!
-//! A delivery arrives at the [`receiver`], is checked by the pure functions in [`checks`] using
-//! the [`scheme`] engine and the endpoints of [`config`], is committed to the [`store`], and is
-//! reported in the shapes of [`report`]. None of this imports a UI toolkit.
+//! The modules are layers, each importing only from the ones above it in this list:
+//!
+//! - [`domain`]: the pure core. Deliveries, signature schemes, the checks, the diagnosis of a
+//!   failed signature, job timelines, the filter language, formatting. No I/O, the clock passed in.
+//! - [`config`], [`store`], [`net`], [`export`]: I/O. The config file, the SQLite history, the
+//!   receiver and the outbound client, fixtures, HAR and curl.
+//! - [`app`]: the use cases, one typed function each (list, verify, resend, probe, export,
+//!   import, jobs, retention, the test delivery, paths). Both front ends call these and nothing
+//!   else of substance.
+//! - [`engine`]: the window's adapter over [`app`]: commands in, events out, on its own thread.
+//!
+//! The binary adds the two front ends: `cli/` (clap) and `ui/` (egui). See ARCHITECTURE.md.
 
-pub mod checks;
-pub mod cli;
+pub mod domain;
+
 pub mod config;
-pub mod delivery;
-pub mod diagnose;
-pub mod engine;
 pub mod export;
-pub mod filter;
-pub mod loadgen;
-pub mod pretty;
-pub mod receiver;
-pub mod report;
-pub mod scheme;
-pub mod seed;
-pub mod send;
+pub mod net;
 pub mod store;
-pub mod timeline;
 
-/// The wall clock in Unix milliseconds (0 if the clock is before 1970).
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
+pub mod app;
+
+pub mod engine;

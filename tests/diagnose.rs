@@ -6,11 +6,11 @@ mod common;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
-use hookscope::checks::{self, SignatureStatus};
-use hookscope::config::Endpoint;
-use hookscope::delivery::{Delivery, Header};
-use hookscope::diagnose::{Cause, LabelledSecret};
-use hookscope::scheme::{Scheme, Secret, hmac_sha256};
+use hookscope::domain::checks::{self, SignatureStatus};
+use hookscope::domain::delivery::{Delivery, Header};
+use hookscope::domain::diagnose::{Cause, LabelledSecret};
+use hookscope::domain::endpoint::Endpoint;
+use hookscope::domain::scheme::{Scheme, Secret, hmac_sha256};
 
 const SW_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 const PLAIN_SECRET: &str = "It's a Secret to Everybody";

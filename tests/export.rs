@@ -12,7 +12,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use common::{Listener, now_secs, run};
 use hmac::{KeyInit, Mac};
-use hookscope::scheme::{Scheme, Secret};
+use hookscope::domain::scheme::{Scheme, Secret};
 use hookscope::store::Reader;
 
 const REAL_SECRET: &str = "whsec_c2VjcmV0LXRoYXQtbXVzdC1uZXZlci1sZWF2ZQ==";

@@ -4,8 +4,8 @@
 mod common;
 
 use common::{Listener, now_secs, run};
-use hookscope::checks::DuplicateStatus;
-use hookscope::scheme::{Scheme, Secret};
+use hookscope::domain::checks::DuplicateStatus;
+use hookscope::domain::scheme::{Scheme, Secret};
 use hookscope::store::Reader;
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -100,7 +100,7 @@ fn signed_delivery_passes_and_a_flipped_signature_fails_with_a_sentence() {
     assert!(rows.iter().all(|r| r.delivery.body == body));
     assert_eq!(
         rows[0].checks.signature.status,
-        hookscope::checks::SignatureStatus::Fail
+        hookscope::domain::checks::SignatureStatus::Fail
     );
 
     // `list --json` prints the same shape from the store.

@@ -2,11 +2,12 @@
 //! is signed verifies while any changed byte does not. Bounded case counts keep `cargo test` fast;
 //! the `cargo fuzz` targets in `fuzz/` run the same parsers for longer (docs/reliability.md).
 
-use hookscope::checks;
-use hookscope::config::{self, Endpoint};
-use hookscope::delivery::{Delivery, Header, decode_headers, encode_headers};
-use hookscope::filter::Filter;
-use hookscope::scheme::{Scheme, Secret, Verification, presets};
+use hookscope::config;
+use hookscope::domain::checks;
+use hookscope::domain::delivery::{Delivery, Header, decode_headers, encode_headers};
+use hookscope::domain::endpoint::Endpoint;
+use hookscope::domain::filter::Filter;
+use hookscope::domain::scheme::{Scheme, Secret, Verification, presets};
 use proptest::prelude::*;
 
 fn delivery(headers: Vec<Header>, body: Vec<u8>) -> Delivery {
@@ -89,7 +90,7 @@ proptest! {
         for scheme in presets() {
             // Standard Webhooks keys are base64; any alphanumeric string of a length divisible by 4 is.
             let secret = match scheme.family {
-                hookscope::scheme::Family::StandardWebhooks => format!("whsec_{}", &secret[..secret.len() / 4 * 4].to_string()),
+                hookscope::domain::scheme::Family::StandardWebhooks => format!("whsec_{}", &secret[..secret.len() / 4 * 4].to_string()),
                 _ => secret.clone(),
             };
             if secret == "whsec_" { continue; }
@@ -122,7 +123,7 @@ proptest! {
     #[test]
     fn filters_parse_and_bind_every_parameter(text in "(sig:|ts:|dup:|type:|job:|path:|status:|method:|\"|[a-z0-9._/]| ){0,60}") {
         if let Ok(filter) = Filter::parse(&text) {
-            let (sql, params) = filter.to_sql();
+            let (sql, params) = hookscope::store::query::condition(&filter);
             for n in 1..=params.len() {
                 prop_assert!(sql.contains(&format!("?{n}")), "{sql} lacks ?{n}");
             }
@@ -138,7 +139,7 @@ proptest! {
     #[test]
     fn redaction_and_pretty_printing_survive_any_text(text in ".{0,200}", pointer in "(/[a-z0-9]{0,4}){0,4}") {
         let _ = hookscope::export::redact(text.as_bytes(), &[pointer]);
-        if let Some(pretty) = hookscope::pretty::pretty_json(&text) {
+        if let Some(pretty) = hookscope::domain::pretty::pretty_json(&text) {
             let squeezed: String = pretty.spans.iter().map(|(s, e, _)| &pretty.text[*s..*e]).collect();
             let original: String = text.split(|c: char| c.is_whitespace()).collect();
             // Only whitespace outside strings changes; with no whitespace inside strings both agree.
@@ -151,7 +152,7 @@ proptest! {
     #[test]
     fn pretty_printing_valid_json_changes_only_whitespace(value in arb_json()) {
         let compact = serde_json::to_string(&value).expect("json");
-        let pretty = hookscope::pretty::pretty_json(&format!("{{\"v\":{compact}}}")).expect("valid JSON is pretty-printed");
+        let pretty = hookscope::domain::pretty::pretty_json(&format!("{{\"v\":{compact}}}")).expect("valid JSON is pretty-printed");
         let squeezed: String = pretty.spans.iter().map(|(s, e, _)| &pretty.text[*s..*e]).collect();
         prop_assert_eq!(squeezed, format!("{{\"v\":{compact}}}"));
         let reparsed: serde_json::Value = serde_json::from_str(&pretty.text).expect("still JSON");

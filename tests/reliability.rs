@@ -9,7 +9,7 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use common::{Listener, now_secs, run};
-use hookscope::scheme::{Scheme, Secret};
+use hookscope::domain::scheme::{Scheme, Secret};
 use hookscope::store::Reader;
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -96,12 +96,7 @@ fn a_garbage_store_is_kept_aside_and_a_fresh_one_used() {
 fn a_truncated_store_is_noticed_at_start() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("hookscope.sqlite");
-    let store = hookscope::store::Store::open(&path).expect("store");
-    store
-        .writer()
-        .insert_many_blocking((0..3000).map(hookscope::seed::record).collect())
-        .expect("seed");
-    store.shutdown();
+    common::seed(dir.path(), 3000);
     let conn = rusqlite::Connection::open(&path).expect("open");
     conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
         .expect("checkpoint");
@@ -446,13 +441,13 @@ fn two_hundred_concurrent_deliveries_of_twenty_events_yield_twenty_firsts() {
     let reader = Reader::open(&listener.store_path()).expect("store");
     assert_eq!(
         reader
-            .count_duplicates(hookscope::checks::DuplicateStatus::First)
+            .count_duplicates(hookscope::domain::checks::DuplicateStatus::First)
             .expect("firsts"),
         20
     );
     assert_eq!(
         reader
-            .count_duplicates(hookscope::checks::DuplicateStatus::Duplicate)
+            .count_duplicates(hookscope::domain::checks::DuplicateStatus::Duplicate)
             .expect("dups"),
         180
     );

@@ -75,7 +75,7 @@ async fn standard_webhooks(
     let signed_body = if h.flavour == Flavour::Reserializes {
         // What a framework's JSON middleware hands over: parsed, then written back compact.
         let text = String::from_utf8_lossy(&body).into_owned();
-        match hookscope::pretty::pretty_json(&text) {
+        match hookscope::domain::pretty::pretty_json(&text) {
             Some(p) => p
                 .spans
                 .iter()
@@ -393,7 +393,11 @@ fn resend_as_captured_is_an_honest_stale_replay_and_resigned_verifies_by_the_spe
         attempts.iter().map(|a| a.status).collect::<Vec<_>>(),
         [Some(400), Some(200), Some(200)]
     );
-    assert!(attempts.iter().all(|a| a.kind == "resend" && a.url == url));
+    assert!(
+        attempts
+            .iter()
+            .all(|a| a.kind.as_str() == "resend" && a.url == url)
+    );
 }
 
 #[test]

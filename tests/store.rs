@@ -1,10 +1,13 @@
 //! The store on a real SQLite file: filtered pages by position, free text, counts, and the
 //! maintenance tasks (re-check, delete, clear, retention).
 
-use hookscope::checks::{SignatureStatus, status_word};
-use hookscope::filter::Filter;
-use hookscope::seed;
+use hookscope::domain::checks::{SignatureStatus, status_word};
+use hookscope::domain::filter::Filter;
 use hookscope::store::{Maintenance, Reader, Store};
+
+mod common;
+
+use common::seed;
 
 fn seeded(count: usize) -> (tempfile::TempDir, Store, Reader) {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -83,35 +86,44 @@ fn pages_are_positions_in_id_order_under_a_filter() {
 }
 
 #[test]
-fn maintenance_rechecks_deletes_clears_and_retains() {
+fn a_recheck_replaces_the_signature_verdict_and_keeps_the_duplicate_one() {
     let (_dir, store, reader) = seeded(100);
-    let writer = store.writer();
-
-    // Re-check: replace a failing verdict.
+    // Delivery 50 repeats the previous event id: its duplicate verdict is not the default.
+    let duplicate_before = reader.get(50).expect("get").expect("row").checks.duplicate;
+    assert_eq!(status_word(&duplicate_before.status), "duplicate");
     let row = reader.get(20).expect("get").expect("row");
     assert_eq!(row.checks.signature.status, SignatureStatus::Fail);
-    let mut signature = row.checks.signature.clone();
-    signature.status = SignatureStatus::Pass;
-    signature.detail = "now verified".into();
-    let task = Maintenance::Recheck {
-        id: 20,
-        scheme: row.scheme.clone(),
-        signature: Box::new(signature),
-        timestamp: Box::new(row.checks.timestamp.clone()),
-    };
-    assert_eq!(writer.maintain_blocking(task).expect("recheck"), 1);
+    for id in [20, 50] {
+        let row = reader.get(id).expect("get").expect("row");
+        let mut signature = row.checks.signature.clone();
+        signature.status = SignatureStatus::Pass;
+        signature.detail = "now verified".into();
+        let task = Maintenance::Recheck {
+            id,
+            scheme: row.scheme.clone(),
+            signature: Box::new(signature),
+            timestamp: Box::new(row.checks.timestamp.clone()),
+        };
+        assert_eq!(store.writer().maintain_blocking(task).expect("recheck"), 1);
+    }
     let row = reader.get(20).expect("get").expect("row");
     assert_eq!(status_word(&row.checks.signature.status), "pass");
+    assert_eq!(row.checks.signature.detail, "now verified");
     assert_eq!(
-        row.checks.duplicate,
-        reader.get(20).expect("get").expect("row").checks.duplicate
+        reader.get(50).expect("get").expect("row").checks.duplicate,
+        duplicate_before,
+        "a re-check leaves the duplicate verdict as the writer decided it"
     );
     assert_eq!(count(&reader, "sig:fail"), 4);
+}
 
-    // Delete: gone from the table and from free text; their job is recounted.
+#[test]
+fn deleting_removes_rows_from_the_table_the_text_index_and_their_jobs() {
+    let (_dir, store, reader) = seeded(100);
     assert_eq!(reader.job_deliveries("job_0000000").expect("job").len(), 5);
     assert_eq!(
-        writer
+        store
+            .writer()
             .maintain_blocking(Maintenance::Delete(vec![1, 2, 3]))
             .expect("delete"),
         3
@@ -120,14 +132,17 @@ fn maintenance_rechecks_deletes_clears_and_retains() {
     assert_eq!(count(&reader, "seed"), 97);
     assert_eq!(reader.job_deliveries("job_0000000").expect("job").len(), 2);
     assert_eq!(reader.count_jobs().expect("jobs"), 20);
+}
 
-    // Retention by count keeps the newest.
+#[test]
+fn retention_by_count_keeps_the_newest_and_drops_emptied_jobs() {
+    let (_dir, store, reader) = seeded(100);
     let task = Maintenance::Retain {
         max_age_ms: None,
         max_count: Some(10),
         now_ms: 0,
     };
-    assert_eq!(writer.maintain_blocking(task).expect("retain"), 87);
+    assert_eq!(store.writer().maintain_blocking(task).expect("retain"), 90);
     let kept = reader.page(&Filter::default(), 0, 100).expect("page");
     assert_eq!(kept.first().map(|r| r.id), Some(91));
     assert_eq!(count(&reader, "seed"), 10);
@@ -136,19 +151,33 @@ fn maintenance_rechecks_deletes_clears_and_retains() {
         reader.recent_jobs("", 100).expect("jobs"),
         ["job_0000019", "job_0000018"]
     );
+}
 
-    // Retention by age: everything is older than "now + 1 day" minus 1 ms.
+#[test]
+fn retention_by_age_keeps_what_arrived_within_the_window() {
+    let (_dir, store, reader) = seeded(100);
+    // The seed receives delivery n at 1_790_000_000 s + n s; "now" is just after the 95th.
     let task = Maintenance::Retain {
         max_age_ms: Some(1),
         max_count: None,
         now_ms: 1_790_000_000_000 + 95 * 1000,
     };
-    assert_eq!(writer.maintain_blocking(task).expect("retain"), 5);
+    assert_eq!(store.writer().maintain_blocking(task).expect("retain"), 95);
     assert_eq!(count(&reader, ""), 5);
+    let kept = reader.page(&Filter::default(), 0, 10).expect("page");
+    assert_eq!(
+        kept.iter().map(|r| r.id).collect::<Vec<_>>(),
+        [96, 97, 98, 99, 100]
+    );
+}
 
-    // Clear forgets event ids too: the same event is a first again.
+#[test]
+fn clearing_forgets_event_ids_too() {
+    let (_dir, store, reader) = seeded(100);
+    let writer = store.writer();
     writer.maintain_blocking(Maintenance::Clear).expect("clear");
     assert_eq!(count(&reader, ""), 0);
+    // The same event is a first again.
     let again = writer.insert_blocking(seed::record(0)).expect("insert");
     assert_eq!(status_word(&again.checks.duplicate.status), "first");
     reader.integrity_check().expect("integrity");

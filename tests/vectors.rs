@@ -113,10 +113,10 @@ fn svix_reference_vector_passes_with_svix_headers() {
 
 #[test]
 fn signing_reproduces_the_standard_webhooks_vector() {
-    let scheme = hookscope::scheme::Scheme::preset("standard-webhooks").expect("preset");
+    let scheme = hookscope::domain::scheme::Scheme::preset("standard-webhooks").expect("preset");
     let headers = scheme
         .sign(
-            &[hookscope::scheme::Secret::new(SW_SECRET)],
+            &[hookscope::domain::scheme::Secret::new(SW_SECRET)],
             SW_ID,
             1_614_265_330,
             SW_BODY.as_bytes(),

@@ -2,9 +2,9 @@
 //! headers and body come from the fuzzer: the first byte picks the scheme, then `name: value`
 //! lines up to an empty line, then the body.
 #![no_main]
-use hookscope::config::Endpoint;
-use hookscope::delivery::{Delivery, Header};
-use hookscope::scheme::{Secret, presets};
+use hookscope::domain::endpoint::Endpoint;
+use hookscope::domain::delivery::{Delivery, Header};
+use hookscope::domain::scheme::{Secret, presets};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -39,6 +39,6 @@ fuzz_target!(|data: &[u8]| {
         secrets: vec![Secret::new("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")],
         ..Endpoint::catch_all()
     };
-    let _ = hookscope::checks::evaluate(&delivery, &endpoint, 1_700_000_000);
-    let _ = hookscope::checks::evaluate(&delivery, &Endpoint::catch_all(), 1_700_000_000);
+    let _ = hookscope::domain::checks::evaluate(&delivery, &endpoint, 1_700_000_000);
+    let _ = hookscope::domain::checks::evaluate(&delivery, &Endpoint::catch_all(), 1_700_000_000);
 });

@@ -7,7 +7,7 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(file) = hookscope::config::parse(text) {
         let _ = hookscope::config::Settings::resolve(&file, &hookscope::config::Overrides::default());
     }
-    if let Ok(filter) = hookscope::filter::Filter::parse(text) {
+    if let Ok(filter) = hookscope::domain::filter::Filter::parse(text) {
         let _ = filter.to_sql();
     }
 });

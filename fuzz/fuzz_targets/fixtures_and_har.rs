@@ -6,6 +6,6 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
     let _ = hookscope::export::load_fixture(text);
     let _ = hookscope::export::read_har(text);
-    let _ = hookscope::pretty::pretty_json(text);
+    let _ = hookscope::domain::pretty::pretty_json(text);
     let _ = hookscope::export::redact(data, &["/data/name".to_string(), "/0".to_string()]);
 });

@@ -2,9 +2,10 @@
 //! body as pretty JSON, raw text or hex), and what hookscope answered.
 
 use eframe::egui::{self, Color32, RichText, text::LayoutJob};
+use hookscope::app::report::delivery_json;
+use hookscope::domain::fmt::{human_bytes, rfc3339_ms};
+use hookscope::domain::pretty::{Token, hexdump, pretty_json};
 use hookscope::engine::Command;
-use hookscope::pretty::{Token, hexdump, human_bytes, pretty_json};
-use hookscope::report::{delivery_json, rfc3339_ms};
 use hookscope::store::StoredDelivery;
 use serde::{Deserialize, Serialize};
 
@@ -191,7 +192,7 @@ fn checks_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery)
     if let Some(job_id) = show_job {
         app.show_job(job_id);
     }
-    if let (hookscope::checks::DuplicateStatus::Duplicate, Some(first)) =
+    if let (hookscope::domain::checks::DuplicateStatus::Duplicate, Some(first)) =
         (checks.duplicate.status, checks.duplicate.first_id)
     {
         ui.add_space(6.0);
@@ -383,11 +384,11 @@ fn response_ui(ui: &mut egui::Ui, stored: &StoredDelivery) {
     ui.weak("hookscope answers only after the delivery is committed to the store, so this answer means it is on disk.");
 }
 
-fn diagnosis_ui(ui: &mut egui::Ui, diagnosis: &hookscope::diagnose::Diagnosis) {
+fn diagnosis_ui(ui: &mut egui::Ui, diagnosis: &hookscope::domain::diagnose::Diagnosis) {
     egui::Frame::group(ui.style()).show(ui, |ui| {
         ui.horizontal(|ui| {
             ui.strong("Diagnosis");
-            let color = if diagnosis.cause == hookscope::diagnose::Cause::Unknown {
+            let color = if diagnosis.cause == hookscope::domain::diagnose::Cause::Unknown {
                 widgets::SKIPPED
             } else {
                 widgets::FAIL

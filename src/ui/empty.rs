@@ -2,7 +2,8 @@
 //! button that sends a signed test delivery so the first row appears within seconds.
 
 use eframe::egui::{self, RichText};
-use hookscope::engine::{Command, ReceiverState, TEST_ENDPOINT};
+use hookscope::app::test_delivery::TEST_ENDPOINT;
+use hookscope::engine::{Command, ReceiverState};
 
 use super::{HookscopeApp, widgets};
 

@@ -5,9 +5,10 @@
 use std::collections::HashSet;
 
 use eframe::egui::{self, RichText};
-use hookscope::config::{ConfigFile, EndpointConfig, find_scheme};
-use hookscope::engine::{Command, generate_secret};
-use hookscope::scheme::{Secret, presets};
+use hookscope::config::{ConfigFile, EndpointConfig, Overrides, Settings};
+use hookscope::domain::scheme::generate_secret;
+use hookscope::domain::scheme::{Secret, presets};
+use hookscope::engine::Command;
 
 use super::{HookscopeApp, widgets};
 
@@ -52,32 +53,11 @@ impl Editor {
         self.draft != self.saved
     }
 
+    /// The draft as the config layer judges it: the same rules as a file loaded from disk.
     fn validate(&self) -> Result<(), String> {
-        let mut seen = HashSet::new();
-        for endpoint in &self.draft.endpoints {
-            if !endpoint.path.starts_with('/') {
-                return Err(format!("the path \"{}\" must start with /", endpoint.path));
-            }
-            if !seen.insert(endpoint.path.trim_end_matches('/').to_string()) {
-                return Err(format!("two endpoints have the path {}", endpoint.path));
-            }
-            if let Some(name) = &endpoint.scheme
-                && !matches!(find_scheme(&self.draft, name), Ok(Some(_)))
-            {
-                return Err(format!(
-                    "endpoint {} uses an unknown scheme \"{name}\"",
-                    endpoint.path
-                ));
-            }
-            if endpoint
-                .secrets
-                .iter()
-                .any(|s| s.expose().trim().is_empty())
-            {
-                return Err(format!("endpoint {} has an empty secret", endpoint.path));
-            }
-        }
-        Ok(())
+        Settings::resolve(&self.draft, &Overrides::default())
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     }
 }
 

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, sync_channel};
 
 use eframe::egui::{self, RichText};
+use hookscope::app::export::ExportRequest;
 use hookscope::engine::Command;
 use hookscope::export::Format;
 
@@ -145,14 +146,16 @@ pub fn export_window(app: &mut HookscopeApp, ctx: &egui::Context) {
         });
         ui.weak("A path ending in / is a folder: one fixture file per delivery.");
         if ui.add_enabled(!ids.is_empty(), egui::Button::new(RichText::new("Export").strong())).clicked() {
-            command = Some(Command::Export {
+            command = Some(Command::Export(ExportRequest {
                 ids: ids.clone(),
+                filter: None,
+                scheme: None,
                 format: form.format,
                 resign_with_test_secret: form.format == Format::Fixture && form.resign,
                 redact: if form.resign { form.redact.split_whitespace().map(str::to_string).collect() } else { Vec::new() },
                 snippets: form.format == Format::Fixture && form.snippets,
                 out: PathBuf::from(form.out.trim()),
-            });
+            }));
         }
     });
     app.export.open = open;

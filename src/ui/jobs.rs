@@ -5,9 +5,9 @@
 
 use eframe::egui::{self, Color32, RichText, Sense, Stroke};
 use egui_extras::{Column, TableBuilder};
-use hookscope::checks::human_duration;
-use hookscope::report::rfc3339_ms;
-use hookscope::timeline::{FlagKind, JobDelivery, JobTimeline};
+use hookscope::domain::fmt::human_duration;
+use hookscope::domain::fmt::rfc3339_ms;
+use hookscope::domain::timeline::{FlagKind, JobDelivery, JobTimeline};
 
 use super::{HookscopeApp, View, widgets};
 
@@ -65,7 +65,7 @@ impl JobsFilter {
         let flag_ok = self.flags.iter().all(|wanted| {
             job.flags
                 .iter()
-                .any(|f| hookscope::checks::status_word(&f.kind) == *wanted)
+                .any(|f| hookscope::domain::checks::status_word(&f.kind) == *wanted)
         });
         let state_ok = self.states.iter().all(|wanted| {
             job.current_state
@@ -85,7 +85,7 @@ fn flag_color(kind: FlagKind) -> Color32 {
 }
 
 fn flag_name(kind: FlagKind) -> String {
-    hookscope::checks::status_word(&kind).replace('_', " ")
+    hookscope::domain::checks::status_word(&kind).replace('_', " ")
 }
 
 /// Draws the selected job's timeline in a bottom panel of the root `ui` (before the central
@@ -434,7 +434,7 @@ fn timeline_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, job: &JobTimeline) {
                 d.event_id.as_deref().unwrap_or("-"),
                 d.created_at_ms.map(rfc3339_ms).unwrap_or_else(|| "unknown".into()),
                 rfc3339_ms(d.received_at_ms),
-                hookscope::report::ordinal(rank),
+                hookscope::domain::fmt::ordinal(rank),
                 d.signature,
                 d.timestamp,
                 d.duplicate

@@ -3,8 +3,8 @@
 
 use eframe::egui::{self, RichText};
 use egui_extras::{Column, TableBuilder};
-use hookscope::pretty::human_bytes;
-use hookscope::report::rfc3339_ms;
+use hookscope::domain::fmt::human_bytes;
+use hookscope::domain::fmt::rfc3339_ms;
 
 use super::{HookscopeApp, widgets};
 

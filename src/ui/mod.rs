@@ -140,7 +140,7 @@ pub struct HookscopeApp {
     export: export::ExportForm,
     multi: std::collections::BTreeSet<i64>,
     resend: send::ResendForm,
-    attempts: Vec<(i64, Vec<hookscope::store::Attempt>)>,
+    attempts: Vec<(i64, Vec<hookscope::domain::attempt::Attempt>)>,
     probe: send::ProbeForm,
     forward_url: String,
     fail_count: u32,
@@ -420,7 +420,7 @@ impl HookscopeApp {
             && !typing
             && let Some(stored) = &self.detail
         {
-            ctx.copy_text(hookscope::report::delivery_json(stored).to_string());
+            ctx.copy_text(hookscope::app::report::delivery_json(stored).to_string());
             self.notice(format!("copied delivery #{} as JSON", stored.id), false);
         }
         if typing || !(up || down) {
@@ -516,7 +516,7 @@ impl HookscopeApp {
                     ui.monospace(self.engine.data_dir.display().to_string());
                     ui.end_row();
                     ui.weak("store");
-                    ui.monospace(self.engine.data_dir.join(hookscope::cli::STORE_FILE).display().to_string());
+                    ui.monospace(self.engine.data_dir.join(hookscope::app::paths::STORE_FILE).display().to_string());
                     ui.end_row();
                     ui.weak("config");
                     ui.monospace(self.engine.config_path.display().to_string());

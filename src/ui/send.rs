@@ -4,12 +4,16 @@
 use std::sync::atomic::Ordering;
 
 use eframe::egui::{self, RichText};
+use hookscope::app::probe::ProbeRequest;
+use hookscope::app::resend::{self, ResendRequest};
+use hookscope::config::{Overrides, Settings};
+use hookscope::domain::attempt::Attempt;
+use hookscope::domain::fmt::human_bytes;
+use hookscope::domain::fmt::rfc3339_ms;
+use hookscope::domain::scheme::presets;
 use hookscope::engine::Command;
-use hookscope::pretty::human_bytes;
-use hookscope::report::rfc3339_ms;
-use hookscope::scheme::presets;
-use hookscope::send::{ProbeReport, Verdict};
-use hookscope::store::{Attempt, StoredDelivery};
+use hookscope::net::probe::{ProbeReport, Verdict};
+use hookscope::store::StoredDelivery;
 
 use super::{HookscopeApp, widgets};
 
@@ -21,6 +25,8 @@ pub struct ResendForm {
     new_id: bool,
     scheme: String,
     secret: String,
+    /// How many secrets the delivery's endpoint has (used when `secret` is left empty).
+    default_secrets: usize,
     edit_body: bool,
     body: String,
     /// The delivery the form was filled for.
@@ -35,6 +41,7 @@ impl Default for ResendForm {
             new_id: false,
             scheme: "standard-webhooks".into(),
             secret: String::new(),
+            default_secrets: 0,
             edit_body: false,
             body: String::new(),
             for_delivery: None,
@@ -93,23 +100,19 @@ fn scheme_names(app: &HookscopeApp) -> Vec<String> {
 /// The *Resend* tab of the selected delivery.
 pub fn resend_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery) {
     if app.resend.for_delivery != Some(stored.id) {
-        // Fill the form from this delivery: its scheme, its endpoint's first secret, its body.
+        // Fill the form from this delivery: its body, and the re-signing defaults the library
+        // uses for the CLI too (its scheme, its endpoint's secrets).
         app.resend.for_delivery = Some(stored.id);
         app.resend.body = String::from_utf8_lossy(&stored.delivery.body).into_owned();
         app.resend.edit_body = false;
-        if let Some(scheme) = &stored.scheme {
-            app.resend.scheme = scheme.split(' ').next().unwrap_or(scheme).to_string();
+        app.resend.secret.clear();
+        let settings = Settings::resolve(app.endpoints.saved_config(), &Overrides::default())
+            .unwrap_or_default();
+        let defaults = resend::resign_defaults(&settings, stored);
+        if let Some(scheme) = defaults.scheme {
+            app.resend.scheme = scheme;
         }
-        if let Ok(settings) =
-            hookscope::config::Settings::resolve(app.endpoints.saved_config(), &Default::default())
-        {
-            let endpoint = settings.endpoint_for(&stored.delivery.path);
-            app.resend.secret = endpoint
-                .secrets
-                .first()
-                .map(|s| s.expose().to_string())
-                .unwrap_or_default();
-        }
+        app.resend.default_secrets = defaults.secrets.len();
         app.send(Command::Attempts { id: stored.id });
     }
     let names = scheme_names(app);
@@ -143,9 +146,15 @@ pub fn resend_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDeliv
                     });
                 ui.end_row();
                 let label = ui.label("Secret");
+                let hint = match form.default_secrets {
+                    0 => "the endpoint has none: give one".to_string(),
+                    1 => "empty: the endpoint's secret".to_string(),
+                    n => format!("empty: the endpoint's {n} secrets"),
+                };
                 ui.add(
                     egui::TextEdit::singleline(&mut form.secret)
                         .password(true)
+                        .hint_text(hint)
                         .desired_width(420.0),
                 )
                 .labelled_by(label.id);
@@ -180,17 +189,20 @@ pub fn resend_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDeliv
                 .desired_width(f32::INFINITY),
         );
     }
-    let resign = form
-        .resign
-        .then(|| (form.scheme.clone(), vec![form.secret.clone()]));
-    let command = Command::Resend {
-        id: stored.id,
-        url: form.url.trim().to_string(),
-        resign,
+    let secret = form.secret.trim();
+    let command = Command::Resend(ResendRequest {
+        resign: form.resign,
+        scheme: form.resign.then(|| form.scheme.clone()),
+        secrets: if secret.is_empty() {
+            Vec::new()
+        } else {
+            vec![secret.to_string()]
+        },
         new_id: form.new_id,
         body: form.edit_body.then(|| form.body.clone().into_bytes()),
-    };
-    let ready = !form.resign || !form.secret.is_empty();
+        ..ResendRequest::as_captured(stored.id, form.url.trim())
+    });
+    let ready = !form.resign || !secret.is_empty() || form.default_secrets > 0;
     if ui
         .add_enabled(ready, egui::Button::new(RichText::new("Send").strong()))
         .clicked()
@@ -227,7 +239,7 @@ fn attempts_ui(ui: &mut egui::Ui, attempts: &[Attempt]) {
             RichText::new(format!(
                 "{}  {}  {}  {} ms",
                 rfc3339_ms(attempt.sent_at_ms).get(11..23).unwrap_or(""),
-                attempt.kind,
+                attempt.kind.as_str(),
                 attempt.url,
                 attempt.latency_ms
             ))
@@ -287,11 +299,11 @@ pub fn probe_window(app: &mut HookscopeApp, ctx: &egui::Context) {
         if ui.add_enabled(ready, egui::Button::new(RichText::new("Run the probe").strong())).clicked() {
             form.running = true;
             form.report = None;
-            run = Some(Command::Probe {
-                url: form.url.trim().to_string(),
-                scheme: form.scheme.clone(),
-                secrets: vec![form.secret.clone()],
-            });
+            run = Some(Command::Probe(ProbeRequest::new(
+                form.url.trim(),
+                form.scheme.clone(),
+                vec![form.secret.clone()],
+            )));
         }
         if form.running {
             ui.horizontal(|ui| {

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use eframe::egui;
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable as _;
-use hookscope::checks::SignatureStatus;
+use hookscope::domain::checks::SignatureStatus;
+use hookscope::domain::scheme::{Scheme, Secret};
 use hookscope::engine::{EngineOptions, ReceiverState};
-use hookscope::scheme::{Scheme, Secret};
 
 use super::{HookscopeApp, UiState};
 
@@ -295,13 +295,16 @@ fn the_empty_state_test_delivery_arrives_green() {
     );
     assert_eq!(
         row.checks.timestamp.status,
-        hookscope::checks::TimestampStatus::Pass
+        hookscope::domain::checks::TimestampStatus::Pass
     );
     assert_eq!(
         row.checks.duplicate.status,
-        hookscope::checks::DuplicateStatus::First
+        hookscope::domain::checks::DuplicateStatus::First
     );
-    assert!(row.path.starts_with(hookscope::engine::TEST_ENDPOINT));
+    assert!(
+        row.path
+            .starts_with(hookscope::app::test_delivery::TEST_ENDPOINT)
+    );
 }
 
 fn median_and_p95(mut samples: Vec<Duration>) -> (Duration, Duration) {
@@ -633,7 +636,7 @@ fn the_probe_window_reports_each_case() {
     let failed: Vec<&str> = report
         .cases
         .iter()
-        .filter(|c| c.verdict == hookscope::send::Verdict::Fail)
+        .filter(|c| c.verdict == hookscope::net::probe::Verdict::Fail)
         .map(|c| c.name.as_str())
         .collect();
     assert_eq!(

@@ -1,7 +1,7 @@
 //! Small pieces shared by the panels: verdict colours and badges.
 
 use eframe::egui::{self, Color32, RichText};
-use hookscope::checks::{Checks, DuplicateStatus, SignatureStatus, TimestampStatus};
+use hookscope::domain::checks::{Checks, DuplicateStatus, SignatureStatus, TimestampStatus};
 
 /// A check that passed.
 pub const PASS: Color32 = Color32::from_rgb(38, 150, 70);

@@ -3,6 +3,10 @@
 
 #![allow(dead_code)]
 
+/// The benchmark tool's generator of synthetic deliveries, shared with the tests.
+#[path = "../../src/bin/hookscope-dev/seed.rs"]
+pub mod seed;
+
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Output, Stdio};
@@ -114,4 +118,19 @@ pub fn now_secs() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock after 1970")
         .as_secs() as i64
+}
+
+/// Fills the store in `data_dir` with `count` synthetic, correctly checked deliveries, with the
+/// benchmark tool (`hookscope-dev seed`), so tests and benchmarks share one generator.
+pub fn seed(data_dir: &Path, count: usize) {
+    let out = Command::new(env!("CARGO_BIN_EXE_hookscope-dev"))
+        .args(["seed", "--count", &count.to_string()])
+        .env("HOOKSCOPE_DATA_DIR", data_dir)
+        .output()
+        .expect("hookscope-dev runs");
+    assert!(
+        out.status.success(),
+        "seed failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -11,9 +11,11 @@ use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_S
 use hmac::{Hmac, KeyInit, Mac};
 use serde::{Deserialize, Serialize};
 
-use crate::delivery::Delivery;
-use crate::pretty::pretty_json;
-use crate::scheme::{self, Encoding, Family, Scheme, Secret, constant_time_eq, hmac_sha256};
+use crate::domain::delivery::Delivery;
+use crate::domain::pretty::pretty_json;
+use crate::domain::scheme::{
+    self, Encoding, Family, Scheme, Secret, constant_time_eq, hmac_sha256,
+};
 
 /// What the diagnosis found, as a code scripts can branch on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -308,7 +310,7 @@ fn reserialisations(body: &[u8]) -> Vec<(&'static str, Vec<u8>)> {
     for (s, e, token) in &pretty.spans {
         let piece = &pretty.text[*s..*e];
         python.push_str(piece);
-        if *token == crate::pretty::Token::Punct && (piece == "," || piece == ":") {
+        if *token == crate::domain::pretty::Token::Punct && (piece == "," || piece == ":") {
             python.push(' ');
         }
     }

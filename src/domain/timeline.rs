@@ -6,35 +6,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::checks::human_duration;
-use crate::report::rfc3339_ms;
+use crate::domain::job::StateKind;
 
-/// How a state name behaves in a lifecycle.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StateKind {
-    /// `queued`, `pending`, `processing`, `running`, `needs_review`.
-    Ongoing,
-    /// `completed`, `succeeded`, `failed`, `canceled`, `cancelled`.
-    Terminal,
-    /// Any other name: shown as it is, not judged.
-    Unknown,
-}
-
-impl StateKind {
-    /// The kind of a state name (case-insensitive).
-    pub fn of(state: &str) -> StateKind {
-        match state.to_ascii_lowercase().as_str() {
-            "queued" | "pending" | "processing" | "running" | "needs_review" => StateKind::Ongoing,
-            "completed" | "succeeded" | "failed" | "canceled" | "cancelled" => StateKind::Terminal,
-            _ => StateKind::Unknown,
-        }
-    }
-
-    /// Whether the name is one hookscope knows.
-    pub fn is_known(self) -> bool {
-        self != StateKind::Unknown
-    }
-}
+use crate::domain::fmt::human_duration;
+use crate::domain::fmt::rfc3339_ms;
 
 /// One delivery of a job, as the timeline needs it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,4 +1,5 @@
-//! The filter language of the deliveries list, turned into SQL for the store.
+//! The filter language of the deliveries list, parsed into terms. The store turns the terms
+//! into SQL (`store::query`); nothing here knows a column name.
 //!
 //! A filter is whitespace-separated terms, all of which must hold: `key:value` terms on indexed
 //! columns (`sig:fail`, `ts:warn`, `dup:yes`, `type:job.failed`, `job:job_123`,
@@ -6,18 +7,47 @@
 //! the path, the headers and the body through SQLite FTS5 (whole words and word prefixes; put a
 //! phrase in double quotes). Nothing is scanned in memory.
 
-use std::fmt;
-
 /// A parsed filter.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Filter {
     terms: Vec<Term>,
 }
 
+/// A field of a delivery that a `key:value` term compares exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    /// `sig:` the signature verdict word.
+    Signature,
+    /// `ts:` the timestamp verdict word.
+    Timestamp,
+    /// `dup:` the duplicate verdict word.
+    Duplicate,
+    /// `type:` the event type.
+    EventType,
+    /// `job:` the job id.
+    JobId,
+    /// `event:` the event id.
+    EventId,
+    /// `method:` the HTTP method, upper case.
+    Method,
+    /// `status:` the status hookscope answered.
+    ResponseStatus,
+}
+
+/// One term of a filter; all terms must hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Term {
-    Column { column: &'static str, value: String },
+pub enum Term {
+    /// A field equals a value.
+    Is {
+        /// The field.
+        field: Field,
+        /// The value, normalised (verdict words lower case, methods upper case).
+        value: String,
+    },
+    /// The path starts with this prefix.
     PathPrefix(String),
+    /// Free text: a word or word prefix, or a phrase in double quotes, searched in the path,
+    /// the headers and the body.
     Text(String),
 }
 
@@ -76,12 +106,12 @@ impl Filter {
                 }
             };
             let term = match key.to_ascii_lowercase().as_str() {
-                "sig" | "signature" => Term::Column {
-                    column: "sig_status",
+                "sig" | "signature" => Term::Is {
+                    field: Field::Signature,
                     value: one_of(&["pass", "fail", "skipped"])?,
                 },
-                "ts" | "timestamp" => Term::Column {
-                    column: "ts_status",
+                "ts" | "timestamp" => Term::Is {
+                    field: Field::Timestamp,
                     value: one_of(&["pass", "warn", "fail", "skipped"])?,
                 },
                 "dup" | "duplicate" => {
@@ -91,25 +121,25 @@ impl Filter {
                             "no" | "first" => "first",
                             _ => "skipped",
                         };
-                    Term::Column {
-                        column: "dup_status",
+                    Term::Is {
+                        field: Field::Duplicate,
                         value: value.into(),
                     }
                 }
-                "type" => Term::Column {
-                    column: "event_type",
+                "type" => Term::Is {
+                    field: Field::EventType,
                     value,
                 },
-                "job" => Term::Column {
-                    column: "job_id",
+                "job" => Term::Is {
+                    field: Field::JobId,
                     value,
                 },
-                "event" | "id" => Term::Column {
-                    column: "event_id",
+                "event" | "id" => Term::Is {
+                    field: Field::EventId,
                     value,
                 },
-                "method" => Term::Column {
-                    column: "method",
+                "method" => Term::Is {
+                    field: Field::Method,
                     value: value.to_ascii_uppercase(),
                 },
                 "status" => {
@@ -118,15 +148,15 @@ impl Filter {
                             "status: takes an HTTP status such as 500, not \"{value}\""
                         )));
                     }
-                    Term::Column {
-                        column: "response_status",
+                    Term::Is {
+                        field: Field::ResponseStatus,
                         value,
                     }
                 }
                 "path" => Term::PathPrefix(value),
                 _ => Term::Text(raw.clone()),
             };
-            if matches!(&term, Term::Column { value, .. } | Term::PathPrefix(value) if value.is_empty())
+            if matches!(&term, Term::Is { value, .. } | Term::PathPrefix(value) if value.is_empty())
             {
                 return Err(FilterError(format!("{key}: needs a value")));
             }
@@ -140,73 +170,9 @@ impl Filter {
         self.terms.is_empty()
     }
 
-    /// When the filter is free text only: the FTS5 query, so a count can ask the index alone.
-    pub fn text_only(&self) -> Option<String> {
-        let all_text =
-            !self.terms.is_empty() && self.terms.iter().all(|t| matches!(t, Term::Text(_)));
-        all_text.then(|| {
-            self.terms
-                .iter()
-                .filter_map(|t| match t {
-                    Term::Text(text) => Some(fts_phrase(text)),
-                    _ => None,
-                })
-                .collect::<Vec<_>>()
-                .join(" AND ")
-        })
-    }
-
-    /// The SQL condition (for `WHERE`) and its parameters.
-    pub fn to_sql(&self) -> (String, Vec<String>) {
-        let mut clauses = Vec::new();
-        let mut params = Vec::new();
-        let mut words = Vec::new();
-        for term in &self.terms {
-            match term {
-                Term::Column { column, value } => {
-                    params.push(value.clone());
-                    clauses.push(format!("{column} = ?{}", params.len()));
-                }
-                Term::PathPrefix(prefix) => {
-                    // A range on the path index rather than LIKE, so `%` and `_` stay literal.
-                    params.push(prefix.clone());
-                    let low = params.len();
-                    params.push(format!("{prefix}\u{10FFFF}"));
-                    clauses.push(format!("(path >= ?{low} AND path < ?{})", params.len()));
-                }
-                Term::Text(text) => words.push(fts_phrase(text)),
-            }
-        }
-        if !words.is_empty() {
-            params.push(words.join(" AND "));
-            clauses.push(format!(
-                "id IN (SELECT rowid FROM deliveries_fts WHERE deliveries_fts MATCH ?{})",
-                params.len()
-            ));
-        }
-        if clauses.is_empty() {
-            ("1".to_string(), params)
-        } else {
-            (clauses.join(" AND "), params)
-        }
-    }
-}
-
-/// One free-text term as an FTS5 query: a quoted phrase, matched as a prefix when unquoted.
-fn fts_phrase(text: &str) -> String {
-    let phrase = text.trim_matches('"');
-    let escaped = phrase.replace('"', "\"\"");
-    if text.starts_with('"') {
-        format!("\"{escaped}\"")
-    } else {
-        format!("\"{escaped}\"*")
-    }
-}
-
-impl fmt::Display for Filter {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (sql, params) = self.to_sql();
-        write!(f, "{sql} {params:?}")
+    /// The terms, in the order written.
+    pub fn terms(&self) -> &[Term] {
+        &self.terms
     }
 }
 
@@ -215,26 +181,37 @@ mod tests {
     use super::*;
 
     #[test]
-    fn terms_combine_into_indexed_conditions() {
+    fn keys_become_typed_terms_with_normalised_values() {
         let filter =
-            Filter::parse("sig:fail dup:yes type:job.failed path:/hooks/acme").expect("parses");
-        let (sql, params) = filter.to_sql();
+            Filter::parse("sig:FAIL dup:yes method:post path:/hooks/acme invoice").expect("parses");
         assert_eq!(
-            sql,
-            "sig_status = ?1 AND dup_status = ?2 AND event_type = ?3 AND (path >= ?4 AND path < ?5)"
-        );
-        assert_eq!(
-            params[..4],
-            ["fail", "duplicate", "job.failed", "/hooks/acme"]
+            filter.terms(),
+            [
+                Term::Is {
+                    field: Field::Signature,
+                    value: "fail".into()
+                },
+                Term::Is {
+                    field: Field::Duplicate,
+                    value: "duplicate".into()
+                },
+                Term::Is {
+                    field: Field::Method,
+                    value: "POST".into()
+                },
+                Term::PathPrefix("/hooks/acme".into()),
+                Term::Text("invoice".into()),
+            ]
         );
     }
 
     #[test]
-    fn free_text_goes_to_fts_with_quotes_escaped() {
-        let filter = Filter::parse(r#"invoice "exact phrase" http://x"#).expect("parses");
-        let (sql, params) = filter.to_sql();
-        assert!(sql.contains("deliveries_fts MATCH ?1"), "{sql}");
-        assert_eq!(params, [r#""invoice"* AND "exact phrase" AND "http://x"*"#]);
+    fn unknown_keys_and_quoted_phrases_stay_text() {
+        let filter = Filter::parse(r#"http://x "a: b""#).expect("parses");
+        assert_eq!(
+            filter.terms(),
+            [Term::Text("http://x".into()), Term::Text("\"a: b\"".into())]
+        );
     }
 
     #[test]

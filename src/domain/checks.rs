@@ -7,10 +7,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::Endpoint;
-use crate::delivery::Delivery;
-use crate::diagnose::{self, Diagnosis, LabelledSecret};
-use crate::scheme::{self, FuturePolicy, HeaderError, Scheme, Verification};
+use crate::domain::delivery::Delivery;
+use crate::domain::diagnose::{self, Diagnosis, LabelledSecret};
+use crate::domain::endpoint::Endpoint;
+use crate::domain::fmt::human_duration;
+use crate::domain::job::{JobRef, extract_job, first_text};
+use crate::domain::scheme::{self, FuturePolicy, HeaderError, Scheme, Verification};
 
 /// Verdict of the signature check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -151,18 +153,6 @@ pub struct Checks {
     pub timestamp: TimestampCheck,
     /// Duplicate verdict.
     pub duplicate: DuplicateCheck,
-}
-
-/// The job a delivery reports on, when its body names one.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct JobRef {
-    /// The job id (`job_id`, `data.job_id`, or `data.id` when the event type names a job).
-    pub job_id: String,
-    /// The job state the event reports, when present (or derived from the event type).
-    pub status: Option<String>,
-    /// When the event was created by the sender, in Unix milliseconds, when the body says.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub created_at_ms: Option<i64>,
 }
 
 /// What the pure checks learn from one delivery.
@@ -318,92 +308,6 @@ pub fn evaluate_with(
         job,
         signature,
         timestamp,
-    }
-}
-
-/// The first of several JSON pointers that holds a string or a number, as text.
-fn first_text(json: &serde_json::Value, pointers: &[&str]) -> Option<String> {
-    pointers.iter().find_map(|p| match json.pointer(p)? {
-        serde_json::Value::String(s) if !s.is_empty() => Some(s.clone()),
-        serde_json::Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    })
-}
-
-/// Where the job facts are in a body, when an endpoint overrides the defaults (JSON pointers).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct JobPointers {
-    /// `job_id_pointer`.
-    pub job_id: Option<String>,
-    /// `status_pointer`.
-    pub status: Option<String>,
-    /// `created_at_pointer`.
-    pub created_at: Option<String>,
-}
-
-/// Finds the job an event reports on: its id, its state and the event's creation time.
-pub fn extract_job(
-    json: &serde_json::Value,
-    event_type: Option<&str>,
-    pointers: &JobPointers,
-) -> Option<JobRef> {
-    let job_id = match &pointers.job_id {
-        Some(p) => first_text(json, &[p.as_str()]),
-        None => first_text(json, &["/job_id", "/data/job_id"]).or_else(|| {
-            let names_job = event_type.is_some_and(|t| t.starts_with("job."));
-            names_job.then(|| first_text(json, &["/data/id"])).flatten()
-        }),
-    }?;
-    let status = match &pointers.status {
-        Some(p) => first_text(json, &[p.as_str()]),
-        None => first_text(json, &["/data/status", "/status"]),
-    }
-    .or_else(|| state_from_type(event_type?));
-    let created_at_ms = match &pointers.created_at {
-        Some(p) => json.pointer(p).and_then(time_value_ms),
-        None => ["/created_at", "/timestamp", "/data/created_at", "/created"]
-            .iter()
-            .find_map(|p| json.pointer(p).and_then(time_value_ms)),
-    };
-    Some(JobRef {
-        job_id,
-        status,
-        created_at_ms,
-    })
-}
-
-/// `job.succeeded` → `succeeded`, `document.completed` → `completed`: the last part of an
-/// event type when it names a job state.
-fn state_from_type(event_type: &str) -> Option<String> {
-    let last = event_type.rsplit(['.', ':', '/']).next()?;
-    crate::timeline::StateKind::of(last)
-        .is_known()
-        .then(|| last.to_string())
-}
-
-/// A time in a body: Unix seconds (or milliseconds), as a number or a string, or RFC 3339.
-fn time_value_ms(value: &serde_json::Value) -> Option<i64> {
-    let from_number = |n: f64| {
-        if n.abs() >= 100_000_000_000.0 {
-            Some(n as i64)
-        } else {
-            Some((n * 1000.0) as i64)
-        }
-    };
-    match value {
-        serde_json::Value::Number(n) => n.as_f64().and_then(from_number),
-        serde_json::Value::String(s) => {
-            if let Ok(n) = s.trim().parse::<f64>() {
-                return from_number(n);
-            }
-            let parsed = time::OffsetDateTime::parse(
-                s.trim(),
-                &time::format_description::well_known::Rfc3339,
-            )
-            .ok()?;
-            Some((parsed.unix_timestamp_nanos() / 1_000_000) as i64)
-        }
-        _ => None,
     }
 }
 
@@ -691,33 +595,10 @@ fn describe_skew(skew: i64) -> String {
     }
 }
 
-/// A duration for people: `45 s`, `15 min`, `2 h 5 min`, `3 days`.
-pub fn human_duration(secs: u64) -> String {
-    match secs {
-        s if s < 60 => format!("{s} s"),
-        s if s < 3600 => format!("{} min", s / 60),
-        s if s < 86_400 => {
-            let minutes = (s % 3600) / 60;
-            if minutes == 0 {
-                format!("{} h", s / 3600)
-            } else {
-                format!("{} h {minutes} min", s / 3600)
-            }
-        }
-        s => {
-            let days = s / 86_400;
-            if days == 1 {
-                "1 day".to_string()
-            } else {
-                format!("{days} days")
-            }
-        }
-    }
-}
-
 /// "The sender's clock said … when this machine's said …", for timestamps out of tolerance.
 fn clocks(timestamp_secs: i64, now_secs: i64) -> String {
-    let at = |secs: i64| crate::report::rfc3339_ms(secs.saturating_mul(1000)).replace(".000Z", "Z");
+    let at =
+        |secs: i64| crate::domain::fmt::rfc3339_ms(secs.saturating_mul(1000)).replace(".000Z", "Z");
     format!(
         " The sender stamped it {}; this machine received it at {}.",
         at(timestamp_secs),

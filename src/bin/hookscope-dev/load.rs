@@ -1,15 +1,13 @@
-//! Load for the benchmarks (`hookscope dev load`, `hookscope dev bare`): a client that sends
-//! correctly signed deliveries over many keep-alive connections and measures what comes back,
-//! and a bare axum server that answers 200 without checking or storing, to compare against.
+//! Load for the benchmarks (`hookscope-dev load`): a client that sends correctly signed
+//! deliveries over many keep-alive connections and measures what comes back.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::scheme::{Scheme, Secret};
+use hookscope::domain::scheme::{Scheme, Secret};
 
 /// What a load run measured.
 #[derive(Debug, Clone, Serialize)]
@@ -166,29 +164,5 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport, String> {
         p50_ms: at(0.5),
         p99_ms: at(0.99),
         max_ms: at(1.0),
-    })
-}
-
-/// A bare axum server on the receiver's runtime shape (2 workers) that reads each body and
-/// answers 200 without checking or storing: the ceiling hookscope is compared with.
-pub fn serve_bare(addr: SocketAddr) -> Result<(), String> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|e| e.to_string())?;
-        eprintln!(
-            "listening on http://{}",
-            listener.local_addr().map_err(|e| e.to_string())?
-        );
-        let app = axum::Router::new().fallback(|body: axum::body::Bytes| async move {
-            let _ = body.len();
-            "{\"received\":true}\n"
-        });
-        axum::serve(listener, app).await.map_err(|e| e.to_string())
     })
 }

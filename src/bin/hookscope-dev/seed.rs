@@ -1,11 +1,11 @@
-//! Synthetic deliveries for benchmarks and demos (`hookscope dev seed`): real signatures, run
+//! Synthetic deliveries for benchmarks and demos (`hookscope-dev seed`): real signatures, run
 //! through the real checks, in a realistic mix.
 
-use crate::checks;
-use crate::config::Endpoint;
-use crate::delivery::{Delivery, Header};
-use crate::scheme::{Scheme, Secret};
-use crate::store::NewRecord;
+use hookscope::domain::checks;
+use hookscope::domain::delivery::{Delivery, Header};
+use hookscope::domain::endpoint::Endpoint;
+use hookscope::domain::scheme::{Scheme, Secret};
+use hookscope::store::NewRecord;
 
 /// The secret the seeded Standard Webhooks deliveries are signed with.
 pub const SEED_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 use subtle::ConstantTimeEq;
 
-use crate::delivery::{Delivery, Header};
+use crate::domain::delivery::{Delivery, Header};
 
 /// How a family of providers builds its signatures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -650,6 +650,25 @@ pub fn detect(delivery: &Delivery) -> Option<Scheme> {
             Some(scheme)
         })?
     })
+}
+
+/// A fresh event id: `msg_` and 16 random hex digits.
+pub fn new_event_id() -> String {
+    let mut bytes = [0u8; 8];
+    let _ = getrandom::fill(&mut bytes);
+    format!("msg_{}", hex::encode(bytes))
+}
+
+/// A Standard Webhooks style secret: `whsec_` and 32 random bytes in base64.
+pub fn generate_secret() -> Secret {
+    let mut bytes = [0u8; 32];
+    // The OS random source does not fail on the platforms we build for; if it ever did, an
+    // all-zero key would be obvious in the config rather than silently weak.
+    let _ = getrandom::fill(&mut bytes);
+    Secret::new(format!(
+        "whsec_{}",
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    ))
 }
 
 #[cfg(test)]

@@ -17,9 +17,9 @@ use axum::response::{IntoResponse, Response};
 use http_body_util::BodyExt as _;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::checks;
 use crate::config::Settings;
-use crate::delivery::{Delivery, Header};
+use crate::domain::checks;
+use crate::domain::delivery::{Delivery, Header};
 use crate::store::{NewRecord, StoreWriter, StoredDelivery};
 
 /// Errors starting the receiver.
@@ -85,7 +85,7 @@ struct Shared {
     writer: StoreWriter,
     events: Option<mpsc::Sender<StoredDelivery>>,
     controls: Arc<Controls>,
-    client: Option<crate::send::Client>,
+    client: Option<crate::net::client::Client>,
 }
 
 /// A running receiver. Dropping it stops it.
@@ -129,7 +129,7 @@ impl Receiver {
             writer,
             events,
             controls,
-            client: crate::send::Client::new(crate::send::DEFAULT_TIMEOUT).ok(),
+            client: crate::net::client::Client::new(crate::net::client::DEFAULT_TIMEOUT).ok(),
         });
         let (shutdown, shutdown_signal) = oneshot::channel::<()>();
         let thread = std::thread::Builder::new()
@@ -226,23 +226,13 @@ async fn read_body(body: Body, limit: usize) -> BodyOutcome {
     BodyOutcome::Whole(bytes)
 }
 
-fn human_size(bytes: usize) -> String {
-    if bytes >= 1024 * 1024 && bytes.is_multiple_of(1024 * 1024) {
-        format!("{} MiB", bytes / (1024 * 1024))
-    } else if bytes >= 1024 && bytes.is_multiple_of(1024) {
-        format!("{} KiB", bytes / 1024)
-    } else {
-        format!("{bytes} bytes")
-    }
-}
-
 async fn handle(
     State(shared): State<Arc<Shared>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     request: Request,
 ) -> Response {
     let started = Instant::now();
-    let received_at_ms = crate::now_ms();
+    let received_at_ms = crate::domain::clock::now_ms();
     let settings = match shared.settings.read() {
         Ok(guard) => Arc::clone(&guard),
         Err(poisoned) => Arc::clone(&poisoned.into_inner()),
@@ -281,7 +271,7 @@ async fn handle(
                 false,
                 Some(format!(
                     "The body ({size_text}) is over the {} limit: answered 413 and kept the headers only.",
-                    human_size(limit)
+                    crate::domain::fmt::exact_size(limit)
                 )),
                 Some(413u16),
             )
@@ -383,11 +373,18 @@ async fn handle(
     };
     let mut status = status;
     if let (Some(url), Some(client)) = (shared.controls.forward_url(), shared.client.clone()) {
-        let outgoing = crate::send::prepare_forward(&stored);
+        let outgoing = crate::net::client::prepare_forward(&stored);
         let writer = shared.writer.clone();
         let id = stored.id;
         let forward = async move {
-            let attempt = client.send(&url, &outgoing, "forward", Some(id)).await;
+            let attempt = client
+                .send(
+                    &url,
+                    &outgoing,
+                    crate::domain::attempt::AttemptKind::Forward,
+                    Some(id),
+                )
+                .await;
             let answered = attempt.as_ref().ok().and_then(|a| a.status);
             match attempt {
                 Ok(attempt) => {
@@ -440,7 +437,7 @@ async fn handle(
     let body = if status == StatusCode::PAYLOAD_TOO_LARGE {
         format!(
             "{{\"error\":\"body over the {} limit\",\"delivery_id\":{id}}}\n",
-            human_size(limit)
+            crate::domain::fmt::exact_size(limit)
         )
     } else {
         format!("{{\"received\":true,\"delivery_id\":{id}}}\n")

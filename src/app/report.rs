@@ -6,20 +6,10 @@
 
 use serde_json::{Value, json};
 
-use crate::checks::{Evaluation, SignatureStatus, TimestampStatus, status_word};
-use crate::delivery::Delivery;
+use crate::domain::checks::{Evaluation, SignatureStatus, TimestampStatus, status_word};
+use crate::domain::delivery::Delivery;
+use crate::domain::fmt::{ordinal_suffix, rfc3339_ms};
 use crate::store::StoredDelivery;
-
-/// Formats milliseconds since the epoch as RFC 3339 in UTC, with milliseconds.
-pub fn rfc3339_ms(ms: i64) -> String {
-    let format = time::macros::format_description!(
-        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
-    );
-    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
-        .ok()
-        .and_then(|t| t.format(&format).ok())
-        .unwrap_or_else(|| ms.to_string())
-}
 
 fn headers_json(delivery: &Delivery) -> Value {
     Value::Array(
@@ -146,7 +136,7 @@ pub fn human_lines(stored: &StoredDelivery) -> String {
 }
 
 /// One job in `jobs --json`: the timeline's summary and its flags, without the deliveries.
-pub fn job_summary_json(timeline: &crate::timeline::JobTimeline) -> Value {
+pub fn job_summary_json(timeline: &crate::domain::timeline::JobTimeline) -> Value {
     json!({
         "job_id": timeline.job_id,
         "current_state": timeline.current_state,
@@ -161,13 +151,13 @@ pub fn job_summary_json(timeline: &crate::timeline::JobTimeline) -> Value {
 }
 
 /// One job per line for people.
-pub fn job_summary_line(timeline: &crate::timeline::JobTimeline) -> String {
+pub fn job_summary_line(timeline: &crate::domain::timeline::JobTimeline) -> String {
     let flags: Vec<String> = timeline
         .flags
         .iter()
         .map(|f| status_word(&f.kind))
         .collect();
-    let span = crate::checks::human_duration(
+    let span = crate::domain::fmt::human_duration(
         ((timeline.last_seen_ms - timeline.first_seen_ms) / 1000).max(0) as u64,
     );
     format!(
@@ -188,7 +178,7 @@ pub fn job_summary_line(timeline: &crate::timeline::JobTimeline) -> String {
 
 /// A job's timeline for people: the deliveries by event time with their arrival rank, then the
 /// flags with their sentences.
-pub fn timeline_text(timeline: &crate::timeline::JobTimeline) -> String {
+pub fn timeline_text(timeline: &crate::domain::timeline::JobTimeline) -> String {
     let mut out = format!(
         "job {}: {}{}, {} events in {} deliveries, first seen {}, last seen {}\n",
         timeline.job_id,
@@ -231,29 +221,4 @@ pub fn timeline_text(timeline: &crate::timeline::JobTimeline) -> String {
         }
     }
     out
-}
-
-/// `1st`, `2nd`, `3rd`, `11th`…
-pub fn ordinal(n: usize) -> String {
-    format!("{n}{}", ordinal_suffix(n))
-}
-
-fn ordinal_suffix(n: usize) -> &'static str {
-    match (n % 10, n % 100) {
-        (1, 11) | (2, 12) | (3, 13) => "th",
-        (1, _) => "st",
-        (2, _) => "nd",
-        (3, _) => "rd",
-        _ => "th",
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rfc3339_keeps_milliseconds_in_utc() {
-        assert_eq!(rfc3339_ms(1_614_265_330_123), "2021-02-25T15:02:10.123Z");
-    }
 }

@@ -163,19 +163,6 @@ pub fn hexdump(bytes: &[u8]) -> String {
     out
 }
 
-/// A byte count for people: `512 B`, `1.5 KiB`, `10.0 MiB`.
-pub fn human_bytes(bytes: u64) -> String {
-    const KIB: f64 = 1024.0;
-    let b = bytes as f64;
-    if b < KIB {
-        format!("{bytes} B")
-    } else if b < KIB * KIB {
-        format!("{:.1} KiB", b / KIB)
-    } else {
-        format!("{:.1} MiB", b / (KIB * KIB))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

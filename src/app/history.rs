@@ -1,0 +1,63 @@
+//! Changing the history other than by new deliveries: retention (from `[retention]`), deleting,
+//! clearing, and re-running a delivery's checks after its endpoint changed.
+
+use crate::app::AppError;
+use crate::config::{RetentionSection, Settings};
+use crate::domain::checks;
+use crate::store::{Maintenance, Reader, StoreWriter};
+
+/// Applies `[retention]` at `now_ms`: deletes deliveries older than `max_days` and the oldest
+/// beyond `max_deliveries`. Returns how many were deleted (0 when retention is off).
+pub fn apply_retention(
+    writer: &StoreWriter,
+    retention: &RetentionSection,
+    now_ms: i64,
+) -> Result<usize, AppError> {
+    if retention.max_days.is_none() && retention.max_deliveries.is_none() {
+        return Ok(0);
+    }
+    let task = Maintenance::Retain {
+        max_age_ms: retention.max_days.map(|d| i64::from(d) * 86_400_000),
+        max_count: retention
+            .max_deliveries
+            .map(|n| n.min(i64::MAX as u64) as i64),
+        now_ms,
+    };
+    Ok(writer.maintain_blocking(task)?)
+}
+
+/// Deletes deliveries by id; returns how many.
+pub fn delete(writer: &StoreWriter, ids: Vec<i64>) -> Result<usize, AppError> {
+    Ok(writer.maintain_blocking(Maintenance::Delete(ids))?)
+}
+
+/// Deletes every delivery; returns how many.
+pub fn clear(writer: &StoreWriter) -> Result<usize, AppError> {
+    Ok(writer.maintain_blocking(Maintenance::Clear)?)
+}
+
+/// Re-runs a delivery's signature and timestamp checks with the current endpoints, at the time
+/// it was received, and stores the new verdicts. `Ok(false)` when it is no longer stored.
+pub fn recheck(
+    reader: &Reader,
+    writer: &StoreWriter,
+    settings: &Settings,
+    id: i64,
+) -> Result<bool, AppError> {
+    let Some(stored) = reader.get(id)? else {
+        return Ok(false);
+    };
+    let endpoint = settings.endpoint_for(&stored.delivery.path);
+    let evaluation = checks::evaluate(
+        &stored.delivery,
+        endpoint,
+        stored.delivery.received_at_ms.div_euclid(1000),
+    );
+    writer.maintain_blocking(Maintenance::Recheck {
+        id,
+        scheme: evaluation.scheme,
+        signature: Box::new(evaluation.signature),
+        timestamp: Box::new(evaluation.timestamp),
+    })?;
+    Ok(true)
+}

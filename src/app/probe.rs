@@ -1,0 +1,70 @@
+//! Probing a handler with the receiver checklist (`hookscope probe`, the *Probe handler*
+//! window): the scheme looked up the same way for both, the cases run by `net::probe`.
+
+use std::time::Duration;
+
+use crate::app::{AppError, scheme_named};
+use crate::config::ConfigFile;
+use crate::domain::scheme::{Scheme, Secret};
+use crate::net::client::{self, Client};
+use crate::net::probe::{self, ProbeReport};
+
+/// What to probe and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeRequest {
+    /// The handler's URL.
+    pub url: String,
+    /// The scheme the handler verifies.
+    pub scheme: String,
+    /// The handler's secrets.
+    pub secrets: Vec<String>,
+    /// A body to send (JSON; its top-level `"id"` is replaced in each case).
+    pub body: Option<Vec<u8>>,
+    /// How long the handler has to answer (the sender's timeout).
+    pub timeout: Duration,
+}
+
+impl ProbeRequest {
+    /// A probe with the default body and timeout.
+    pub fn new(url: impl Into<String>, scheme: impl Into<String>, secrets: Vec<String>) -> Self {
+        Self {
+            url: url.into(),
+            scheme: scheme.into(),
+            secrets,
+            body: None,
+            timeout: client::DEFAULT_TIMEOUT,
+        }
+    }
+}
+
+/// A probe ready to run: the scheme found, the secrets wrapped.
+#[derive(Debug, Clone)]
+pub struct PreparedProbe {
+    request: ProbeRequest,
+    scheme: Scheme,
+    secrets: Vec<Secret>,
+}
+
+/// Looks the scheme up; an unknown one is a usage error.
+pub fn prepare(file: &ConfigFile, request: ProbeRequest) -> Result<PreparedProbe, AppError> {
+    let scheme = scheme_named(file, &request.scheme)?;
+    let secrets = request.secrets.iter().map(Secret::new).collect();
+    Ok(PreparedProbe {
+        request,
+        scheme,
+        secrets,
+    })
+}
+
+/// Runs every case against the handler.
+pub async fn run(prepared: &PreparedProbe) -> Result<ProbeReport, AppError> {
+    let client = Client::new(prepared.request.timeout)?;
+    Ok(probe::probe(
+        &client,
+        &prepared.request.url,
+        &prepared.scheme,
+        &prepared.secrets,
+        prepared.request.body.clone(),
+    )
+    .await?)
+}

@@ -1,0 +1,153 @@
+//! `hookscope-dev`: the benchmark tools, kept out of the product's command list. It links the
+//! same library as `hookscope`, so what it seeds and loads is checked and stored by the real
+//! code. `bench/run.sh` and `bench/gui.sh` drive it; see BENCHMARKS.md.
+//!
+//! - `hookscope-dev seed --count N`: fill a store with N synthetic, correctly checked deliveries.
+//! - `hookscope-dev load --url URL …`: send signed deliveries over many connections, report JSON.
+//! - `hookscope-dev bare [--port N]`: a bare axum server to compare `hookscope listen` against.
+
+mod bare;
+mod load;
+mod seed;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use hookscope::app::paths::Paths;
+use hookscope::domain::scheme::{Scheme, Secret};
+use hookscope::store::Store;
+
+/// Benchmark tools for hookscope: seed a store, load a receiver, run a bare server to compare.
+#[derive(Debug, Parser)]
+#[command(name = "hookscope-dev", version)]
+struct Cli {
+    /// The data dir whose store `seed` fills (default: hookscope's)
+    #[arg(long, global = true, env = "HOOKSCOPE_DATA_DIR", value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    command: DevCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum DevCommand {
+    /// Fill the store with N synthetic, correctly checked deliveries (a mix of schemes, job
+    /// events, failing signatures and duplicates)
+    Seed {
+        /// How many deliveries to add
+        #[arg(long, default_value_t = 1000)]
+        count: usize,
+    },
+    /// Send signed deliveries to a receiver over many connections and report throughput and latency
+    Load {
+        /// Where to send
+        #[arg(long, value_name = "URL")]
+        url: String,
+        /// Concurrent connections
+        #[arg(long, default_value_t = 64)]
+        connections: usize,
+        /// How long, in seconds
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        /// Offered requests per second (0: as fast as possible)
+        #[arg(long, default_value_t = 0)]
+        rate: u64,
+        /// Body size in bytes
+        #[arg(long, default_value_t = 1024)]
+        body_size: usize,
+        /// Sign as this scheme (with --secret)
+        #[arg(long, value_name = "NAME", requires = "secret")]
+        scheme: Option<String>,
+        /// The signing secret
+        #[arg(long, value_name = "S")]
+        secret: Option<String>,
+    },
+    /// A bare HTTP server answering 200 without checking or storing, to compare `listen` against
+    Bare {
+        /// The port (0: a free one)
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        DevCommand::Seed { count } => seed_store(cli.data_dir, count),
+        DevCommand::Load {
+            url,
+            connections,
+            seconds,
+            rate,
+            body_size,
+            scheme,
+            secret,
+        } => run_load(load::LoadOptions {
+            url,
+            connections,
+            duration: std::time::Duration::from_secs(seconds),
+            rate,
+            body_size,
+            signing: match (scheme, secret) {
+                (Some(name), Some(secret)) => match Scheme::preset(&name) {
+                    Some(scheme) => Some((scheme, Secret::new(secret))),
+                    None => {
+                        eprintln!("hookscope-dev: unknown scheme \"{name}\"");
+                        return ExitCode::from(2);
+                    }
+                },
+                _ => None,
+            },
+        }),
+        DevCommand::Bare { port } => {
+            bare::serve_bare(std::net::SocketAddr::from(([127, 0, 0, 1], port)))
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("hookscope-dev: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_load(options: load::LoadOptions) -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the event loop: {e}"))?;
+    let report = runtime.block_on(load::run(options))?;
+    println!(
+        "{}",
+        serde_json::to_string(&report).map_err(|e| e.to_string())?
+    );
+    Ok(())
+}
+
+fn seed_store(data_dir: Option<PathBuf>, count: usize) -> Result<(), String> {
+    let paths = Paths::resolve(data_dir, None).map_err(|e| e.to_string())?;
+    let store = Store::open(&paths.store_file()).map_err(|e| e.to_string())?;
+    let writer = store.writer();
+    let started = std::time::Instant::now();
+    let mut written = 0;
+    let mut batch = Vec::with_capacity(5000);
+    for n in 0..count {
+        batch.push(seed::record(n));
+        if batch.len() == 5000 || n + 1 == count {
+            written += writer
+                .insert_many_blocking(std::mem::take(&mut batch))
+                .map_err(|e| e.to_string())?;
+            eprint!("\rseeded {written}/{count}");
+        }
+    }
+    eprintln!(
+        "\rseeded {written} deliveries into {} in {:.1} s",
+        store.path().display(),
+        started.elapsed().as_secs_f64()
+    );
+    drop(writer);
+    store.shutdown();
+    Ok(())
+}

@@ -1,0 +1,171 @@
+//! `hookscope listen`: the receiver headless, each delivery printed as it arrives.
+
+use std::io::Write as _;
+use std::net::IpAddr;
+use std::process::ExitCode;
+use std::sync::{Arc, RwLock};
+
+use clap::Args;
+use hookscope::app::{self, AppError, report};
+use hookscope::config::{Overrides, Settings};
+use hookscope::domain::clock::now_ms;
+use hookscope::domain::endpoint::Endpoint;
+use hookscope::domain::scheme::Secret;
+use hookscope::net::receiver::{Controls, Receiver};
+use hookscope::store::Store;
+
+use super::{Common, load_config};
+
+/// `hookscope listen`.
+#[derive(Debug, Args)]
+pub struct ListenArgs {
+    /// The port to listen on; 0 picks a free port (default: the config's, else 7878)
+    #[arg(long, short = 'p')]
+    pub port: Option<u16>,
+    /// The address to bind; anything but loopback exposes captured secrets to the network
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<IpAddr>,
+    /// The scheme for paths no [[endpoint]] covers (a preset or a [[scheme]] name)
+    #[arg(long, value_name = "NAME")]
+    pub scheme: Option<String>,
+    /// A signing secret; repeat for a rotation
+    #[arg(long = "secret", value_name = "S")]
+    pub secrets: Vec<String>,
+    /// Timestamp tolerance in seconds (default: the scheme's)
+    #[arg(long, value_name = "SECS")]
+    pub tolerance: Option<u64>,
+    /// The status to answer with (default 200)
+    #[arg(long, value_name = "CODE", value_parser = clap::value_parser!(u16).range(100..=599))]
+    pub respond_status: Option<u16>,
+    /// Wait this long before answering, to watch a sender's timeout
+    #[arg(long, value_name = "MS")]
+    pub respond_delay_ms: Option<u64>,
+    /// Print one JSON object per delivery on stdout
+    #[arg(long)]
+    pub json: bool,
+    /// Forward every delivery, byte-exact, to this URL (e.g. http://localhost:3000/webhooks)
+    #[arg(long, value_name = "URL")]
+    pub forward_to: Option<String>,
+    /// Answer the sender with the forwarded handler's status instead of hookscope's own
+    #[arg(long, requires = "forward_to")]
+    pub mirror_response: bool,
+}
+
+pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
+    let paths = common.paths()?;
+    let file = load_config(&paths)?.file;
+    let overrides = Overrides {
+        scheme: args.scheme.clone(),
+        secrets: args.secrets.iter().map(Secret::new).collect(),
+        tolerance_secs: args.tolerance,
+        respond_status: args.respond_status,
+        respond_delay_ms: args.respond_delay_ms,
+    };
+    let settings = Settings::resolve(&file, &overrides)?;
+    let bind = app::paths::bind_address(args.bind, &file, &paths.config_path)?;
+    let port = app::paths::port(args.port, &file);
+    if let Some(url) = &args.forward_to
+        && !url.starts_with("http://")
+    {
+        return Err(AppError::Usage(format!(
+            "--forward-to {url}: give an http:// URL of a handler on this machine"
+        )));
+    }
+
+    let (store, recovered) = Store::open_or_recover(&paths.store_file())?;
+    if let Some(sentence) = recovered {
+        eprintln!("hookscope: {sentence}");
+    }
+    let retained = app::history::apply_retention(&store.writer(), &file.retention, now_ms())?;
+    if retained > 0 {
+        eprintln!("hookscope: retention removed {retained} old deliveries");
+    }
+    let (events_tx, mut events_rx) = tokio::sync::mpsc::channel(1024);
+    let shared = Arc::new(RwLock::new(Arc::new(settings.clone())));
+    let controls = Arc::new(Controls::default());
+    if let Some(url) = &args.forward_to {
+        if let Ok(mut guard) = controls.forward_to.write() {
+            *guard = Some(url.clone());
+        }
+        controls
+            .mirror_response
+            .store(args.mirror_response, std::sync::atomic::Ordering::SeqCst);
+    }
+    let receiver = Receiver::start(
+        bind,
+        port,
+        shared,
+        store.writer(),
+        Some(events_tx),
+        controls,
+    )
+    .map_err(|e| AppError::Failed(e.to_string()))?;
+    let addr = receiver.local_addr();
+    if !bind.is_loopback() {
+        eprintln!(
+            "hookscope: warning: listening on {bind}, reachable from other machines; captured deliveries and their signatures are visible to anyone who can reach this port"
+        );
+    }
+    eprintln!("listening on http://{addr}");
+    for endpoint in &settings.endpoints {
+        eprintln!("  {}", describe_endpoint(endpoint));
+    }
+    eprintln!("  store: {}", store.path().display());
+    if let Some(url) = &args.forward_to {
+        let answer = if args.mirror_response {
+            "the handler's status"
+        } else {
+            "its own status"
+        };
+        eprintln!("  forwarding every delivery to {url}; the sender gets {answer}");
+    }
+
+    let runtime = app::small_runtime()?;
+    let json = args.json;
+    runtime.block_on(async {
+        let mut stdout = std::io::stdout();
+        loop {
+            tokio::select! {
+                event = events_rx.recv() => {
+                    let Some(stored) = event else { break };
+                    let line = if json {
+                        report::delivery_json(&stored).to_string()
+                    } else {
+                        report::human_lines(&stored)
+                    };
+                    // A closed stdout (e.g. `| head`) ends the command rather than panicking.
+                    if writeln!(stdout, "{line}").and_then(|_| stdout.flush()).is_err() {
+                        break;
+                    }
+                }
+                _ = tokio::signal::ctrl_c() => break,
+            }
+        }
+    });
+    drop(events_rx);
+    receiver.stop();
+    store.shutdown();
+    Ok(ExitCode::SUCCESS)
+}
+
+fn describe_endpoint(endpoint: &Endpoint) -> String {
+    let scheme = match &endpoint.scheme {
+        Some(s) => s.name.clone(),
+        None => "detect scheme from headers".into(),
+    };
+    let secrets = match endpoint.secrets.len() {
+        0 => "no secret".to_string(),
+        1 => "1 secret".to_string(),
+        n => format!("{n} secrets"),
+    };
+    let delay = if endpoint.respond_delay_ms > 0 {
+        format!(" after {} ms", endpoint.respond_delay_ms)
+    } else {
+        String::new()
+    };
+    format!(
+        "{path:<20} {scheme}, {secrets}, answers {status}{delay}",
+        path = endpoint.path,
+        status = endpoint.respond_status
+    )
+}

@@ -1,0 +1,126 @@
+//! The command line: clap's argument definitions and one file per command. Each command is a
+//! thin adapter: its arguments become a use-case request from `hookscope::app`, and what comes
+//! back is printed. Errors are reported once, here, as one sentence on stderr prefixed with
+//! `hookscope:`; a usage error exits 2, any other failure 1.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use hookscope::app::AppError;
+use hookscope::app::paths::{LoadedConfig, Paths};
+
+mod export;
+mod import;
+mod jobs;
+mod list;
+mod listen;
+mod probe;
+mod resend;
+mod verify;
+
+/// A local inspector for webhook integrations: capture deliveries, check their signatures,
+/// timestamps and event ids, and keep the history on disk.
+#[derive(Debug, Parser)]
+#[command(name = "hookscope", version, about, long_about = None)]
+pub struct Cli {
+    #[command(flatten)]
+    pub common: Common,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Options every command accepts.
+#[derive(Debug, Args, Clone)]
+pub struct Common {
+    /// Where the store and config live (default: the platform data dir, e.g. ~/.local/share/hookscope)
+    #[arg(long, global = true, env = "HOOKSCOPE_DATA_DIR", value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// The config file (default: config.toml in the data dir)
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+impl Common {
+    /// The data dir and config file these options name.
+    pub fn paths(&self) -> Result<Paths, AppError> {
+        Paths::resolve(self.data_dir.clone(), self.config.clone())
+    }
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the receiver headless and print each delivery as it arrives
+    Listen(listen::ListenArgs),
+    /// Check one request offline: exit 0 when signature and timestamp pass, 1 when a check fails, 2 on bad usage
+    Verify(verify::VerifyArgs),
+    /// List stored deliveries, newest first
+    List(list::ListArgs),
+    /// List async jobs with their state and flags, or show one job's timeline
+    Jobs(jobs::JobsArgs),
+    /// Send a captured delivery again to a handler, as captured or re-signed
+    Resend(resend::ResendArgs),
+    /// Export deliveries as test fixtures, HAR 1.2 or curl commands
+    Export(export::ExportArgs),
+    /// Import the requests of a HAR file into the store, checked like any delivery
+    Import(import::ImportArgs),
+    /// Run the receiver checklist against a handler: exit 0 only when every case passes
+    Probe(probe::ProbeArgs),
+}
+
+/// Exit status for bad usage, as clap uses.
+const EXIT_USAGE: u8 = 2;
+
+/// Runs a parsed command and turns its outcome into an exit status.
+pub fn run(common: &Common, command: Command) -> ExitCode {
+    let result = match command {
+        Command::Listen(args) => listen::run(common, args),
+        Command::Verify(args) => verify::run(common, args),
+        Command::List(args) => list::run(common, args),
+        Command::Jobs(args) => jobs::run(common, args),
+        Command::Resend(args) => resend::run(common, args),
+        Command::Export(args) => export::run(common, args),
+        Command::Import(args) => import::run(common, args),
+        Command::Probe(args) => probe::run(common, args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) if err.is_usage() => {
+            eprintln!("hookscope: {err}");
+            ExitCode::from(EXIT_USAGE)
+        }
+        Err(err) => {
+            eprintln!("hookscope: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Reads the config these options name, printing its warning (a world-readable file) once.
+fn load_config(paths: &Paths) -> Result<LoadedConfig, AppError> {
+    let loaded = paths.load_config()?;
+    if let Some(warning) = &loaded.warning {
+        eprintln!("hookscope: {warning}");
+    }
+    Ok(loaded)
+}
+
+/// The bytes of a `--body-file`, or a usage error naming the file.
+fn body_file(path: Option<&std::path::Path>) -> Result<Option<Vec<u8>>, AppError> {
+    path.map(|path| {
+        std::fs::read(path).map_err(|e| {
+            AppError::Usage(format!("cannot read --body-file {}: {e}", path.display()))
+        })
+    })
+    .transpose()
+}
+
+/// `0` when `ok`, else `1`.
+fn exit_if(ok: bool) -> ExitCode {
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

@@ -1,0 +1,78 @@
+//! `hookscope resend`: a captured delivery sent again to a handler.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use hookscope::app::resend::ResendRequest;
+use hookscope::app::{self, AppError};
+use hookscope::store::{Reader, Store};
+
+use super::{Common, body_file, exit_if, load_config};
+
+/// `hookscope resend`.
+#[derive(Debug, Args)]
+pub struct ResendArgs {
+    /// The delivery to resend (its id in `list`)
+    pub delivery_id: i64,
+    /// The handler's URL, e.g. http://localhost:3000/webhooks
+    #[arg(long, value_name = "URL")]
+    pub to: String,
+    /// Re-sign with a fresh timestamp (default: send exactly as captured, an honest replay)
+    #[arg(long)]
+    pub resign: bool,
+    /// Give the event a new id (a new event, not a retry)
+    #[arg(long)]
+    pub new_id: bool,
+    /// The scheme to sign with (default: the delivery's)
+    #[arg(long, value_name = "NAME")]
+    pub scheme: Option<String>,
+    /// The secret to sign with; repeat for several signatures (default: its endpoint's)
+    #[arg(long = "secret", value_name = "S")]
+    pub secrets: Vec<String>,
+    /// Send this body instead (the signature is computed over it)
+    #[arg(long, value_name = "FILE")]
+    pub body_file: Option<PathBuf>,
+    /// How long the handler has to answer
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    pub timeout_secs: u64,
+    /// Print the attempt as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(common: &Common, args: ResendArgs) -> Result<ExitCode, AppError> {
+    let paths = common.paths()?;
+    let file = load_config(&paths)?.file;
+    let reader = Reader::open(&paths.store_file())?;
+    let request = ResendRequest {
+        delivery_id: args.delivery_id,
+        url: args.to,
+        resign: args.resign,
+        scheme: args.scheme,
+        secrets: args.secrets,
+        new_id: args.new_id,
+        body: body_file(args.body_file.as_deref())?,
+        timeout: std::time::Duration::from_secs(args.timeout_secs),
+    };
+    let prepared = app::resend::prepare(&file, &reader, &request)?;
+    let store = Store::open(&paths.store_file())?;
+    let writer = store.writer();
+    let sent = app::small_runtime()?.block_on(app::resend::send(&prepared, &writer));
+    drop(writer);
+    store.shutdown();
+    let attempt = sent?;
+    if args.json {
+        let text = serde_json::to_string(&attempt).map_err(|e| AppError::Failed(e.to_string()))?;
+        println!("{text}");
+    } else {
+        println!("{}", app::resend::summary(&prepared, &attempt));
+        let body = String::from_utf8_lossy(&attempt.response_body);
+        if !body.trim().is_empty() {
+            println!("{}", body.trim().chars().take(500).collect::<String>());
+        }
+    }
+    Ok(exit_if(
+        attempt.status.is_some_and(|s| (200..300).contains(&s)),
+    ))
+}

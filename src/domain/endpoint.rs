@@ -1,0 +1,58 @@
+//! An endpoint as the receiver and the checks use it: a path prefix with its scheme, secrets,
+//! tolerance and answer. The config layer resolves these from `config.toml`; nothing here reads
+//! a file.
+
+use crate::domain::diagnose::LabelledSecret;
+use crate::domain::job::JobPointers;
+use crate::domain::scheme::{Scheme, Secret};
+
+/// A resolved endpoint, as the receiver and the checks use it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Endpoint {
+    /// The path prefix.
+    pub path: String,
+    /// The scheme, or `None` to detect it from the headers.
+    pub scheme: Option<Scheme>,
+    /// Secrets to try, in order.
+    pub secrets: Vec<Secret>,
+    /// Tolerance override in seconds.
+    pub tolerance_secs: Option<u64>,
+    /// The status to answer with.
+    pub respond_status: u16,
+    /// The delay before answering, in milliseconds.
+    pub respond_delay_ms: u64,
+    /// Where the job facts are in a body, when not the defaults.
+    pub job_pointers: JobPointers,
+    /// The other endpoints' secrets, labelled, for the diagnosis of a failed signature
+    /// ("another endpoint's secret"); computed once when the settings are resolved.
+    pub other_secrets: std::sync::Arc<[LabelledSecret]>,
+}
+
+impl Endpoint {
+    /// The catch-all endpoint used when nothing is configured: detect, answer 200 at once.
+    pub fn catch_all() -> Self {
+        Self {
+            path: "/".into(),
+            scheme: None,
+            secrets: Vec::new(),
+            tolerance_secs: None,
+            respond_status: 200,
+            respond_delay_ms: 0,
+            job_pointers: JobPointers::default(),
+            other_secrets: std::sync::Arc::from(Vec::new()),
+        }
+    }
+
+    /// Whether this endpoint's prefix covers `path`, on segment boundaries (`/hooks/a` covers
+    /// `/hooks/a` and `/hooks/a/x`, not `/hooks/ab`).
+    pub fn covers(&self, path: &str) -> bool {
+        let prefix = self.path.trim_end_matches('/');
+        if prefix.is_empty() {
+            return true;
+        }
+        path == prefix
+            || path
+                .strip_prefix(prefix)
+                .is_some_and(|rest| rest.starts_with('/'))
+    }
+}

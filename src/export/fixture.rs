@@ -1,0 +1,238 @@
+//! hookscope fixtures: one delivery as JSON with its exact body, how it was signed and, when
+//! re-signed, the generated test secret; and reading one back (`verify --fixture`).
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as B64;
+use serde_json::{Value, json};
+
+use crate::domain::delivery::{Delivery, Header};
+use crate::domain::fmt::rfc3339_ms;
+use crate::domain::scheme::{Family, Scheme, Secret, generate_secret, new_event_id};
+use crate::export::redact::redact;
+use crate::export::{ExportError, FixtureOptions};
+use crate::store::StoredDelivery;
+
+pub(crate) fn bytes_json(bytes: &[u8]) -> Value {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => json!({ "text": text }),
+        Err(_) => json!({ "base64": B64.encode(bytes) }),
+    }
+}
+
+pub(crate) fn bytes_from_json(value: &Value) -> Option<Vec<u8>> {
+    if let Some(text) = value.get("text").and_then(Value::as_str) {
+        return Some(text.as_bytes().to_vec());
+    }
+    value
+        .get("base64")
+        .and_then(Value::as_str)
+        .and_then(|b| B64.decode(b).ok())
+}
+
+pub(crate) fn headers_json(headers: &[Header]) -> Value {
+    Value::Array(
+        headers
+            .iter()
+            .map(|h| match std::str::from_utf8(&h.value) {
+                Ok(text) => json!([h.name, text]),
+                Err(_) => json!([h.name, { "base64": B64.encode(&h.value) }]),
+            })
+            .collect(),
+    )
+}
+
+pub(crate) fn headers_from_json(value: &Value) -> Option<Vec<Header>> {
+    value
+        .as_array()?
+        .iter()
+        .map(|pair| {
+            let name = pair.get(0)?.as_str()?;
+            let v = pair.get(1)?;
+            let bytes = match v.as_str() {
+                Some(text) => text.as_bytes().to_vec(),
+                None => bytes_from_json(v)?,
+            };
+            Some(Header::new(name, bytes))
+        })
+        .collect()
+}
+
+/// A test secret of the shape the scheme's family uses.
+pub fn test_secret(scheme: &Scheme) -> Secret {
+    match scheme.family {
+        Family::StandardWebhooks => generate_secret(),
+        _ => {
+            let mut bytes = [0u8; 24];
+            let _ = getrandom::fill(&mut bytes);
+            Secret::new(format!("test_secret_{}", hex::encode(bytes)))
+        }
+    }
+}
+
+pub(crate) fn scheme_json(scheme: &Scheme) -> Value {
+    json!({
+        "name": scheme.name,
+        "family": scheme.family.config_name(),
+        "signature_header": scheme.signature_header,
+        "timestamp_header": scheme.timestamp_header,
+        "event_id_header": scheme.event_id_header,
+        "encoding": match scheme.encoding { crate::domain::scheme::Encoding::Hex => "hex", crate::domain::scheme::Encoding::Base64 => "base64" },
+        "prefix": scheme.prefix,
+    })
+}
+
+/// One delivery as a fixture.
+pub fn fixture(stored: &StoredDelivery, options: &FixtureOptions) -> Result<Value, ExportError> {
+    let d = &stored.delivery;
+    let mut headers = d.headers.clone();
+    let mut body = d.body.clone();
+    if !options.redact.is_empty() {
+        body = redact(&body, &options.redact).map_err(|reason| ExportError::Redact {
+            id: stored.id,
+            reason,
+        })?;
+    }
+    let signing = if options.resign_with_test_secret {
+        let scheme = options
+            .scheme
+            .clone()
+            .or_else(|| {
+                stored
+                    .scheme
+                    .as_deref()
+                    .and_then(|n| Scheme::preset(n.split(' ').next().unwrap_or(n)))
+            })
+            .ok_or(ExportError::NoScheme(stored.id))?;
+        let secret = test_secret(&scheme);
+        let timestamp = d.received_at_ms.div_euclid(1000);
+        let event_id = stored.event_id.clone().unwrap_or_else(new_event_id);
+        let mut drop = vec![scheme.signature_header.clone()];
+        drop.extend(scheme.timestamp_header.clone());
+        drop.extend(scheme.event_id_header.clone());
+        headers.retain(|h| !drop.iter().any(|n| n.eq_ignore_ascii_case(&h.name)));
+        headers.extend(scheme.sign(std::slice::from_ref(&secret), &event_id, timestamp, &body)?);
+        json!({
+            "mode": "test_secret",
+            "scheme": scheme_json(&scheme),
+            "secret": secret.expose(),
+            "timestamp": timestamp,
+            "event_id": event_id,
+        })
+    } else {
+        json!({
+            "mode": "as_captured",
+            "scheme": stored.scheme.as_deref().and_then(Scheme::preset).map(|s| scheme_json(&s)),
+            "note": "The original signature headers; no secret is written. Verify with your own secret, at the recorded time.",
+        })
+    };
+    // The length header must describe the body as exported.
+    for h in headers.iter_mut() {
+        if h.name == "content-length" {
+            h.value = body.len().to_string().into_bytes();
+        }
+    }
+    Ok(json!({
+        "hookscope_fixture": 1,
+        "source_delivery_id": stored.id,
+        "received_at": rfc3339_ms(d.received_at_ms),
+        "received_at_unix": d.received_at_ms.div_euclid(1000),
+        "method": d.method,
+        "path": d.path,
+        "query": d.query,
+        "headers": headers_json(&headers),
+        "body": bytes_json(&body),
+        "scheme": stored.scheme,
+        "event_id": stored.event_id,
+        "event_type": stored.event_type,
+        "recorded_checks": stored.checks,
+        "signing": signing,
+        "redacted": options.redact,
+    }))
+}
+
+/// Several fixtures in one file.
+pub fn bundle(fixtures: Vec<Value>) -> Value {
+    json!({ "hookscope_fixtures": 1, "fixtures": fixtures })
+}
+
+/// A fixture read back: the request and when it was recorded.
+pub struct LoadedFixture {
+    /// The request.
+    pub delivery: Delivery,
+    /// The secret written into it (re-signed fixtures only).
+    pub secret: Option<Secret>,
+    /// The scheme named in it.
+    pub scheme: Option<String>,
+}
+
+/// Reads a fixture (or the first fixture of a bundle).
+pub fn load_fixture(text: &str) -> Result<LoadedFixture, ExportError> {
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| ExportError::Format(format!("not JSON: {e}")))?;
+    let fixture = match value.get("fixtures").and_then(Value::as_array) {
+        Some(list) => list
+            .first()
+            .cloned()
+            .ok_or_else(|| ExportError::Format("the bundle is empty".into()))?,
+        None => value,
+    };
+    if fixture.get("hookscope_fixture").is_none() {
+        return Err(ExportError::Format(
+            "not a hookscope fixture (no \"hookscope_fixture\" field)".into(),
+        ));
+    }
+    let missing = |what: &str| ExportError::Format(format!("the fixture has no valid \"{what}\""));
+    let headers = fixture
+        .get("headers")
+        .and_then(headers_from_json)
+        .ok_or_else(|| missing("headers"))?;
+    let body = fixture
+        .get("body")
+        .and_then(bytes_from_json)
+        .ok_or_else(|| missing("body"))?;
+    let received = fixture
+        .get("received_at_unix")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| missing("received_at_unix"))?;
+    let signing = fixture.get("signing");
+    Ok(LoadedFixture {
+        delivery: Delivery {
+            received_at_ms: received * 1000,
+            method: fixture
+                .get("method")
+                .and_then(Value::as_str)
+                .unwrap_or("POST")
+                .to_string(),
+            path: fixture
+                .get("path")
+                .and_then(Value::as_str)
+                .unwrap_or("/")
+                .to_string(),
+            query: fixture
+                .get("query")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            headers,
+            body_size: body.len() as u64,
+            body,
+            body_complete: true,
+            remote_addr: None,
+        },
+        secret: signing
+            .and_then(|s| s.get("secret"))
+            .and_then(Value::as_str)
+            .map(Secret::new),
+        scheme: signing
+            .and_then(|s| s.get("scheme"))
+            .and_then(|s| s.get("name"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .or_else(|| {
+                fixture
+                    .get("scheme")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            }),
+    })
+}

@@ -1,0 +1,278 @@
+//! Driving the developer's own handler: resend a capture (as captured or re-signed), forward
+//! deliveries as they arrive, and probe a handler with the cases every receiver must handle.
+//!
+//! Requests go over plain HTTP/1.1 (the handler runs on the developer's machine); redirects are
+//! not followed, as webhook senders do not follow them.
+
+use std::time::{Duration, Instant};
+
+use crate::domain::attempt::{Attempt, AttemptKind};
+use crate::domain::delivery::Header;
+use crate::domain::scheme::{Scheme, Secret, new_event_id};
+use crate::store::StoredDelivery;
+
+/// The default time a handler has to answer (a strict sender's timeout).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Answers slower than this get a warning in the probe.
+pub const SLOW_ANSWER: Duration = Duration::from_secs(2);
+
+/// Headers that describe one hop of the connection, never re-sent.
+const HOP_BY_HOP: &[&str] = &[
+    "host",
+    "content-length",
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "te",
+    "trailer",
+    "upgrade",
+    "proxy-connection",
+    "proxy-authorization",
+    "expect",
+];
+
+/// Errors preparing or sending a request.
+#[derive(Debug, thiserror::Error)]
+pub enum SendError {
+    /// The URL is not an http:// URL hookscope can send to.
+    #[error("{0}")]
+    BadUrl(String),
+    /// The request could not be built (a header that HTTP cannot carry).
+    #[error("the request cannot be built: {0}")]
+    Build(String),
+    /// Signing failed (an unusable secret).
+    #[error("cannot sign: {0}")]
+    Sign(#[from] crate::domain::scheme::KeyError),
+}
+
+/// A request ready to go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outgoing {
+    /// The method.
+    pub method: String,
+    /// The headers, in order.
+    pub headers: Vec<Header>,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+/// An HTTP client for handlers on this machine.
+#[derive(Debug, Clone)]
+pub struct Client {
+    inner: reqwest::Client,
+    timeout: Duration,
+}
+
+pub(crate) fn check_url(url: &str) -> Result<reqwest::Url, SendError> {
+    let parsed = reqwest::Url::parse(url)
+        .map_err(|e| SendError::BadUrl(format!("\"{url}\" is not a URL: {e}")))?;
+    match parsed.scheme() {
+        "http" => Ok(parsed),
+        "https" => Err(SendError::BadUrl(format!(
+            "\"{url}\": this build sends over plain http only (handlers on this machine); use http://localhost:PORT/…"
+        ))),
+        other => Err(SendError::BadUrl(format!(
+            "\"{url}\": {other}:// is not http"
+        ))),
+    }
+}
+
+impl Client {
+    /// A client with a timeout per request.
+    pub fn new(timeout: Duration) -> Result<Client, SendError> {
+        let inner = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(timeout)
+            .build()
+            .map_err(|e| SendError::Build(e.to_string()))?;
+        Ok(Client { inner, timeout })
+    }
+
+    /// How long a handler has to answer.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Sends a request and records what came back; a failure to connect or a timeout is an
+    /// attempt with an error, not an `Err`.
+    pub async fn send(
+        &self,
+        url: &str,
+        outgoing: &Outgoing,
+        kind: AttemptKind,
+        delivery_id: Option<i64>,
+    ) -> Result<Attempt, SendError> {
+        let parsed = check_url(url)?;
+        let method = reqwest::Method::from_bytes(outgoing.method.as_bytes())
+            .map_err(|e| SendError::Build(format!("method {}: {e}", outgoing.method)))?;
+        let mut headers = reqwest::header::HeaderMap::new();
+        for h in &outgoing.headers {
+            if HOP_BY_HOP.contains(&h.name.as_str()) {
+                continue;
+            }
+            let name = reqwest::header::HeaderName::from_bytes(h.name.as_bytes())
+                .map_err(|e| SendError::Build(format!("header name {}: {e}", h.name)))?;
+            let value = reqwest::header::HeaderValue::from_bytes(&h.value)
+                .map_err(|e| SendError::Build(format!("header {}: {e}", h.name)))?;
+            headers.append(name, value);
+        }
+        let sent_at_ms = crate::domain::clock::now_ms();
+        let started = Instant::now();
+        let result = self
+            .inner
+            .request(method, parsed)
+            .headers(headers)
+            .body(outgoing.body.clone())
+            .send()
+            .await;
+        let mut attempt = Attempt {
+            id: 0,
+            delivery_id,
+            kind,
+            url: url.to_string(),
+            sent_at_ms,
+            request_headers: outgoing.headers.clone(),
+            request_body: outgoing.body.clone(),
+            status: None,
+            response_headers: Vec::new(),
+            response_body: Vec::new(),
+            latency_ms: 0,
+            error: None,
+        };
+        match result {
+            Ok(response) => {
+                attempt.status = Some(response.status().as_u16());
+                attempt.response_headers = response
+                    .headers()
+                    .iter()
+                    .map(|(n, v)| Header {
+                        name: n.as_str().to_string(),
+                        value: v.as_bytes().to_vec(),
+                    })
+                    .collect();
+                match response.bytes().await {
+                    Ok(body) => attempt.response_body = body.to_vec(),
+                    Err(e) => attempt.error = Some(format!("the response body was cut: {e}")),
+                }
+            }
+            Err(e) if e.is_timeout() => {
+                attempt.error = Some(format!(
+                    "no answer within {} s (a sender would retry)",
+                    self.timeout.as_secs()
+                ));
+            }
+            Err(e) if e.is_connect() => {
+                attempt.error = Some(format!("cannot connect to {url}: is the handler running?"));
+            }
+            Err(e) => attempt.error = Some(e.to_string()),
+        }
+        attempt.latency_ms = started.elapsed().as_millis() as u64;
+        Ok(attempt)
+    }
+}
+
+/// How to resend.
+#[derive(Debug, Clone, Default)]
+pub struct ResendOptions {
+    /// Re-sign with this scheme and these secrets and a fresh timestamp (`None`: as captured).
+    pub resign: Option<(Scheme, Vec<Secret>)>,
+    /// Give the event a new id (a new event rather than a retry).
+    pub new_id: bool,
+    /// A replacement body (edited); the signature is computed over it.
+    pub body: Option<Vec<u8>>,
+}
+
+/// Every header a scheme writes when it signs, to drop before re-signing.
+fn signing_headers(scheme: &Scheme) -> Vec<String> {
+    let mut names = vec![scheme.signature_header.clone()];
+    names.extend(scheme.timestamp_header.clone());
+    names.extend(scheme.event_id_header.clone());
+    names
+}
+
+/// Builds the request a resend sends. As captured: the same method, headers and body bytes.
+/// Re-signed: the scheme's signing headers replaced by fresh ones over the (possibly edited)
+/// body, keeping the event id unless `new_id`.
+pub fn prepare_resend(
+    stored: &StoredDelivery,
+    options: &ResendOptions,
+    now_secs: i64,
+) -> Result<Outgoing, SendError> {
+    let d = &stored.delivery;
+    let mut body = options.body.clone().unwrap_or_else(|| d.body.clone());
+    let mut headers: Vec<Header> = d
+        .headers
+        .iter()
+        .filter(|h| !HOP_BY_HOP.contains(&h.name.as_str()))
+        .cloned()
+        .collect();
+    let old_id = stored.event_id.clone();
+    let event_id = match (&old_id, options.new_id) {
+        (Some(id), false) => id.clone(),
+        _ => new_event_id(),
+    };
+    if let Some((scheme, secrets)) = &options.resign {
+        if options.new_id && scheme.event_id_header.is_none() {
+            // The id lives in the body (Stripe-style): replace its one quoted occurrence, so
+            // the rest of the bytes stay as they were.
+            if let Some(old) = &old_id {
+                let text = String::from_utf8_lossy(&body).into_owned();
+                let quoted = format!("\"{old}\"");
+                if text.contains(&quoted) {
+                    body = text
+                        .replacen(&quoted, &format!("\"{event_id}\""), 1)
+                        .into_bytes();
+                }
+            }
+        }
+        let drop: Vec<String> = signing_headers(scheme);
+        headers.retain(|h| !drop.iter().any(|n| n.eq_ignore_ascii_case(&h.name)));
+        headers.extend(scheme.sign(secrets, &event_id, now_secs, &body)?);
+    } else if options.new_id {
+        // A new id without re-signing: only the id header changes (the signature will not
+        // match if the scheme signs the id; that is the point of such a test).
+        for h in headers.iter_mut() {
+            if [
+                "webhook-id",
+                "svix-id",
+                "x-github-delivery",
+                "x-shopify-webhook-id",
+            ]
+            .contains(&h.name.as_str())
+            {
+                h.value = event_id.clone().into_bytes();
+            }
+        }
+    }
+    Ok(Outgoing {
+        method: d.method.clone(),
+        headers,
+        body,
+    })
+}
+
+/// The request a forward sends: byte-exact headers (minus hop-by-hop) and body.
+pub fn prepare_forward(stored: &StoredDelivery) -> Outgoing {
+    let d = &stored.delivery;
+    Outgoing {
+        method: d.method.clone(),
+        headers: d
+            .headers
+            .iter()
+            .filter(|h| !HOP_BY_HOP.contains(&h.name.as_str()))
+            .cloned()
+            .collect(),
+        body: d.body.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn https_is_refused_with_a_sentence() {
+        let err = check_url("https://example.com/hook").expect_err("https");
+        assert!(err.to_string().contains("plain http only"));
+    }
+}

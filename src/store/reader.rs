@@ -1,0 +1,274 @@
+//! Read connections: the list's pages under a filter, counts, one delivery, a job's deliveries,
+//! the attempts of a delivery. Readers never wait for the writer (WAL).
+
+use std::path::Path;
+
+use rusqlite::{Connection, OptionalExtension as _, params};
+
+use crate::domain::attempt::{Attempt, AttemptKind};
+use crate::domain::checks::DuplicateStatus;
+use crate::domain::delivery::decode_headers;
+use crate::domain::filter::Filter;
+use crate::store::query;
+use crate::store::records::{LIST_COLUMNS, list_row, raw_list_row, read_row};
+use crate::store::schema::{MIGRATIONS, migrate, open_connection};
+use crate::store::{ListRow, StoreError, StoredDelivery};
+
+/// A read connection.
+pub struct Reader {
+    conn: Connection,
+}
+
+const SELECT_COLUMNS: &str = "id, received_at_ms, method, path, query, headers, body, body_size, body_complete,
+    remote_addr, endpoint, scheme, event_id, event_type, job_id, job_status, checks_json, response_status,
+    latency_ms, note, job_created_at_ms";
+
+impl Reader {
+    /// Opens a read connection to an existing store (creating and migrating it if absent).
+    pub fn open(path: &Path) -> Result<Reader, StoreError> {
+        let current = if path.exists() {
+            let conn = open_connection(path, true)?;
+            conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))?
+        } else {
+            0
+        };
+        if current < MIGRATIONS.len() as i64 {
+            // A store from an older hookscope (or none yet): bring it up to date first.
+            let conn = open_connection(path, false)?;
+            migrate(&conn, path)?;
+        } else if current > MIGRATIONS.len() as i64 {
+            return Err(StoreError::NewerSchema {
+                path: path.to_path_buf(),
+                found: current,
+                supported: MIGRATIONS.len() as i64,
+            });
+        }
+        Ok(Reader {
+            conn: open_connection(path, true)?,
+        })
+    }
+
+    /// How many deliveries the store holds.
+    pub fn count(&self) -> Result<i64, StoreError> {
+        Ok(self
+            .conn
+            .query_row("SELECT COUNT(*) FROM deliveries", [], |r| r.get(0))?)
+    }
+
+    /// The newest deliveries first, at most `limit`, older than `before_id` when given.
+    pub fn list(
+        &self,
+        limit: usize,
+        before_id: Option<i64>,
+    ) -> Result<Vec<StoredDelivery>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {SELECT_COLUMNS} FROM deliveries WHERE id < ?1 ORDER BY id DESC LIMIT ?2"
+        ))?;
+        let rows = stmt.query_map(
+            params![before_id.unwrap_or(i64::MAX), limit as i64],
+            read_row,
+        )?;
+        rows.map(|r| r?).collect()
+    }
+
+    /// One delivery by id.
+    pub fn get(&self, id: i64) -> Result<Option<StoredDelivery>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {SELECT_COLUMNS} FROM deliveries WHERE id = ?1"
+        ))?;
+        match stmt.query_row(params![id], read_row).optional()? {
+            Some(row) => Ok(Some(row?)),
+            None => Ok(None),
+        }
+    }
+
+    /// How many deliveries match a filter.
+    pub fn count_matching(&self, filter: &Filter) -> Result<i64, StoreError> {
+        if let Some(query) = query::text_only(filter) {
+            // Free text alone: the index knows the count without joining the table.
+            let mut stmt = self.conn.prepare_cached(
+                "SELECT COUNT(*) FROM deliveries_fts WHERE deliveries_fts MATCH ?1",
+            )?;
+            return Ok(stmt.query_row(params![query], |r| r.get(0))?);
+        }
+        let (condition, params) = query::condition(filter);
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT COUNT(*) FROM deliveries WHERE {condition}"
+        ))?;
+        Ok(stmt.query_row(rusqlite::params_from_iter(params.iter()), |r| r.get(0))?)
+    }
+
+    /// The rows at positions `offset..offset + limit` of the filtered list, oldest first.
+    pub fn page(
+        &self,
+        filter: &Filter,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Vec<ListRow>, StoreError> {
+        let (condition, mut params) = query::condition(filter);
+        params.push(limit.to_string());
+        params.push(offset.to_string());
+        let n = params.len();
+        // Unfiltered, walk the narrow id index rather than the table, whose rows carry bodies.
+        let source = if filter.is_empty() {
+            "deliveries INDEXED BY deliveries_by_id"
+        } else {
+            "deliveries"
+        };
+        let ids_sql = format!(
+            "SELECT id FROM {source} WHERE {condition} ORDER BY id LIMIT ?{} OFFSET ?{n}",
+            n - 1
+        );
+        let sql =
+            format!("SELECT {LIST_COLUMNS} FROM deliveries WHERE id IN ({ids_sql}) ORDER BY id");
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(params.iter()), raw_list_row)?;
+        rows.map(|row| list_row(row?)).collect()
+    }
+
+    /// The last `limit` rows of the filtered list, oldest first: walked from the newest end, so
+    /// the tail of a long history costs the same as its head (no OFFSET).
+    pub fn page_tail(&self, filter: &Filter, limit: usize) -> Result<Vec<ListRow>, StoreError> {
+        let ids: Vec<i64> = match query::text_only(filter) {
+            Some(query) => {
+                let mut stmt = self.conn.prepare_cached(
+                    "SELECT rowid FROM deliveries_fts WHERE deliveries_fts MATCH ?1 ORDER BY rowid DESC LIMIT ?2",
+                )?;
+                let rows = stmt.query_map(params![query, limit as i64], |r| r.get(0))?;
+                rows.collect::<Result<_, _>>()?
+            }
+            None => {
+                let (condition, mut params) = query::condition(filter);
+                params.push(limit.to_string());
+                let source = if filter.is_empty() {
+                    "deliveries INDEXED BY deliveries_by_id"
+                } else {
+                    "deliveries"
+                };
+                let sql = format!(
+                    "SELECT id FROM {source} WHERE {condition} ORDER BY id DESC LIMIT ?{}",
+                    params.len()
+                );
+                let mut stmt = self.conn.prepare_cached(&sql)?;
+                let rows =
+                    stmt.query_map(rusqlite::params_from_iter(params.iter()), |r| r.get(0))?;
+                rows.collect::<Result<_, _>>()?
+            }
+        };
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        // The ids are integers this function just read: safe to inline.
+        let list: Vec<String> = ids.iter().map(i64::to_string).collect();
+        let sql = format!(
+            "SELECT {LIST_COLUMNS} FROM deliveries WHERE id IN ({}) ORDER BY id",
+            list.join(",")
+        );
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt.query_map([], raw_list_row)?;
+        rows.map(|row| list_row(row?)).collect()
+    }
+
+    /// The position of a delivery in the filtered list (for keeping a selection in view).
+    pub fn position_of(&self, filter: &Filter, id: i64) -> Result<i64, StoreError> {
+        let (condition, mut params) = query::condition(filter);
+        params.push(id.to_string());
+        let sql = format!(
+            "SELECT COUNT(*) FROM deliveries WHERE {condition} AND id < ?{}",
+            params.len()
+        );
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        Ok(stmt.query_row(rusqlite::params_from_iter(params.iter()), |r| r.get(0))?)
+    }
+
+    /// The most recently active jobs, newest first, whose id starts with `prefix`.
+    pub fn recent_jobs(&self, prefix: &str, limit: usize) -> Result<Vec<String>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT job_id FROM jobs WHERE job_id >= ?1 AND job_id < ?2 ORDER BY last_delivery_id DESC LIMIT ?3",
+        )?;
+        let end = format!("{prefix}\u{10FFFF}");
+        let rows = stmt.query_map(params![prefix, end, limit as i64], |r| r.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// How many jobs the store knows.
+    pub fn count_jobs(&self) -> Result<i64, StoreError> {
+        Ok(self
+            .conn
+            .query_row("SELECT COUNT(*) FROM jobs", [], |r| r.get(0))?)
+    }
+
+    /// The deliveries of one job, for its timeline.
+    pub fn job_deliveries(
+        &self,
+        job_id: &str,
+    ) -> Result<Vec<crate::domain::timeline::JobDelivery>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, event_id, event_type, job_status, job_created_at_ms, received_at_ms, sig_status, ts_status, dup_status
+             FROM deliveries WHERE job_id = ?1 ORDER BY id",
+        )?;
+        let rows = stmt.query_map(params![job_id], |r| {
+            Ok(crate::domain::timeline::JobDelivery {
+                delivery_id: r.get(0)?,
+                event_id: r.get(1)?,
+                event_type: r.get(2)?,
+                state: r.get(3)?,
+                created_at_ms: r.get(4)?,
+                received_at_ms: r.get(5)?,
+                signature: r.get(6)?,
+                timestamp: r.get(7)?,
+                duplicate: r.get(8)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The outbound attempts made from a delivery, oldest first.
+    pub fn attempts_for(&self, delivery_id: i64) -> Result<Vec<Attempt>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, delivery_id, kind, url, sent_at_ms, request_headers, request_body, status, response_headers,
+                response_body, latency_ms, error FROM attempts WHERE delivery_id = ?1 ORDER BY id",
+        )?;
+        let rows = stmt.query_map(params![delivery_id], |r| {
+            Ok(Attempt {
+                id: r.get(0)?,
+                delivery_id: r.get(1)?,
+                kind: AttemptKind::from_word(&r.get::<_, String>(2)?),
+                url: r.get(3)?,
+                sent_at_ms: r.get(4)?,
+                request_headers: decode_headers(&r.get::<_, Vec<u8>>(5)?).unwrap_or_default(),
+                request_body: r.get(6)?,
+                status: r.get(7)?,
+                response_headers: decode_headers(&r.get::<_, Vec<u8>>(8)?).unwrap_or_default(),
+                response_body: r.get(9)?,
+                latency_ms: r.get::<_, i64>(10)?.max(0) as u64,
+                error: r.get(11)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// How many deliveries have each duplicate status, for summaries and tests.
+    pub fn count_duplicates(&self, status: DuplicateStatus) -> Result<i64, StoreError> {
+        Ok(self.conn.query_row(
+            "SELECT COUNT(*) FROM deliveries WHERE dup_status = ?1",
+            params![status.as_str()],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// Runs `PRAGMA integrity_check`; `Ok(())` when SQLite answers `ok`.
+    pub fn integrity_check(&self) -> Result<(), StoreError> {
+        let answer: String = self
+            .conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+        if answer == "ok" {
+            Ok(())
+        } else {
+            Err(StoreError::Damaged {
+                id: 0,
+                what: answer,
+            })
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! The rows the store writes and reads: a new delivery with its verdicts, a stored delivery, a
+//! line of the list, and the decoding of raw rows.
+
+use crate::domain::checks::{Checks, Evaluation};
+use crate::domain::delivery::{Delivery, decode_headers};
+use crate::domain::job::JobRef;
+use crate::store::StoreError;
+
+/// A delivery and its verdicts, ready to be written.
+#[derive(Debug, Clone)]
+pub struct NewRecord {
+    /// The captured request.
+    pub delivery: Delivery,
+    /// The endpoint (path prefix) it matched.
+    pub endpoint: String,
+    /// What the pure checks found.
+    pub evaluation: Evaluation,
+    /// The status hookscope answers.
+    pub response_status: u16,
+    /// Milliseconds from arrival to the answer (including any configured delay).
+    pub latency_ms: u64,
+    /// A note on anything unusual (oversized body, client gone).
+    pub note: Option<String>,
+}
+
+/// A delivery as stored, with its id and all its verdicts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredDelivery {
+    /// The delivery id (increasing).
+    pub id: i64,
+    /// The captured request.
+    pub delivery: Delivery,
+    /// The endpoint (path prefix) it matched.
+    pub endpoint: String,
+    /// The scheme used or detected.
+    pub scheme: Option<String>,
+    /// The event id.
+    pub event_id: Option<String>,
+    /// The event type.
+    pub event_type: Option<String>,
+    /// The job it reports on.
+    pub job: Option<JobRef>,
+    /// All verdicts.
+    pub checks: Checks,
+    /// The status hookscope answered.
+    pub response_status: u16,
+    /// Milliseconds from arrival to the answer.
+    pub latency_ms: u64,
+    /// A note on anything unusual.
+    pub note: Option<String>,
+}
+
+/// One line of the deliveries list: what the list shows, without the body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListRow {
+    /// The delivery id.
+    pub id: i64,
+    /// Arrival time, Unix milliseconds.
+    pub received_at_ms: i64,
+    /// HTTP method.
+    pub method: String,
+    /// Request path.
+    pub path: String,
+    /// Event type.
+    pub event_type: Option<String>,
+    /// Event id.
+    pub event_id: Option<String>,
+    /// Job id.
+    pub job_id: Option<String>,
+    /// Verdicts (for the badges and their hover text).
+    pub checks: Checks,
+    /// Body size in bytes.
+    pub body_size: u64,
+    /// The status hookscope answered.
+    pub response_status: u16,
+}
+
+pub(crate) const LIST_COLUMNS: &str = "id, received_at_ms, method, path, event_type, event_id, job_id, checks_json, body_size, response_status";
+
+pub(crate) type RawListRow = (
+    i64,
+    i64,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    String,
+    i64,
+    i64,
+);
+
+pub(crate) fn raw_list_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawListRow> {
+    Ok((
+        row.get(0)?,
+        row.get(1)?,
+        row.get(2)?,
+        row.get(3)?,
+        row.get(4)?,
+        row.get(5)?,
+        row.get(6)?,
+        row.get(7)?,
+        row.get(8)?,
+        row.get(9)?,
+    ))
+}
+
+pub(crate) fn list_row(raw: RawListRow) -> Result<ListRow, StoreError> {
+    let (id, received_at_ms, method, path, event_type, event_id, job_id, checks_json, size, status) =
+        raw;
+    let checks = serde_json::from_str::<Checks>(&checks_json).map_err(|e| StoreError::Damaged {
+        id,
+        what: format!("its checks cannot be decoded: {e}"),
+    })?;
+    Ok(ListRow {
+        id,
+        received_at_ms,
+        method,
+        path,
+        event_type,
+        event_id,
+        job_id,
+        checks,
+        body_size: size.max(0) as u64,
+        response_status: status.clamp(0, u16::MAX as i64) as u16,
+    })
+}
+
+pub(crate) type RowResult = Result<StoredDelivery, StoreError>;
+
+pub(crate) fn read_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RowResult> {
+    let id: i64 = row.get(0)?;
+    let header_blob: Vec<u8> = row.get(5)?;
+    let checks_json: String = row.get(16)?;
+    let Some(headers) = decode_headers(&header_blob) else {
+        return Ok(Err(StoreError::Damaged {
+            id,
+            what: "its headers cannot be decoded".into(),
+        }));
+    };
+    let checks: Checks = match serde_json::from_str(&checks_json) {
+        Ok(c) => c,
+        Err(e) => {
+            return Ok(Err(StoreError::Damaged {
+                id,
+                what: format!("its checks cannot be decoded: {e}"),
+            }));
+        }
+    };
+    let job_id: Option<String> = row.get(14)?;
+    let job_status: Option<String> = row.get(15)?;
+    Ok(Ok(StoredDelivery {
+        id,
+        delivery: Delivery {
+            received_at_ms: row.get(1)?,
+            method: row.get(2)?,
+            path: row.get(3)?,
+            query: row.get(4)?,
+            headers,
+            body: row.get(6)?,
+            body_size: row.get::<_, i64>(7)?.max(0) as u64,
+            body_complete: row.get(8)?,
+            remote_addr: row.get(9)?,
+        },
+        endpoint: row.get(10)?,
+        scheme: row.get(11)?,
+        event_id: row.get(12)?,
+        event_type: row.get(13)?,
+        job: job_id.map(|job_id| JobRef {
+            job_id,
+            status: job_status,
+            created_at_ms: row.get(20).ok().flatten(),
+        }),
+        checks,
+        response_status: row.get::<_, i64>(17)?.clamp(0, u16::MAX as i64) as u16,
+        latency_ms: row.get::<_, i64>(18)?.max(0) as u64,
+        note: row.get(19)?,
+    }))
+}

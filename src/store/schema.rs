@@ -1,0 +1,208 @@
+//! The schema, one migration per version (`PRAGMA user_version` counts them), and how a
+//! connection is opened (WAL, `synchronous = FULL`, the page cache).
+
+use std::path::Path;
+
+use rusqlite::{Connection, OpenFlags};
+
+use crate::store::StoreError;
+
+/// The schema, one entry per version; `PRAGMA user_version` says how many were applied.
+pub(crate) const MIGRATIONS: &[&str] = &[
+    // v1: deliveries and the event-id index that decides duplicates.
+    "CREATE TABLE deliveries (
+        id INTEGER PRIMARY KEY,
+        received_at_ms INTEGER NOT NULL,
+        method TEXT NOT NULL,
+        path TEXT NOT NULL,
+        query TEXT NOT NULL,
+        headers BLOB NOT NULL,
+        body BLOB NOT NULL,
+        body_size INTEGER NOT NULL,
+        body_complete INTEGER NOT NULL,
+        remote_addr TEXT,
+        endpoint TEXT NOT NULL,
+        scheme TEXT,
+        event_id TEXT,
+        event_type TEXT,
+        job_id TEXT,
+        job_status TEXT,
+        sig_status TEXT NOT NULL,
+        ts_status TEXT NOT NULL,
+        dup_status TEXT NOT NULL,
+        first_id INTEGER,
+        checks_json TEXT NOT NULL,
+        response_status INTEGER NOT NULL,
+        latency_ms INTEGER NOT NULL,
+        note TEXT
+    );
+    CREATE TABLE event_ids (
+        endpoint TEXT NOT NULL,
+        event_id TEXT NOT NULL,
+        first_delivery_id INTEGER NOT NULL,
+        seen INTEGER NOT NULL DEFAULT 1,
+        PRIMARY KEY (endpoint, event_id)
+    ) WITHOUT ROWID;
+    -- Narrow indexes ending in id, so that a filtered page is an index range walked in id order.
+    CREATE INDEX deliveries_by_id ON deliveries(id);
+    CREATE INDEX deliveries_event_id ON deliveries(event_id, id);
+    CREATE INDEX deliveries_job_id ON deliveries(job_id, id);
+    CREATE INDEX deliveries_event_type ON deliveries(event_type, id);
+    CREATE INDEX deliveries_path ON deliveries(path, id);
+    CREATE INDEX deliveries_sig_status ON deliveries(sig_status, id);
+    CREATE INDEX deliveries_ts_status ON deliveries(ts_status, id);
+    CREATE INDEX deliveries_dup_status ON deliveries(dup_status, id);
+    CREATE INDEX deliveries_received_at ON deliveries(received_at_ms);
+    -- Free text over path, headers and the first 64 KiB of text bodies; contentless, so the
+    -- text is not stored twice.
+    CREATE VIRTUAL TABLE deliveries_fts USING fts5(path, headers, body, content='', contentless_delete=1);",
+    // v2: job timelines: the event's creation time, and one row per job kept by the writer so
+    // the jobs list is an index walk, not a GROUP BY over the history.
+    "ALTER TABLE deliveries ADD COLUMN job_created_at_ms INTEGER;
+    CREATE TABLE jobs (
+        job_id TEXT PRIMARY KEY,
+        first_seen_ms INTEGER NOT NULL,
+        last_seen_ms INTEGER NOT NULL,
+        last_delivery_id INTEGER NOT NULL,
+        deliveries INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX jobs_by_last_delivery ON jobs(last_delivery_id);
+    INSERT INTO jobs SELECT job_id, MIN(received_at_ms), MAX(received_at_ms), MAX(id), COUNT(*)
+        FROM deliveries WHERE job_id IS NOT NULL GROUP BY job_id;",
+    // v3: outbound attempts (resend, forward, probe), linked to the delivery they came from.
+    "CREATE TABLE attempts (
+        id INTEGER PRIMARY KEY,
+        delivery_id INTEGER,
+        kind TEXT NOT NULL,
+        url TEXT NOT NULL,
+        sent_at_ms INTEGER NOT NULL,
+        request_headers BLOB NOT NULL,
+        request_body BLOB NOT NULL,
+        status INTEGER,
+        response_headers BLOB NOT NULL,
+        response_body BLOB NOT NULL,
+        latency_ms INTEGER NOT NULL,
+        error TEXT
+    );
+    CREATE INDEX attempts_by_delivery ON attempts(delivery_id, id);",
+    // v4: the text index is filled by the writer when it is idle, behind the deliveries; this
+    // row says how far it got (every earlier delivery was indexed when it was written).
+    "CREATE TABLE fts_state (last_id INTEGER NOT NULL);
+    INSERT INTO fts_state SELECT COALESCE(MAX(id), 0) FROM deliveries;",
+    // v5: identifiers such as job_8f3a or msg-12 are one token each, so searching one is a
+    // single-term lookup rather than a phrase over every position of its parts. The writer
+    // rebuilds the index behind the deliveries, as it fills it for new ones.
+    "DROP TABLE deliveries_fts;
+    CREATE VIRTUAL TABLE deliveries_fts USING fts5(path, headers, body, content='', contentless_delete=1,
+        tokenize = \"unicode61 tokenchars '_-'\");
+    UPDATE fts_state SET last_id = 0;",
+];
+
+pub(crate) fn open_connection(path: &Path, read_only: bool) -> Result<Connection, StoreError> {
+    let open_err = |source| StoreError::Open {
+        path: path.to_path_buf(),
+        source,
+    };
+    let flags = if read_only {
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
+    } else {
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+    };
+    let conn = Connection::open_with_flags(path, flags).map_err(open_err)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(open_err)?;
+    if !read_only {
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(open_err)?;
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(open_err)?;
+        // The writer touches ten indexes and the text index per delivery: keep their hot pages
+        // in memory (64 MiB), and checkpoint the log in larger, rarer steps.
+        conn.pragma_update(None, "cache_size", -65_536)
+            .map_err(open_err)?;
+        conn.pragma_update(None, "wal_autocheckpoint", 8_192)
+            .map_err(open_err)?;
+    }
+    Ok(conn)
+}
+
+pub(crate) fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    let open_err = |source| StoreError::Open {
+        path: path.to_path_buf(),
+        source,
+    };
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(open_err)?;
+    let supported = MIGRATIONS.len() as i64;
+    if version > supported {
+        return Err(StoreError::NewerSchema {
+            path: path.to_path_buf(),
+            found: version,
+            supported,
+        });
+    }
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
+        let tx = conn.unchecked_transaction().map_err(open_err)?;
+        tx.execute_batch(sql).map_err(open_err)?;
+        tx.pragma_update(None, "user_version", (index + 1) as i64)
+            .map_err(open_err)?;
+        tx.commit().map_err(open_err)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Reader, Store};
+
+    #[test]
+    fn a_store_from_a_newer_hookscope_is_refused_with_its_version() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("store.sqlite");
+        let conn = Connection::open(&path).expect("open");
+        conn.pragma_update(None, "user_version", 99)
+            .expect("set version");
+        drop(conn);
+        let err = Store::open(&path).expect_err("newer schema");
+        assert!(err.to_string().contains("schema version 99"), "{err}");
+    }
+
+    #[test]
+    fn a_version_1_store_is_migrated_and_its_jobs_backfilled() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("store.sqlite");
+        let conn = Connection::open(&path).expect("open");
+        let tx = conn.unchecked_transaction().expect("tx");
+        tx.execute_batch(MIGRATIONS[0]).expect("v1");
+        tx.pragma_update(None, "user_version", 1).expect("version");
+        tx.execute(
+            "INSERT INTO deliveries (id, received_at_ms, method, path, query, headers, body, body_size, body_complete,
+                endpoint, job_id, sig_status, ts_status, dup_status, checks_json, response_status, latency_ms)
+             VALUES (7, 1000, 'POST', '/', '', x'', x'', 0, 1, '/', 'job_1', 'skipped', 'skipped', 'skipped', '{}', 200, 0)",
+            [],
+        )
+        .expect("a v1 row");
+        tx.commit().expect("commit");
+        drop(conn);
+        let reader = Reader::open(&path).expect("migrates");
+        assert_eq!(reader.recent_jobs("", 10).expect("jobs"), ["job_1"]);
+        assert_eq!(
+            reader.job_deliveries("job_1").expect("deliveries")[0].delivery_id,
+            7
+        );
+    }
+
+    #[test]
+    fn reopening_applies_no_migration_twice() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("store.sqlite");
+        drop(Store::open(&path).expect("first open"));
+        drop(Store::open(&path).expect("second open"));
+        let reader = Reader::open(&path).expect("reader");
+        assert_eq!(reader.count().expect("count"), 0);
+    }
+}

@@ -1,0 +1,580 @@
+//! The writer thread: the only write connection, group commit, duplicates decided against the
+//! unique index, the free-text index filled when the queue is idle, and maintenance (delete,
+//! clear, retention, re-checks, answers).
+
+use rusqlite::{Connection, OptionalExtension as _, params};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::domain::attempt::Attempt;
+use crate::domain::checks::{Checks, DuplicateCheck, SignatureStatus};
+use crate::domain::delivery::{decode_headers, encode_headers};
+use crate::store::{NewRecord, StoreError, StoreWriter, StoredDelivery};
+
+/// How many pending writes the channel holds before senders wait.
+pub(crate) const WRITE_QUEUE: usize = 4096;
+/// The largest number of deliveries committed in one transaction.
+const MAX_BATCH: usize = 256;
+
+pub(crate) enum WriteJob {
+    Insert {
+        record: Box<NewRecord>,
+        reply: oneshot::Sender<Result<StoredDelivery, StoreError>>,
+    },
+    Attempt {
+        attempt: Box<Attempt>,
+        reply: oneshot::Sender<Result<i64, StoreError>>,
+    },
+    InsertMany {
+        records: Vec<NewRecord>,
+        reply: oneshot::Sender<Result<usize, StoreError>>,
+    },
+    Maintain {
+        task: Box<Maintenance>,
+        reply: oneshot::Sender<Result<usize, StoreError>>,
+    },
+}
+
+fn write_attempt(conn: &Connection, a: &Attempt) -> Result<i64, rusqlite::Error> {
+    conn.execute(
+        "INSERT INTO attempts (delivery_id, kind, url, sent_at_ms, request_headers, request_body, status,
+            response_headers, response_body, latency_ms, error) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        params![
+            a.delivery_id,
+            a.kind.as_str(),
+            a.url,
+            a.sent_at_ms,
+            encode_headers(&a.request_headers),
+            a.request_body,
+            a.status,
+            encode_headers(&a.response_headers),
+            a.response_body,
+            a.latency_ms as i64,
+            a.error,
+        ],
+    )?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// Changes to stored deliveries other than new ones.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Maintenance {
+    /// Replaces a delivery's signature and timestamp verdicts (after its endpoint changed).
+    Recheck {
+        /// The delivery.
+        id: i64,
+        /// The scheme now used or detected.
+        scheme: Option<String>,
+        /// The new signature verdict.
+        signature: Box<crate::domain::checks::SignatureCheck>,
+        /// The new timestamp verdict.
+        timestamp: Box<crate::domain::checks::TimestampCheck>,
+    },
+    /// Records the status hookscope actually answered (when it mirrored a forwarded handler).
+    SetResponse {
+        /// The delivery.
+        id: i64,
+        /// The status answered.
+        status: u16,
+        /// A note on why.
+        note: String,
+    },
+    /// Deletes deliveries by id.
+    Delete(Vec<i64>),
+    /// Deletes every delivery.
+    Clear,
+    /// Deletes deliveries older than `max_age_ms` before now, and the oldest beyond `max_count`.
+    Retain {
+        /// Keep deliveries received within this many milliseconds.
+        max_age_ms: Option<i64>,
+        /// Keep at most this many deliveries.
+        max_count: Option<i64>,
+        /// The current time, in Unix milliseconds.
+        now_ms: i64,
+    },
+}
+
+impl StoreWriter {
+    /// Writes a delivery and returns it as stored, after its transaction has committed.
+    pub async fn insert(&self, record: NewRecord) -> Result<StoredDelivery, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.sender
+            .send(WriteJob::Insert {
+                record: Box::new(record),
+                reply,
+            })
+            .await
+            .map_err(|_| StoreError::WriterGone)?;
+        answer.await.map_err(|_| StoreError::WriterGone)?
+    }
+
+    /// Writes many deliveries in one transaction (imports, seeding a store for benchmarks);
+    /// returns how many were written.
+    pub fn insert_many_blocking(&self, records: Vec<NewRecord>) -> Result<usize, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.sender
+            .blocking_send(WriteJob::InsertMany { records, reply })
+            .map_err(|_| StoreError::WriterGone)?;
+        answer.blocking_recv().map_err(|_| StoreError::WriterGone)?
+    }
+
+    /// Records an outbound attempt; returns its id.
+    pub async fn attempt(&self, attempt: Attempt) -> Result<i64, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.sender
+            .send(WriteJob::Attempt {
+                attempt: Box::new(attempt),
+                reply,
+            })
+            .await
+            .map_err(|_| StoreError::WriterGone)?;
+        answer.await.map_err(|_| StoreError::WriterGone)?
+    }
+
+    /// Applies a maintenance task from async code.
+    pub async fn maintain(&self, task: Maintenance) -> Result<usize, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.sender
+            .send(WriteJob::Maintain {
+                task: Box::new(task),
+                reply,
+            })
+            .await
+            .map_err(|_| StoreError::WriterGone)?;
+        answer.await.map_err(|_| StoreError::WriterGone)?
+    }
+
+    /// Applies a maintenance task; returns how many deliveries it touched.
+    pub fn maintain_blocking(&self, task: Maintenance) -> Result<usize, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.sender
+            .blocking_send(WriteJob::Maintain {
+                task: Box::new(task),
+                reply,
+            })
+            .map_err(|_| StoreError::WriterGone)?;
+        answer.blocking_recv().map_err(|_| StoreError::WriterGone)?
+    }
+
+    /// The same as [`StoreWriter::insert`], for code outside the async runtime.
+    pub fn insert_blocking(&self, record: NewRecord) -> Result<StoredDelivery, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.sender
+            .blocking_send(WriteJob::Insert {
+                record: Box::new(record),
+                reply,
+            })
+            .map_err(|_| StoreError::WriterGone)?;
+        answer.blocking_recv().map_err(|_| StoreError::WriterGone)?
+    }
+}
+
+/// Rows indexed per idle step of the writer.
+const INDEX_CHUNK: usize = 64;
+/// Beyond this many deliveries not yet in the text index, the writer indexes a little after every
+/// batch even when busy, so a sustained load cannot starve the index.
+const INDEX_BACKLOG: i64 = 20_000;
+
+pub(crate) fn writer_loop(mut conn: Connection, mut receiver: mpsc::Receiver<WriteJob>) {
+    let mut pending = None;
+    // Acknowledging comes first: the text index is derived data, filled when the queue is
+    // empty (milliseconds behind when idle).
+    let mut backlog = index_backlog(&conn).unwrap_or(0);
+    loop {
+        let next = match pending.take() {
+            Some(job) => Some(job),
+            None => match receiver.try_recv() {
+                Ok(job) => Some(job),
+                Err(mpsc::error::TryRecvError::Disconnected) => None,
+                Err(mpsc::error::TryRecvError::Empty) => {
+                    if backlog > 0 {
+                        match index_pending(&mut conn, INDEX_CHUNK) {
+                            Ok(n) if n > 0 => {
+                                backlog = backlog.saturating_sub(n as i64);
+                                continue;
+                            }
+                            _ => backlog = 0,
+                        }
+                    }
+                    receiver.blocking_recv()
+                }
+            },
+        };
+        let Some(first) = next else {
+            // Closing: index what is left, so the next start finds it done.
+            while index_pending(&mut conn, INDEX_CHUNK).is_ok_and(|n| n > 0) {}
+            break;
+        };
+        let (record, reply) = match first {
+            WriteJob::Insert { record, reply } => (record, reply),
+            WriteJob::Maintain { task, reply } => {
+                let _ = reply.send(maintain(&mut conn, &task).map_err(StoreError::from));
+                continue;
+            }
+            WriteJob::Attempt { attempt, reply } => {
+                let _ = reply.send(write_attempt(&conn, &attempt).map_err(StoreError::from));
+                continue;
+            }
+            WriteJob::InsertMany { records, reply } => {
+                // Bulk writes (imports, seeding) are searchable as soon as they are answered.
+                let refs: Vec<&NewRecord> = records.iter().collect();
+                let result = write_batch(&mut conn, &refs)
+                    .map(|stored| stored.len())
+                    .and_then(|n| {
+                        while index_pending(&mut conn, INDEX_CHUNK * 8)? > 0 {}
+                        Ok(n)
+                    })
+                    .map_err(|e| StoreError::Write(e.to_string()));
+                let _ = reply.send(result);
+                continue;
+            }
+        };
+        // Group commit: take every insert already waiting, up to a batch, into one transaction.
+        let mut batch = vec![(record, reply)];
+        while batch.len() < MAX_BATCH {
+            match receiver.try_recv() {
+                Ok(WriteJob::Insert { record, reply }) => batch.push((record, reply)),
+                Ok(other) => {
+                    pending = Some(other);
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        let records: Vec<&NewRecord> = batch.iter().map(|(record, _)| record.as_ref()).collect();
+        backlog += records.len() as i64;
+        if backlog > INDEX_BACKLOG
+            && let Ok(n) = index_pending(&mut conn, records.len())
+        {
+            backlog -= n as i64;
+        }
+        match write_batch(&mut conn, &records) {
+            Ok(stored) => {
+                for ((_, reply), stored) in batch.into_iter().zip(stored) {
+                    let _ = reply.send(Ok(stored));
+                }
+            }
+            Err(_) => {
+                // One bad record must not fail its neighbours: write each alone, so every
+                // delivery gets its own verdict.
+                for (record, reply) in batch {
+                    let result = write_batch(&mut conn, &[&record])
+                        .map(|mut v| v.remove(0))
+                        .map_err(|e| StoreError::Write(e.to_string()));
+                    let _ = reply.send(result);
+                }
+            }
+        }
+    }
+}
+
+/// How many deliveries are not yet in the text index.
+fn index_backlog(conn: &Connection) -> Result<i64, rusqlite::Error> {
+    conn.query_row(
+        "SELECT COALESCE((SELECT MAX(id) FROM deliveries), 0) - (SELECT last_id FROM fts_state)",
+        [],
+        |r| r.get(0),
+    )
+}
+
+/// Adds up to `max` deliveries not yet in the text index; returns how many.
+fn index_pending(conn: &mut Connection, max: usize) -> Result<usize, rusqlite::Error> {
+    let tx = conn.transaction()?;
+    let last: i64 = tx.query_row("SELECT last_id FROM fts_state", [], |r| r.get(0))?;
+    let mut done = 0;
+    let mut newest = last;
+    {
+        let mut select = tx.prepare_cached(
+            "SELECT id, path, headers, body FROM deliveries WHERE id > ?1 ORDER BY id LIMIT ?2",
+        )?;
+        let mut insert = tx.prepare_cached(
+            "INSERT INTO deliveries_fts (rowid, path, headers, body) VALUES (?1, ?2, ?3, ?4)",
+        )?;
+        let mut rows = select.query(params![last, max as i64])?;
+        while let Some(row) = rows.next()? {
+            let id: i64 = row.get(0)?;
+            let path: String = row.get(1)?;
+            let headers = decode_headers(&row.get::<_, Vec<u8>>(2)?).unwrap_or_default();
+            let body: Vec<u8> = row.get(3)?;
+            insert.execute(params![
+                id,
+                path,
+                searchable_headers(&headers),
+                searchable_body(&body)
+            ])?;
+            newest = id;
+            done += 1;
+        }
+    }
+    if done > 0 {
+        tx.execute("UPDATE fts_state SET last_id = ?1", params![newest])?;
+    }
+    tx.commit()?;
+    Ok(done)
+}
+
+fn maintain(conn: &mut Connection, task: &Maintenance) -> Result<usize, rusqlite::Error> {
+    let tx = conn.transaction()?;
+    let touched = match task {
+        Maintenance::Recheck {
+            id,
+            scheme,
+            signature,
+            timestamp,
+        } => {
+            let json: Option<String> = tx
+                .query_row(
+                    "SELECT checks_json FROM deliveries WHERE id = ?1",
+                    params![id],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            match json.and_then(|j| serde_json::from_str::<Checks>(&j).ok()) {
+                None => 0,
+                Some(mut checks) => {
+                    checks.signature = (**signature).clone();
+                    checks.timestamp = (**timestamp).clone();
+                    let json = serde_json::to_string(&checks)
+                        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+                    tx.execute(
+                        "UPDATE deliveries SET scheme = ?2, sig_status = ?3, ts_status = ?4, checks_json = ?5 WHERE id = ?1",
+                        params![id, scheme, checks.signature.status.as_str(), checks.timestamp.status.as_str(), json],
+                    )?
+                }
+            }
+        }
+        Maintenance::SetResponse { id, status, note } => tx.execute(
+            "UPDATE deliveries SET response_status = ?2, note = COALESCE(note || ' ', '') || ?3 WHERE id = ?1",
+            params![id, status, note],
+        )?,
+        Maintenance::Delete(ids) => {
+            let mut job_of = tx.prepare_cached("SELECT job_id FROM deliveries WHERE id = ?1")?;
+            let mut delete = tx.prepare_cached("DELETE FROM deliveries WHERE id = ?1")?;
+            let mut delete_fts =
+                tx.prepare_cached("DELETE FROM deliveries_fts WHERE rowid = ?1")?;
+            let mut jobs: Vec<String> = Vec::new();
+            let mut n = 0;
+            for id in ids {
+                if let Some(Some(job)) = job_of
+                    .query_row(params![id], |r| r.get::<_, Option<String>>(0))
+                    .optional()?
+                {
+                    jobs.push(job);
+                }
+                n += delete.execute(params![id])?;
+                delete_fts.execute(params![id])?;
+            }
+            // Only the jobs of the deleted deliveries change: recount those, not the history.
+            jobs.sort();
+            jobs.dedup();
+            let mut forget = tx.prepare_cached("DELETE FROM jobs WHERE job_id = ?1")?;
+            let mut recount = tx.prepare_cached(
+                "INSERT INTO jobs SELECT job_id, MIN(received_at_ms), MAX(received_at_ms), MAX(id), COUNT(*)
+                 FROM deliveries WHERE job_id = ?1 GROUP BY job_id",
+            )?;
+            for job in &jobs {
+                forget.execute(params![job])?;
+                recount.execute(params![job])?;
+            }
+            n
+        }
+        Maintenance::Clear => {
+            let n = tx.execute("DELETE FROM deliveries", [])?;
+            tx.execute("DELETE FROM deliveries_fts", [])?;
+            tx.execute("DELETE FROM event_ids", [])?;
+            tx.execute("DELETE FROM jobs", [])?;
+            tx.execute("DELETE FROM attempts", [])?;
+            tx.execute("UPDATE fts_state SET last_id = 0", [])?;
+            n
+        }
+        Maintenance::Retain {
+            max_age_ms,
+            max_count,
+            now_ms,
+        } => {
+            let mut cutoff_id = 0i64;
+            if let Some(age) = max_age_ms {
+                let id: Option<i64> = tx.query_row(
+                    "SELECT MAX(id) FROM deliveries WHERE received_at_ms < ?1",
+                    params![now_ms - age],
+                    |r| r.get(0),
+                )?;
+                cutoff_id = cutoff_id.max(id.unwrap_or(0));
+            }
+            if let Some(count) = max_count {
+                let id: Option<i64> = tx
+                    .query_row(
+                        "SELECT id FROM deliveries ORDER BY id DESC LIMIT 1 OFFSET ?1",
+                        params![(*count).max(0)],
+                        |r| r.get(0),
+                    )
+                    .optional()?;
+                cutoff_id = cutoff_id.max(id.unwrap_or(0));
+            }
+            tx.execute(
+                "DELETE FROM deliveries_fts WHERE rowid <= ?1",
+                params![cutoff_id],
+            )?;
+            // The jobs that lose deliveries are recounted from what remains (or forgotten).
+            tx.execute_batch(
+                "CREATE TEMP TABLE IF NOT EXISTS touched_jobs (job_id TEXT PRIMARY KEY);
+                 DELETE FROM touched_jobs;",
+            )?;
+            tx.execute(
+                "INSERT OR IGNORE INTO touched_jobs SELECT job_id FROM deliveries WHERE id <= ?1 AND job_id IS NOT NULL",
+                params![cutoff_id],
+            )?;
+            let n = tx.execute("DELETE FROM deliveries WHERE id <= ?1", params![cutoff_id])?;
+            tx.execute_batch(
+                "DELETE FROM jobs WHERE job_id IN (SELECT job_id FROM touched_jobs);
+                 INSERT INTO jobs SELECT job_id, MIN(received_at_ms), MAX(received_at_ms), MAX(id), COUNT(*)
+                     FROM deliveries WHERE job_id IN (SELECT job_id FROM touched_jobs) GROUP BY job_id;",
+            )?;
+            n
+        }
+    };
+    tx.commit()?;
+    Ok(touched)
+}
+
+fn write_batch(
+    conn: &mut Connection,
+    records: &[&NewRecord],
+) -> Result<Vec<StoredDelivery>, rusqlite::Error> {
+    let tx = conn.transaction()?;
+    let mut stored = Vec::with_capacity(records.len());
+    {
+        let mut insert = tx.prepare_cached(
+            "INSERT INTO deliveries (id, received_at_ms, method, path, query, headers, body, body_size,
+                body_complete, remote_addr, endpoint, scheme, event_id, event_type, job_id, job_status,
+                sig_status, ts_status, dup_status, first_id, checks_json, response_status, latency_ms, note,
+                job_created_at_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
+        )?;
+        let mut find_event = tx.prepare_cached(
+            "UPDATE event_ids SET seen = seen + 1 WHERE endpoint = ?1 AND event_id = ?2
+             RETURNING first_delivery_id, seen - 1",
+        )?;
+        let mut upsert_job = tx.prepare_cached(
+            "INSERT INTO jobs (job_id, first_seen_ms, last_seen_ms, last_delivery_id, deliveries) VALUES (?1, ?2, ?2, ?3, 1)
+             ON CONFLICT (job_id) DO UPDATE SET last_seen_ms = MAX(last_seen_ms, ?2),
+                 first_seen_ms = MIN(first_seen_ms, ?2), last_delivery_id = ?3, deliveries = deliveries + 1",
+        )?;
+        let mut add_event = tx.prepare_cached(
+            "INSERT INTO event_ids (endpoint, event_id, first_delivery_id) VALUES (?1, ?2, ?3)",
+        )?;
+        let next_id: i64 =
+            tx.query_row("SELECT MAX(COALESCE((SELECT MAX(id) FROM deliveries), 0), (SELECT last_id FROM fts_state)) + 1", [], |r| {
+                r.get(0)
+            })?;
+        for (offset, record) in records.iter().enumerate() {
+            let id = next_id + offset as i64;
+            let evaluation = &record.evaluation;
+            let duplicate = match &evaluation.event_id {
+                None => DuplicateCheck::skipped(),
+                Some(event_id) => {
+                    let seen: Option<(i64, i64)> = find_event
+                        .query_row(params![record.endpoint, event_id], |r| {
+                            Ok((r.get(0)?, r.get(1)?))
+                        })
+                        .optional()?;
+                    match seen {
+                        Some((first_id, seen_before)) => {
+                            DuplicateCheck::duplicate(first_id, event_id, seen_before.max(1) as u64)
+                        }
+                        None if evaluation.signature.status == SignatureStatus::Fail => {
+                            // A delivery that fails verification must not claim the event id,
+                            // or a forged first copy would make the real one look like a retry.
+                            DuplicateCheck::first_unverified(id, event_id)
+                        }
+                        None => {
+                            // The primary key on (endpoint, event_id) is what makes this the
+                            // only `first`: a second insert of the same pair would fail.
+                            add_event.execute(params![record.endpoint, event_id, id])?;
+                            DuplicateCheck::first(id, event_id)
+                        }
+                    }
+                }
+            };
+            let checks = Checks {
+                signature: evaluation.signature.clone(),
+                timestamp: evaluation.timestamp.clone(),
+                duplicate,
+            };
+            let checks_json = serde_json::to_string(&checks)
+                .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+            let d = &record.delivery;
+            insert.execute(params![
+                id,
+                d.received_at_ms,
+                d.method,
+                d.path,
+                d.query,
+                encode_headers(&d.headers),
+                d.body,
+                d.body_size as i64,
+                d.body_complete,
+                d.remote_addr,
+                record.endpoint,
+                evaluation.scheme,
+                evaluation.event_id,
+                evaluation.event_type,
+                evaluation.job.as_ref().map(|j| j.job_id.clone()),
+                evaluation.job.as_ref().and_then(|j| j.status.clone()),
+                checks.signature.status.as_str(),
+                checks.timestamp.status.as_str(),
+                checks.duplicate.status.as_str(),
+                checks.duplicate.first_id,
+                checks_json,
+                record.response_status,
+                record.latency_ms as i64,
+                record.note,
+                evaluation.job.as_ref().and_then(|j| j.created_at_ms),
+            ])?;
+            if let Some(job) = &evaluation.job {
+                upsert_job.execute(params![job.job_id, d.received_at_ms, id])?;
+            }
+            stored.push(StoredDelivery {
+                id,
+                delivery: record.delivery.clone(),
+                endpoint: record.endpoint.clone(),
+                scheme: evaluation.scheme.clone(),
+                event_id: evaluation.event_id.clone(),
+                event_type: evaluation.event_type.clone(),
+                job: evaluation.job.clone(),
+                checks,
+                response_status: record.response_status,
+                latency_ms: record.latency_ms,
+                note: record.note.clone(),
+            });
+        }
+    }
+    tx.commit()?;
+    Ok(stored)
+}
+
+/// The most of a body the free-text index holds.
+const FTS_BODY_LIMIT: usize = 64 * 1024;
+
+fn searchable_headers(headers: &[crate::domain::delivery::Header]) -> String {
+    let mut text = String::new();
+    for h in headers {
+        text.push_str(&h.name);
+        text.push_str(": ");
+        text.push_str(&h.value_lossy());
+        text.push('\n');
+    }
+    text
+}
+
+fn searchable_body(body: &[u8]) -> Option<String> {
+    let head = &body[..body.len().min(FTS_BODY_LIMIT)];
+    match std::str::from_utf8(head) {
+        Ok(text) => Some(text.to_string()),
+        // Cut inside a character: keep the valid part.
+        Err(e) if e.error_len().is_none() => {
+            Some(String::from_utf8_lossy(&head[..e.valid_up_to()]).into_owned())
+        }
+        // Binary bodies are not words.
+        Err(_) => None,
+    }
+}

@@ -238,7 +238,7 @@ struct Engine {
 }
 
 /// Opens the store and the config, starts the engine thread and the receiver.
-pub fn spawn(options: EngineOptions, waker: Waker) -> anyhow::Result<EngineHandle> {
+pub fn spawn(options: EngineOptions, waker: Waker) -> Result<EngineHandle, AppError> {
     let config = config::load_file(&options.config_path)?;
     let settings = Settings::resolve(&config, &Overrides::default())?;
     let (store, recovered) = Store::open_or_recover(&options.data_dir.join(STORE_FILE))?;
@@ -274,7 +274,8 @@ pub fn spawn(options: EngineOptions, waker: Waker) -> anyhow::Result<EngineHandl
             engine.start_receiver(port);
             engine.apply_retention();
             engine.run(command_rx);
-        })?;
+        })
+        .map_err(|e| AppError::Failed(format!("cannot start the engine thread: {e}")))?;
     Ok(EngineHandle {
         commands: command_tx,
         events: event_rx,

@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 use crate::domain::delivery::{Delivery, Header};
 use crate::domain::fmt::rfc3339_ms;
 use crate::domain::scheme::{Family, Scheme, Secret, generate_secret, new_event_id};
+use crate::export::error::{ExportError, FixtureOptions};
 use crate::export::redact::redact;
-use crate::export::{ExportError, FixtureOptions};
 use crate::store::StoredDelivery;
 
 pub(crate) fn bytes_json(bytes: &[u8]) -> Value {

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::domain::delivery::{Delivery, Header};
 use crate::domain::fmt::rfc3339_ms;
-use crate::export::ExportError;
+use crate::export::error::ExportError;
 use crate::store::StoredDelivery;
 
 pub(crate) fn host_of(d: &Delivery) -> String {

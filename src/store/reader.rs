@@ -9,10 +9,11 @@ use crate::domain::attempt::{Attempt, AttemptKind};
 use crate::domain::checks::DuplicateStatus;
 use crate::domain::delivery::decode_headers;
 use crate::domain::filter::Filter;
+use crate::store::error::StoreError;
 use crate::store::query;
 use crate::store::records::{LIST_COLUMNS, list_row, raw_list_row, read_row};
+use crate::store::records::{ListRow, StoredDelivery};
 use crate::store::schema::{MIGRATIONS, migrate, open_connection};
-use crate::store::{ListRow, StoreError, StoredDelivery};
 
 /// A read connection.
 pub struct Reader {

@@ -4,7 +4,7 @@
 use crate::domain::checks::{Checks, Evaluation};
 use crate::domain::delivery::{Delivery, decode_headers};
 use crate::domain::job::JobRef;
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 
 /// A delivery and its verdicts, ready to be written.
 #[derive(Debug, Clone)]

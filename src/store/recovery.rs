@@ -2,56 +2,38 @@
 //! newer hookscope is named as such, kept aside under a new name (never deleted), and a fresh
 //! store is opened in its place.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::domain::clock::now_secs;
-use crate::store::{Store, StoreError};
+use crate::store::error::StoreError;
 
-impl Store {
-    /// Opens the store; if the file is damaged (not a database, truncated, corrupt, or from a
-    /// newer hookscope), keeps it aside, renamed and never deleted, and continues on a fresh
-    /// store, returning the sentence that says so. A lock held by another process is an error.
-    pub fn open_or_recover(path: &Path) -> Result<(Store, Option<String>), StoreError> {
-        match Store::open(path) {
-            Ok(store) => Ok((store, None)),
-            Err(err @ (StoreError::DamagedFile { .. } | StoreError::NewerSchema { .. })) => {
-                let stamp = now_secs();
-                let name = path
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                let aside = path.with_file_name(format!("{name}.damaged-{stamp}"));
-                let move_err = |e: std::io::Error| {
-                    StoreError::Write(format!("cannot move the damaged store aside: {e}"))
-                };
-                std::fs::rename(path, &aside).map_err(move_err)?;
-                for suffix in ["-wal", "-shm"] {
-                    let side = path.with_file_name(format!("{name}{suffix}"));
-                    if side.exists() {
-                        std::fs::rename(
-                            &side,
-                            aside.with_file_name(format!("{name}.damaged-{stamp}{suffix}")),
-                        )
-                        .map_err(move_err)?;
-                    }
-                }
-                let store = Store::open(path)?;
-                let reason = match &err {
-                    StoreError::DamagedFile { what, .. } => what.clone(),
-                    other => other.to_string(),
-                };
-                Ok((
-                    store,
-                    Some(format!(
-                        "The store {} could not be used ({reason}); it was kept aside as {} and hookscope continues on a fresh store.",
-                        path.display(),
-                        aside.display()
-                    )),
-                ))
-            }
-            Err(other) => Err(other),
+/// Moves a damaged store file (and its `-wal` and `-shm` files) aside under a new name, never
+/// deleting anything; returns the new name and the reason to give.
+pub(crate) fn move_aside(path: &Path, err: &StoreError) -> Result<(PathBuf, String), StoreError> {
+    let stamp = now_secs();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let aside = path.with_file_name(format!("{name}.damaged-{stamp}"));
+    let move_err =
+        |e: std::io::Error| StoreError::Write(format!("cannot move the damaged store aside: {e}"));
+    std::fs::rename(path, &aside).map_err(move_err)?;
+    for suffix in ["-wal", "-shm"] {
+        let side = path.with_file_name(format!("{name}{suffix}"));
+        if side.exists() {
+            std::fs::rename(
+                &side,
+                aside.with_file_name(format!("{name}.damaged-{stamp}{suffix}")),
+            )
+            .map_err(move_err)?;
         }
     }
+    let reason = match err {
+        StoreError::DamagedFile { what, .. } => what.clone(),
+        other => other.to_string(),
+    };
+    Ok((aside, reason))
 }
 
 /// Turns SQLite's "not a database", "corrupt" and "busy" answers into what they mean here.

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags};
 
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 
 /// The schema, one entry per version; `PRAGMA user_version` says how many were applied.
 pub(crate) const MIGRATIONS: &[&str] = &[
@@ -157,7 +157,8 @@ pub(crate) fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{Reader, Store};
+    use crate::store::handle::Store;
+    use crate::store::reader::Reader;
 
     #[test]
     fn a_store_from_a_newer_hookscope_is_refused_with_its_version() {

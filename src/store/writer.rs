@@ -8,7 +8,8 @@ use tokio::sync::{mpsc, oneshot};
 use crate::domain::attempt::Attempt;
 use crate::domain::checks::{Checks, DuplicateCheck, SignatureStatus};
 use crate::domain::delivery::{decode_headers, encode_headers};
-use crate::store::{NewRecord, StoreError, StoreWriter, StoredDelivery};
+use crate::store::error::StoreError;
+use crate::store::records::{NewRecord, StoredDelivery};
 
 /// How many pending writes the channel holds before senders wait.
 pub(crate) const WRITE_QUEUE: usize = 4096;
@@ -91,81 +92,6 @@ pub enum Maintenance {
         /// The current time, in Unix milliseconds.
         now_ms: i64,
     },
-}
-
-impl StoreWriter {
-    /// Writes a delivery and returns it as stored, after its transaction has committed.
-    pub async fn insert(&self, record: NewRecord) -> Result<StoredDelivery, StoreError> {
-        let (reply, answer) = oneshot::channel();
-        self.sender
-            .send(WriteJob::Insert {
-                record: Box::new(record),
-                reply,
-            })
-            .await
-            .map_err(|_| StoreError::WriterGone)?;
-        answer.await.map_err(|_| StoreError::WriterGone)?
-    }
-
-    /// Writes many deliveries in one transaction (imports, seeding a store for benchmarks);
-    /// returns how many were written.
-    pub fn insert_many_blocking(&self, records: Vec<NewRecord>) -> Result<usize, StoreError> {
-        let (reply, answer) = oneshot::channel();
-        self.sender
-            .blocking_send(WriteJob::InsertMany { records, reply })
-            .map_err(|_| StoreError::WriterGone)?;
-        answer.blocking_recv().map_err(|_| StoreError::WriterGone)?
-    }
-
-    /// Records an outbound attempt; returns its id.
-    pub async fn attempt(&self, attempt: Attempt) -> Result<i64, StoreError> {
-        let (reply, answer) = oneshot::channel();
-        self.sender
-            .send(WriteJob::Attempt {
-                attempt: Box::new(attempt),
-                reply,
-            })
-            .await
-            .map_err(|_| StoreError::WriterGone)?;
-        answer.await.map_err(|_| StoreError::WriterGone)?
-    }
-
-    /// Applies a maintenance task from async code.
-    pub async fn maintain(&self, task: Maintenance) -> Result<usize, StoreError> {
-        let (reply, answer) = oneshot::channel();
-        self.sender
-            .send(WriteJob::Maintain {
-                task: Box::new(task),
-                reply,
-            })
-            .await
-            .map_err(|_| StoreError::WriterGone)?;
-        answer.await.map_err(|_| StoreError::WriterGone)?
-    }
-
-    /// Applies a maintenance task; returns how many deliveries it touched.
-    pub fn maintain_blocking(&self, task: Maintenance) -> Result<usize, StoreError> {
-        let (reply, answer) = oneshot::channel();
-        self.sender
-            .blocking_send(WriteJob::Maintain {
-                task: Box::new(task),
-                reply,
-            })
-            .map_err(|_| StoreError::WriterGone)?;
-        answer.blocking_recv().map_err(|_| StoreError::WriterGone)?
-    }
-
-    /// The same as [`StoreWriter::insert`], for code outside the async runtime.
-    pub fn insert_blocking(&self, record: NewRecord) -> Result<StoredDelivery, StoreError> {
-        let (reply, answer) = oneshot::channel();
-        self.sender
-            .blocking_send(WriteJob::Insert {
-                record: Box::new(record),
-                reply,
-            })
-            .map_err(|_| StoreError::WriterGone)?;
-        answer.blocking_recv().map_err(|_| StoreError::WriterGone)?
-    }
 }
 
 /// Rows indexed per idle step of the writer.

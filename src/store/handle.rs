@@ -1,0 +1,181 @@
+//! The store as the rest of hookscope holds it: a path, the writer thread, and cloneable
+//! handles that submit writes to it.
+
+use std::path::{Path, PathBuf};
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::domain::attempt::Attempt;
+use crate::store::error::StoreError;
+use crate::store::reader::Reader;
+use crate::store::records::{NewRecord, StoredDelivery};
+use crate::store::recovery::{check_not_truncated, classify, move_aside};
+use crate::store::schema::{migrate, open_connection};
+use crate::store::writer::{Maintenance, WRITE_QUEUE, WriteJob, writer_loop};
+
+/// The store: a path and the channel to its writer thread.
+#[derive(Debug)]
+pub struct Store {
+    path: PathBuf,
+    writer: StoreWriter,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// A cloneable handle that submits writes to the writer thread.
+#[derive(Debug, Clone)]
+pub struct StoreWriter {
+    sender: mpsc::Sender<WriteJob>,
+}
+
+impl Store {
+    /// Opens (or creates) the store at `path`, migrates it, and starts its writer thread.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| StoreError::Open {
+                path: path.to_path_buf(),
+                source: rusqlite::Error::ToSqlConversionFailure(Box::new(e)),
+            })?;
+        }
+        check_not_truncated(path)?;
+        let conn = open_connection(path, false).map_err(|e| classify(e, path))?;
+        migrate(&conn, path).map_err(|e| classify(e, path))?;
+        // Touch the newest rows, so a file damaged in its last pages is noticed now rather
+        // than on the first delivery.
+        conn.query_row("SELECT MAX(id) FROM deliveries", [], |r| {
+            r.get::<_, Option<i64>>(0)
+        })
+        .map_err(|e| classify(StoreError::Query(e), path))?;
+        let (sender, receiver) = mpsc::channel(WRITE_QUEUE);
+        let thread = std::thread::Builder::new()
+            .name("hookscope-store-writer".into())
+            .spawn(move || writer_loop(conn, receiver))
+            .map_err(|e| StoreError::Write(format!("cannot start the writer thread: {e}")))?;
+        Ok(Store {
+            path: path.to_path_buf(),
+            writer: StoreWriter { sender },
+            thread: Some(thread),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Opens the store; if the file is damaged (not a database, truncated, corrupt, or from a
+    /// newer hookscope), keeps it aside, renamed and never deleted, and continues on a fresh
+    /// store, returning the sentence that says so. A lock held by another process is an error.
+    pub fn open_or_recover(path: &Path) -> Result<(Store, Option<String>), StoreError> {
+        match Store::open(path) {
+            Ok(store) => Ok((store, None)),
+            Err(err @ (StoreError::DamagedFile { .. } | StoreError::NewerSchema { .. })) => {
+                let (aside, reason) = move_aside(path, &err)?;
+                let store = Store::open(path)?;
+                let sentence = format!(
+                    "The store {} could not be used ({reason}); it was kept aside as {} and hookscope continues on a fresh store.",
+                    path.display(),
+                    aside.display()
+                );
+                Ok((store, Some(sentence)))
+            }
+            Err(other) => Err(other),
+        }
+    }
+
+    /// A handle for submitting writes.
+    pub fn writer(&self) -> StoreWriter {
+        self.writer.clone()
+    }
+
+    /// A new read connection.
+    pub fn reader(&self) -> Result<Reader, StoreError> {
+        Reader::open(&self.path)
+    }
+}
+
+impl Store {
+    /// Stops accepting writes from this handle and waits for the writer thread to finish what
+    /// it holds. Returns once every other [`StoreWriter`] clone has been dropped too.
+    pub fn shutdown(mut self) {
+        let (dead, _) = mpsc::channel(1);
+        self.writer = StoreWriter { sender: dead };
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl StoreWriter {
+    /// Writes a delivery and returns it as stored, after its transaction has committed.
+    pub async fn insert(&self, record: NewRecord) -> Result<StoredDelivery, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.sender
+            .send(WriteJob::Insert {
+                record: Box::new(record),
+                reply,
+            })
+            .await
+            .map_err(|_| StoreError::WriterGone)?;
+        answer.await.map_err(|_| StoreError::WriterGone)?
+    }
+
+    /// Writes many deliveries in one transaction (imports, seeding a store for benchmarks);
+    /// returns how many were written.
+    pub fn insert_many_blocking(&self, records: Vec<NewRecord>) -> Result<usize, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.sender
+            .blocking_send(WriteJob::InsertMany { records, reply })
+            .map_err(|_| StoreError::WriterGone)?;
+        answer.blocking_recv().map_err(|_| StoreError::WriterGone)?
+    }
+
+    /// Records an outbound attempt; returns its id.
+    pub async fn attempt(&self, attempt: Attempt) -> Result<i64, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.sender
+            .send(WriteJob::Attempt {
+                attempt: Box::new(attempt),
+                reply,
+            })
+            .await
+            .map_err(|_| StoreError::WriterGone)?;
+        answer.await.map_err(|_| StoreError::WriterGone)?
+    }
+
+    /// Applies a maintenance task from async code.
+    pub async fn maintain(&self, task: Maintenance) -> Result<usize, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.sender
+            .send(WriteJob::Maintain {
+                task: Box::new(task),
+                reply,
+            })
+            .await
+            .map_err(|_| StoreError::WriterGone)?;
+        answer.await.map_err(|_| StoreError::WriterGone)?
+    }
+
+    /// Applies a maintenance task; returns how many deliveries it touched.
+    pub fn maintain_blocking(&self, task: Maintenance) -> Result<usize, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.sender
+            .blocking_send(WriteJob::Maintain {
+                task: Box::new(task),
+                reply,
+            })
+            .map_err(|_| StoreError::WriterGone)?;
+        answer.blocking_recv().map_err(|_| StoreError::WriterGone)?
+    }
+
+    /// The same as [`StoreWriter::insert`], for code outside the async runtime.
+    pub fn insert_blocking(&self, record: NewRecord) -> Result<StoredDelivery, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.sender
+            .blocking_send(WriteJob::Insert {
+                record: Box::new(record),
+                reply,
+            })
+            .map_err(|_| StoreError::WriterGone)?;
+        answer.blocking_recv().map_err(|_| StoreError::WriterGone)?
+    }
+}

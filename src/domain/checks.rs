@@ -94,6 +94,31 @@ impl DuplicateStatus {
     }
 }
 
+/// The verdict a stored word names (`None` for a word no hookscope writes), and the word
+/// itself through `Display` (padding honoured), so typed verdicts cross every boundary.
+macro_rules! verdict_words {
+    ($($ty:ident: [$($variant:ident),+]),+ $(,)?) => {$(
+        impl $ty {
+            /// The verdict a word names, as the JSON and the store write it.
+            pub fn from_word(word: &str) -> Option<$ty> {
+                [$($ty::$variant),+].into_iter().find(|v| v.as_str() == word)
+            }
+        }
+
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.pad(self.as_str())
+            }
+        }
+    )+};
+}
+
+verdict_words!(
+    SignatureStatus: [Pass, Fail, Skipped],
+    TimestampStatus: [Pass, Warn, Fail, Skipped],
+    DuplicateStatus: [First, Duplicate, Skipped],
+);
+
 /// The signature check's result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SignatureCheck {
@@ -317,43 +342,11 @@ fn signature_check(
     verify_with: Option<&Scheme>,
     detected: Option<&Scheme>,
 ) -> SignatureCheck {
-    let path = &delivery.path;
     let Some(scheme) = verify_with else {
-        let (detail, name) = match detected {
-            Some(s) => (
-                format!(
-                    "Looks like {} (a {} header is present), but no secret is configured for {path}, so it was not verified: add an [[endpoint]] for this path with scheme = \"{}\" and its secret, or pass --scheme and --secret.",
-                    s.label,
-                    s.signature_header,
-                    s.name.split(' ').next().unwrap_or(&s.name)
-                ),
-                Some(s.name.clone()),
-            ),
-            None if !endpoint.secrets.is_empty() => (
-                format!(
-                    "No signature header recognised, so the secrets of endpoint {} were not used: set its scheme (a custom [[scheme]] for a provider-specific header).",
-                    endpoint.path
-                ),
-                None,
-            ),
-            None => (
-                format!(
-                    "No signature header recognised; if this sender signs its deliveries, configure an [[endpoint]] for {path} with its scheme and secret."
-                ),
-                None,
-            ),
-        };
-        return SignatureCheck {
-            status: SignatureStatus::Skipped,
-            detail,
-            scheme: name,
-            secret: None,
-            secrets_tried: 0,
-            diagnosis: None,
-        };
+        return not_verified(delivery, endpoint, detected);
     };
     let label = &scheme.label;
-    let skipped_or_fail = |status, detail: String, secrets_tried| SignatureCheck {
+    let failed = |status, detail: String, secrets_tried| SignatureCheck {
         status,
         detail,
         scheme: Some(scheme.name.clone()),
@@ -362,7 +355,7 @@ fn signature_check(
         diagnosis: None,
     };
     if endpoint.secrets.is_empty() {
-        return skipped_or_fail(
+        return failed(
             SignatureStatus::Skipped,
             format!(
                 "No secret is configured for {} ({label}), so the signature was not verified: add the sender's signing secret to this endpoint.",
@@ -371,69 +364,39 @@ fn signature_check(
             0,
         );
     }
-    let total = endpoint.secrets.len();
     match scheme.verify(delivery, &endpoint.secrets) {
         Verification::Verified {
             secret_index,
             signature_index,
-        } => {
-            let which = if total > 1 {
-                format!("secret #{} of {total}", secret_index + 1)
-            } else {
-                "the configured secret".to_string()
-            };
-            let rotation = if secret_index > 0 {
-                " The first secret did not match: the sender still signs with another one, as during a rotation."
-            } else {
-                ""
-            };
-            let position = if signature_index > 0 {
-                format!(" (signature {} in the header)", signature_index + 1)
-            } else {
-                String::new()
-            };
-            SignatureCheck {
-                status: SignatureStatus::Pass,
-                detail: format!("{label} signature verified with {which}{position}.{rotation}"),
-                scheme: Some(scheme.name.clone()),
-                secret: Some(format!("secret #{}", secret_index + 1)),
-                secrets_tried: secret_index + 1,
-                diagnosis: None,
-            }
-        }
+        } => verified(
+            scheme,
+            endpoint.secrets.len(),
+            secret_index,
+            signature_index,
+        ),
         Verification::NoMatch {
             secrets_tried,
             signatures,
             unusable_secrets,
-        } => {
-            let sigs = if signatures == 1 {
-                "the 1 signature".to_string()
-            } else {
-                format!("all {signatures} signatures")
-            };
-            let secrets = if secrets_tried == 1 {
-                "1 secret".to_string()
-            } else {
-                format!("{secrets_tried} secrets")
-            };
-            let mut detail = format!(
-                "No {label} signature matches: {sigs} in {} checked against {secrets} over the exact {} body bytes; the body was changed after signing (e.g. re-serialised JSON) or the secret differs from the sender's.",
-                scheme.signature_header,
-                delivery.body.len()
-            );
-            for (index, err) in unusable_secrets {
-                detail.push_str(&format!(" Secret #{} could not be used: {err}.", index + 1));
-            }
-            skipped_or_fail(SignatureStatus::Fail, detail, secrets_tried)
-        }
-        Verification::BadHeader(HeaderError::Missing(header)) => skipped_or_fail(
+        } => failed(
+            SignatureStatus::Fail,
+            no_match_detail(
+                scheme,
+                delivery,
+                secrets_tried,
+                signatures,
+                &unusable_secrets,
+            ),
+            secrets_tried,
+        ),
+        Verification::BadHeader(HeaderError::Missing(header)) => failed(
             SignatureStatus::Fail,
             format!(
                 "The {header} header is missing, so this delivery is unsigned or not {label}: check the sender's scheme or this endpoint's configuration."
             ),
             0,
         ),
-        Verification::BadHeader(err) => skipped_or_fail(
+        Verification::BadHeader(err) => failed(
             SignatureStatus::Fail,
             format!(
                 "{}, so it cannot be verified as {label}.",
@@ -441,7 +404,7 @@ fn signature_check(
             ),
             0,
         ),
-        Verification::MissingInput(err) => skipped_or_fail(
+        Verification::MissingInput(err) => failed(
             SignatureStatus::Fail,
             format!(
                 "{}, and {label} signs it along with the body, so the signature cannot be checked.",
@@ -450,6 +413,112 @@ fn signature_check(
             0,
         ),
     }
+}
+
+/// No scheme to verify with: say what was seen and what to configure.
+fn not_verified(
+    delivery: &Delivery,
+    endpoint: &Endpoint,
+    detected: Option<&Scheme>,
+) -> SignatureCheck {
+    let path = &delivery.path;
+    let (detail, name) = match detected {
+        Some(s) => (
+            format!(
+                "Looks like {} (a {} header is present), but no secret is configured for {path}, so it was not verified: add an [[endpoint]] for this path with scheme = \"{}\" and its secret, or pass --scheme and --secret.",
+                s.label,
+                s.signature_header,
+                s.name.split(' ').next().unwrap_or(&s.name)
+            ),
+            Some(s.name.clone()),
+        ),
+        None if !endpoint.secrets.is_empty() => (
+            format!(
+                "No signature header recognised, so the secrets of endpoint {} were not used: set its scheme (a custom [[scheme]] for a provider-specific header).",
+                endpoint.path
+            ),
+            None,
+        ),
+        None => (
+            format!(
+                "No signature header recognised; if this sender signs its deliveries, configure an [[endpoint]] for {path} with its scheme and secret."
+            ),
+            None,
+        ),
+    };
+    SignatureCheck {
+        status: SignatureStatus::Skipped,
+        detail,
+        scheme: name,
+        secret: None,
+        secrets_tried: 0,
+        diagnosis: None,
+    }
+}
+
+/// A verified signature: which secret (and which signature of the header) matched.
+fn verified(
+    scheme: &Scheme,
+    total: usize,
+    secret_index: usize,
+    signature_index: usize,
+) -> SignatureCheck {
+    let which = if total > 1 {
+        format!("secret #{} of {total}", secret_index + 1)
+    } else {
+        "the configured secret".to_string()
+    };
+    let rotation = if secret_index > 0 {
+        " The first secret did not match: the sender still signs with another one, as during a rotation."
+    } else {
+        ""
+    };
+    let position = if signature_index > 0 {
+        format!(" (signature {} in the header)", signature_index + 1)
+    } else {
+        String::new()
+    };
+    SignatureCheck {
+        status: SignatureStatus::Pass,
+        detail: format!(
+            "{} signature verified with {which}{position}.{rotation}",
+            scheme.label
+        ),
+        scheme: Some(scheme.name.clone()),
+        secret: Some(format!("secret #{}", secret_index + 1)),
+        secrets_tried: secret_index + 1,
+        diagnosis: None,
+    }
+}
+
+/// What was compared when nothing matched.
+fn no_match_detail(
+    scheme: &Scheme,
+    delivery: &Delivery,
+    secrets_tried: usize,
+    signatures: usize,
+    unusable_secrets: &[(usize, scheme::KeyError)],
+) -> String {
+    let sigs = if signatures == 1 {
+        "the 1 signature".to_string()
+    } else {
+        format!("all {signatures} signatures")
+    };
+    let secrets = if secrets_tried == 1 {
+        "1 secret".to_string()
+    } else {
+        format!("{secrets_tried} secrets")
+    };
+    let mut detail = format!(
+        "No {} signature matches: {sigs} in {} checked against {secrets} over the exact {} body bytes; the body was changed after signing (e.g. re-serialised JSON) or the secret differs from the sender's.",
+        scheme.label,
+        scheme.signature_header,
+        delivery.body.len()
+    );
+    for (index, err) in unusable_secrets {
+        detail.push_str(&format!(" Secret #{} could not be used: {err}.", index + 1));
+    }
+    detail
 }
 
 fn capitalise(text: &str) -> String {
@@ -537,6 +606,20 @@ fn timestamp_check(
             true,
         );
     }
+    judge_skew(scheme, raw, now_secs, tolerance)
+}
+
+/// A readable timestamp in seconds against the tolerance: pass, stale, or in the future (a
+/// warning or a failure, as the scheme's own libraries treat it).
+fn judge_skew(scheme: &Scheme, raw: i64, now_secs: i64, tolerance: u64) -> TimestampCheck {
+    let label = &scheme.label;
+    let fail = |detail: String, skew_secs: Option<i64>, milliseconds: bool| TimestampCheck {
+        status: TimestampStatus::Fail,
+        skew_secs,
+        detail,
+        tolerance_secs: Some(tolerance),
+        milliseconds,
+    };
     let skew = raw.saturating_sub(now_secs);
     let tol = i64::try_from(tolerance).unwrap_or(i64::MAX);
     let described = describe_skew(skew);
@@ -609,6 +692,34 @@ fn clocks(timestamp_secs: i64, now_secs: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn verdict_words_read_back_and_pad() {
+        for s in [
+            SignatureStatus::Pass,
+            SignatureStatus::Fail,
+            SignatureStatus::Skipped,
+        ] {
+            assert_eq!(SignatureStatus::from_word(s.as_str()), Some(s));
+        }
+        for s in [
+            TimestampStatus::Pass,
+            TimestampStatus::Warn,
+            TimestampStatus::Fail,
+            TimestampStatus::Skipped,
+        ] {
+            assert_eq!(TimestampStatus::from_word(s.as_str()), Some(s));
+        }
+        for s in [
+            DuplicateStatus::First,
+            DuplicateStatus::Duplicate,
+            DuplicateStatus::Skipped,
+        ] {
+            assert_eq!(DuplicateStatus::from_word(s.as_str()), Some(s));
+        }
+        assert_eq!(SignatureStatus::from_word("maybe"), None);
+        assert_eq!(format!("[{:<6}]", SignatureStatus::Fail), "[fail  ]");
+    }
 
     #[test]
     fn status_words_match_their_json() {

@@ -28,6 +28,7 @@ pub enum Cause {
     /// The right signature, written in the wrong encoding, case or prefix.
     Encoding,
     /// The signed string follows another scheme's template.
+    #[serde(rename = "template")]
     TemplateMismatch,
     /// The timestamp in the signed string was in milliseconds.
     TimestampMs,
@@ -41,12 +42,28 @@ pub enum Cause {
     OtherSecret,
     /// Another hash algorithm.
     Algorithm,
-    /// Nothing reproduced the signature.
+    /// Nothing reproduced the signature (also what an unknown code reads as).
+    #[serde(other)]
     Unknown,
 }
 
 impl Cause {
-    /// The code as written in JSON.
+    /// Every cause, for listings and tests.
+    pub const ALL: [Cause; 11] = [
+        Cause::BodyReserialized,
+        Cause::KeyDerivation,
+        Cause::Encoding,
+        Cause::TemplateMismatch,
+        Cause::TimestampMs,
+        Cause::TrailingNewline,
+        Cause::LineEndings,
+        Cause::WrongScheme,
+        Cause::OtherSecret,
+        Cause::Algorithm,
+        Cause::Unknown,
+    ];
+
+    /// The code as written in JSON, without a serde round trip.
     pub fn code(self) -> &'static str {
         match self {
             Cause::BodyReserialized => "body_reserialized",
@@ -68,7 +85,6 @@ impl Cause {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Diagnosis {
     /// The cause, as a code.
-    #[serde(with = "cause_code")]
     pub cause: Cause,
     /// One sentence a developer can act on.
     pub detail: String,
@@ -89,36 +105,6 @@ pub struct Diagnosis {
     /// The secret the comparison used, by label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret: Option<String>,
-}
-
-mod cause_code {
-    use super::Cause;
-    use serde::{Deserialize as _, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(cause: &Cause, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(cause.code())
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Cause, D::Error> {
-        let code = String::deserialize(d)?;
-        let all = [
-            Cause::BodyReserialized,
-            Cause::KeyDerivation,
-            Cause::Encoding,
-            Cause::TemplateMismatch,
-            Cause::TimestampMs,
-            Cause::TrailingNewline,
-            Cause::LineEndings,
-            Cause::WrongScheme,
-            Cause::OtherSecret,
-            Cause::Algorithm,
-            Cause::Unknown,
-        ];
-        Ok(all
-            .into_iter()
-            .find(|c| c.code() == code)
-            .unwrap_or(Cause::Unknown))
-    }
 }
 
 /// A secret from elsewhere in the configuration, with a label saying where.
@@ -351,9 +337,8 @@ fn signing_inputs(scheme: &Scheme, delivery: &Delivery) -> (String, String) {
     (id, ts)
 }
 
-struct Attempt<'a> {
-    scheme: &'a Scheme,
-    delivery: &'a Delivery,
+/// The received signature's tokens and the hypotheses tried so far.
+struct Attempt {
     tokens: Tokens,
     tried: Vec<String>,
 }
@@ -364,7 +349,7 @@ struct Found {
     sender_signed: Option<Vec<u8>>,
 }
 
-impl Attempt<'_> {
+impl Attempt {
     /// Tries one hypothesis: a key and signed bytes; returns the writing that matched.
     fn test(&mut self, what: String, key: &[u8], payload: &[u8]) -> Option<(Written, String)> {
         self.tried.push(what);
@@ -407,19 +392,30 @@ pub fn diagnose(
         secret: (!secrets.is_empty()).then(|| "secret #1".to_string()),
     };
     let mut attempt = Attempt {
-        scheme,
-        delivery,
         tokens: Tokens::from_header(header.as_deref().unwrap_or("")),
         tried: Vec::new(),
     };
-    let found = find_cause(
-        &mut attempt,
+    let keys = secrets
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| {
+            scheme
+                .key(s)
+                .ok()
+                .map(|k| (format!("secret #{}", i + 1), k))
+        })
+        .collect();
+    let context = Context {
+        scheme,
+        delivery,
         secrets,
         others,
-        &event_id,
-        &timestamp,
-        header.is_some(),
-    );
+        event_id: &event_id,
+        timestamp: &timestamp,
+        payload: expected_payload,
+        keys,
+    };
+    let found = find_cause(&mut attempt, &context, header.is_some());
     diagnosis.tried = attempt.tried;
     match found {
         Some(found) => {
@@ -437,64 +433,120 @@ pub fn diagnose(
     Some(diagnosis)
 }
 
-fn find_cause(
-    attempt: &mut Attempt<'_>,
-    secrets: &[Secret],
-    others: &[LabelledSecret],
-    event_id: &str,
-    timestamp: &str,
-    header_present: bool,
-) -> Option<Found> {
-    let scheme = attempt.scheme;
-    let delivery = attempt.delivery;
-    let label = &scheme.label;
+/// What every hypothesis reads: the delivery, the scheme, the secrets and the signed parts.
+struct Context<'a> {
+    scheme: &'a Scheme,
+    delivery: &'a Delivery,
+    secrets: &'a [Secret],
+    others: &'a [LabelledSecret],
+    event_id: &'a str,
+    timestamp: &'a str,
+    /// The string the scheme signs, as hookscope computes it.
+    payload: Vec<u8>,
+    /// Each usable secret as the scheme turns it into a key, with its label.
+    keys: Vec<(String, Vec<u8>)>,
+}
 
-    // Another scheme's headers, verifying with these secrets.
-    if let Some(other) = scheme::detect(delivery)
-        .filter(|d| d.family != scheme.family || d.signature_header != scheme.signature_header)
-    {
-        attempt.tried.push(format!(
-            "the delivery as {} ({} header)",
-            other.label, other.signature_header
-        ));
-        if let scheme::Verification::Verified { secret_index, .. } = other.verify(delivery, secrets)
-        {
-            return Some(Found {
-                cause: Cause::WrongScheme,
-                detail: format!(
-                    "This delivery is signed as {} (its {} header verifies with secret #{}), not as {label}: set this endpoint's scheme to \"{}\".",
-                    other.label,
-                    other.signature_header,
-                    secret_index + 1,
-                    other.name
-                ),
-                sender_signed: None,
-            });
-        }
+impl Context<'_> {
+    fn signed(&self, body: &[u8]) -> Vec<u8> {
+        self.scheme
+            .signed_payload(self.event_id, self.timestamp, body)
+    }
+}
+
+/// One variant of the signed string: what it is, its bytes, and the sentence when it matches
+/// (`{secret}` stands for the secret's label).
+struct Variant {
+    what: String,
+    payload: Vec<u8>,
+    detail: String,
+}
+
+/// Builds the variants of one hypothesis from the context.
+type VariantsOf = fn(&Context<'_>) -> Vec<Variant>;
+
+/// The hypotheses that change the signed string, each with the cause it proves. Every key is
+/// tried with every variant, in this order; the first match is the cause.
+const PAYLOAD_HYPOTHESES: &[(Cause, VariantsOf)] = &[
+    (Cause::BodyReserialized, reserialised_body),
+    (Cause::TemplateMismatch, other_templates),
+    (Cause::TimestampMs, other_time_unit),
+    (Cause::TrailingNewline, trailing_newlines),
+    (Cause::LineEndings, line_endings),
+];
+
+/// The hypotheses tried once (not per key), in order, before the per-key ones.
+const WHOLE_HYPOTHESES: &[fn(&mut Attempt, &Context<'_>) -> Option<Found>] =
+    &[other_secret, other_encoding, key_derivation];
+
+fn find_cause(attempt: &mut Attempt, ctx: &Context<'_>, header_present: bool) -> Option<Found> {
+    if let Some(found) = wrong_scheme(attempt, ctx) {
+        return Some(found);
     }
     if !header_present {
         return None;
     }
-    let keys: Vec<(String, Vec<u8>)> = secrets
-        .iter()
-        .enumerate()
-        .filter_map(|(i, s)| {
-            scheme
-                .key(s)
-                .ok()
-                .map(|k| (format!("secret #{}", i + 1), k))
-        })
-        .collect();
-    let payload = scheme.signed_payload(event_id, timestamp, &delivery.body);
+    for hypothesis in WHOLE_HYPOTHESES {
+        if let Some(found) = hypothesis(attempt, ctx) {
+            return Some(found);
+        }
+    }
+    for (secret_label, key) in &ctx.keys {
+        for (cause, variants) in PAYLOAD_HYPOTHESES {
+            for variant in variants(ctx) {
+                if attempt.test(variant.what, key, &variant.payload).is_some() {
+                    return Some(Found {
+                        cause: *cause,
+                        detail: variant.detail.replace("{secret}", secret_label),
+                        sender_signed: Some(variant.payload),
+                    });
+                }
+            }
+        }
+        if let Some(found) = other_algorithm(attempt, ctx, secret_label, key) {
+            return Some(found);
+        }
+    }
+    None
+}
 
-    // Another configured secret.
-    for other in others {
-        if let scheme::Verification::Verified { .. } =
-            scheme.verify(delivery, std::slice::from_ref(&other.secret))
+/// Another scheme's headers, verifying with these secrets.
+fn wrong_scheme(attempt: &mut Attempt, ctx: &Context<'_>) -> Option<Found> {
+    let (scheme, delivery) = (ctx.scheme, ctx.delivery);
+    let other = scheme::detect(delivery)
+        .filter(|d| d.family != scheme.family || d.signature_header != scheme.signature_header)?;
+    attempt.tried.push(format!(
+        "the delivery as {} ({} header)",
+        other.label, other.signature_header
+    ));
+    let scheme::Verification::Verified { secret_index, .. } = other.verify(delivery, ctx.secrets)
+    else {
+        return None;
+    };
+    Some(Found {
+        cause: Cause::WrongScheme,
+        detail: format!(
+            "This delivery is signed as {} (its {} header verifies with secret #{}), not as {}: set this endpoint's scheme to \"{}\".",
+            other.label,
+            other.signature_header,
+            secret_index + 1,
+            scheme.label,
+            other.name
+        ),
+        sender_signed: None,
+    })
+}
+
+/// Another configured secret (another endpoint's, or one rotated out).
+fn other_secret(attempt: &mut Attempt, ctx: &Context<'_>) -> Option<Found> {
+    for other in ctx.others {
+        attempt
+            .tried
+            .push(format!("{} of another endpoint", other.label));
+        if let scheme::Verification::Verified { .. } = ctx
+            .scheme
+            .verify(ctx.delivery, std::slice::from_ref(&other.secret))
         {
-            attempt
-                .tried
-                .push(format!("{} of another endpoint", other.label));
             return Some(Found {
                 cause: Cause::OtherSecret,
                 detail: format!(
@@ -504,267 +556,273 @@ fn find_cause(
                 sender_signed: None,
             });
         }
-        attempt
-            .tried
-            .push(format!("{} of another endpoint", other.label));
     }
+    None
+}
 
-    for (secret_label, key) in &keys {
-        // The right signature, written another way.
-        let mac = hmac_sha256(key, &[&payload]);
+/// The right signature, written another way (encoding, case, prefix).
+fn other_encoding(attempt: &mut Attempt, ctx: &Context<'_>) -> Option<Found> {
+    let (scheme, label) = (ctx.scheme, &ctx.scheme.label);
+    for (secret_label, key) in &ctx.keys {
+        let mac = hmac_sha256(key, &[&ctx.payload]);
         attempt.tried.push(format!(
             "the expected signature with {secret_label} in any encoding"
         ));
-        if let Some((written, token)) = attempt.tokens.find(&mac).map(|(w, t)| (w, t.to_string())) {
-            let native = native_writing(scheme);
-            let detail = if written == native {
-                format!(
-                    "The signature itself is right ({secret_label}), but the {} header is not laid out as {label} expects: it reads `{}` where `{}` is expected (a missing or extra prefix such as `sha256=`, `v1,` or `v0=`).",
-                    scheme.signature_header,
-                    fold(&token, 80),
-                    fold(&header_form(scheme, &mac), 80)
-                )
-            } else {
-                format!(
-                    "The signature itself is right ({secret_label}) but written in {} where {label} expects {}: fix the encoding on the side that writes or compares it.",
-                    written.name(),
-                    native.name()
-                )
+        let Some((written, token)) = attempt.tokens.find(&mac).map(|(w, t)| (w, t.to_string()))
+        else {
+            continue;
+        };
+        let native = native_writing(scheme);
+        let detail = if written == native {
+            format!(
+                "The signature itself is right ({secret_label}), but the {} header is not laid out as {label} expects: it reads `{}` where `{}` is expected (a missing or extra prefix such as `sha256=`, `v1,` or `v0=`).",
+                scheme.signature_header,
+                fold(&token, 80),
+                fold(&header_form(scheme, &mac), 80)
+            )
+        } else {
+            format!(
+                "The signature itself is right ({secret_label}) but written in {} where {label} expects {}: fix the encoding on the side that writes or compares it.",
+                written.name(),
+                native.name()
+            )
+        };
+        return Some(Found {
+            cause: Cause::Encoding,
+            detail,
+            sender_signed: None,
+        });
+    }
+    None
+}
+
+/// The ways a secret is commonly turned into a key other than the scheme's own.
+fn key_variants(family: Family, raw: &str) -> Vec<(&'static str, Vec<u8>)> {
+    let stripped = raw.strip_prefix("whsec_");
+    let mut variants: Vec<(&str, Vec<u8>)> = Vec::new();
+    if family == Family::StandardWebhooks {
+        variants.push((
+            "the whole secret as UTF-8 text, `whsec_` included",
+            raw.as_bytes().to_vec(),
+        ));
+        if let Some(s) = stripped {
+            variants.push((
+                "the secret after `whsec_` as UTF-8 text, not base64-decoded",
+                s.as_bytes().to_vec(),
+            ));
+        }
+        if let Ok(k) = STANDARD.decode(raw) {
+            variants.push(("the base64 decoding of the secret with `whsec_` left in", k));
+        }
+        return variants;
+    }
+    if let Some(s) = stripped {
+        variants.push((
+            "the secret with its `whsec_` prefix stripped",
+            s.as_bytes().to_vec(),
+        ));
+        if let Ok(k) = STANDARD.decode(s) {
+            variants.push(("the base64 decoding of the secret after `whsec_`", k));
+        }
+    }
+    if let Ok(k) = STANDARD.decode(raw) {
+        variants.push(("the base64 decoding of the secret", k));
+    }
+    if let Ok(k) = hex::decode(raw) {
+        variants.push(("the hex decoding of the secret", k));
+    }
+    variants
+}
+
+/// Key derivation: the same secret turned into a key another way.
+fn key_derivation(attempt: &mut Attempt, ctx: &Context<'_>) -> Option<Found> {
+    let scheme = ctx.scheme;
+    for (index, secret) in ctx.secrets.iter().enumerate() {
+        for (how, key) in key_variants(scheme.family, secret.expose()) {
+            let what = format!("secret #{} used as {how}", index + 1);
+            if attempt.test(what, &key, &ctx.payload).is_none() {
+                continue;
+            }
+            let expected_how = match scheme.family {
+                Family::StandardWebhooks => "the base64 decoding of the part after `whsec_`",
+                _ => "the whole secret as UTF-8 text",
             };
             return Some(Found {
-                cause: Cause::Encoding,
-                detail,
+                cause: Cause::KeyDerivation,
+                detail: format!(
+                    "The signature was made with {how} of secret #{}; {} uses {expected_how}: the key derivation differs between the sender and the verifier.",
+                    index + 1,
+                    scheme.label
+                ),
                 sender_signed: None,
             });
         }
     }
+    None
+}
 
-    // Key derivation: the same secret turned into a key another way.
-    for (index, secret) in secrets.iter().enumerate() {
-        let raw = secret.expose();
-        let stripped = raw.strip_prefix("whsec_");
-        let mut variants: Vec<(&str, Vec<u8>)> = Vec::new();
-        if scheme.family == Family::StandardWebhooks {
-            variants.push((
-                "the whole secret as UTF-8 text, `whsec_` included",
-                raw.as_bytes().to_vec(),
-            ));
-            if let Some(s) = stripped {
-                variants.push((
-                    "the secret after `whsec_` as UTF-8 text, not base64-decoded",
-                    s.as_bytes().to_vec(),
-                ));
-            }
-            if let Ok(k) = STANDARD.decode(raw) {
-                variants.push(("the base64 decoding of the secret with `whsec_` left in", k));
-            }
-        } else {
-            if let Some(s) = stripped {
-                variants.push((
-                    "the secret with its `whsec_` prefix stripped",
-                    s.as_bytes().to_vec(),
-                ));
-                if let Ok(k) = STANDARD.decode(s) {
-                    variants.push(("the base64 decoding of the secret after `whsec_`", k));
-                }
-            }
-            if let Ok(k) = STANDARD.decode(raw) {
-                variants.push(("the base64 decoding of the secret", k));
-            }
-            if let Ok(k) = hex::decode(raw) {
-                variants.push(("the hex decoding of the secret", k));
-            }
+/// The body re-serialised (compact, pretty, sorted keys, escaped Unicode…).
+fn reserialised_body(ctx: &Context<'_>) -> Vec<Variant> {
+    reserialisations(&ctx.delivery.body)
+        .into_iter()
+        .map(|(how, body)| Variant {
+            what: format!("the body as {how}"),
+            payload: ctx.signed(&body),
+            detail: format!(
+                "The signature ({{secret}}) matches the body re-serialised as {how}, not the bytes received: the sender signed a re-formatted body, or something between it and the verifier parsed and re-serialised the JSON. Verify over the raw body bytes."
+            ),
+        })
+        .collect()
+}
+
+/// Another scheme's template over the same parts.
+fn other_templates(ctx: &Context<'_>) -> Vec<Variant> {
+    let scheme = ctx.scheme;
+    [
+        Family::StandardWebhooks,
+        Family::Stripe,
+        Family::Slack,
+        Family::Paddle,
+        Family::HmacBody,
+    ]
+    .into_iter()
+    .filter(|family| *family != scheme.family)
+    .map(|family| {
+        let mut other = scheme.clone();
+        other.family = family;
+        let template = template_name(family);
+        Variant {
+            what: format!("the template {template}"),
+            payload: other.signed_payload(ctx.event_id, ctx.timestamp, &ctx.delivery.body),
+            detail: format!(
+                "The signature is over {template}, but {} signs {}: the sender and the verifier build the signed string from different templates.",
+                scheme.label,
+                template_name(scheme.family)
+            ),
         }
-        for (how, key) in variants {
-            if attempt
-                .test(
-                    format!("secret #{} used as {how}", index + 1),
-                    &key,
-                    &payload,
-                )
-                .is_some()
-            {
-                let expected_how = match scheme.family {
-                    Family::StandardWebhooks => "the base64 decoding of the part after `whsec_`",
-                    _ => "the whole secret as UTF-8 text",
-                };
-                return Some(Found {
-                    cause: Cause::KeyDerivation,
-                    detail: format!(
-                        "The signature was made with {how} of secret #{}; {label} uses {expected_how}: the key derivation differs between the sender and the verifier.",
-                        index + 1
-                    ),
-                    sender_signed: None,
-                });
-            }
-        }
+    })
+    .collect()
+}
+
+/// The timestamp in milliseconds (or seconds, when the header holds milliseconds).
+fn other_time_unit(ctx: &Context<'_>) -> Vec<Variant> {
+    let Ok(ts) = ctx.timestamp.parse::<i64>() else {
+        return Vec::new();
+    };
+    let (variant_ts, how) = if ts.abs() >= 100_000_000_000 {
+        (
+            (ts / 1000).to_string(),
+            "in seconds while the header carries milliseconds",
+        )
+    } else {
+        (
+            ts.saturating_mul(1000).to_string(),
+            "in milliseconds while the header carries seconds",
+        )
+    };
+    vec![Variant {
+        what: format!("the timestamp {how}"),
+        payload: ctx
+            .scheme
+            .signed_payload(ctx.event_id, &variant_ts, &ctx.delivery.body),
+        detail: format!(
+            "The signed string carries the timestamp {how} ({variant_ts} vs {}): one side converts the time with the wrong unit.",
+            ctx.timestamp
+        ),
+    }]
+}
+
+/// A trailing newline added or stripped.
+fn trailing_newlines(ctx: &Context<'_>) -> Vec<Variant> {
+    let body = &ctx.delivery.body;
+    let mut bodies: Vec<(&str, Vec<u8>)> = vec![
+        (
+            "the body with a trailing \\n added",
+            [body.as_slice(), b"\n"].concat(),
+        ),
+        (
+            "the body with a trailing \\r\\n added",
+            [body.as_slice(), b"\r\n"].concat(),
+        ),
+    ];
+    if let Some(stripped) = body.strip_suffix(b"\n") {
+        bodies.push((
+            "the body without its trailing \\n",
+            stripped.strip_suffix(b"\r").unwrap_or(stripped).to_vec(),
+        ));
     }
+    bodies
+        .into_iter()
+        .map(|(how, variant_body)| Variant {
+            what: how.to_string(),
+            payload: ctx.signed(&variant_body),
+            detail: format!(
+                "The signature matches {how}: a tool or framework added or stripped the final newline between signing and verifying."
+            ),
+        })
+        .collect()
+}
 
-    for (secret_label, key) in &keys {
-        // The body re-serialised.
-        for (how, body) in reserialisations(&delivery.body) {
-            let variant = scheme.signed_payload(event_id, timestamp, &body);
-            if attempt
-                .test(format!("the body as {how}"), key, &variant)
-                .is_some()
-            {
-                return Some(Found {
-                    cause: Cause::BodyReserialized,
-                    detail: format!(
-                        "The signature ({secret_label}) matches the body re-serialised as {how}, not the bytes received: the sender signed a re-formatted body, or something between it and the verifier parsed and re-serialised the JSON. Verify over the raw body bytes."
-                    ),
-                    sender_signed: Some(variant),
-                });
-            }
-        }
-
-        // Another scheme's template over the same parts.
-        for family in [
-            Family::StandardWebhooks,
-            Family::Stripe,
-            Family::Slack,
-            Family::Paddle,
-            Family::HmacBody,
-        ] {
-            if family == scheme.family {
-                continue;
-            }
-            let mut other = scheme.clone();
-            other.family = family;
-            let variant = other.signed_payload(event_id, timestamp, &delivery.body);
-            let template = template_name(family);
-            if attempt
-                .test(format!("the template {template}"), key, &variant)
-                .is_some()
-            {
-                return Some(Found {
-                    cause: Cause::TemplateMismatch,
-                    detail: format!(
-                        "The signature is over {template}, but {label} signs {}: the sender and the verifier build the signed string from different templates.",
-                        template_name(scheme.family)
-                    ),
-                    sender_signed: Some(variant),
-                });
-            }
-        }
-
-        // The timestamp in milliseconds (or seconds, when the header holds milliseconds).
-        if let Ok(ts) = timestamp.parse::<i64>() {
-            let (variant_ts, how) = if ts.abs() >= 100_000_000_000 {
-                (
-                    (ts / 1000).to_string(),
-                    "in seconds while the header carries milliseconds",
-                )
+/// Line endings converted one way or the other.
+fn line_endings(ctx: &Context<'_>) -> Vec<Variant> {
+    let body = &ctx.delivery.body;
+    let lf_to_crlf: Vec<u8> = body
+        .iter()
+        .enumerate()
+        .flat_map(|(i, b)| {
+            let lone_lf = *b == b'\n' && (i == 0 || body[i - 1] != b'\r');
+            if lone_lf {
+                vec![b'\r', b'\n']
             } else {
-                (
-                    ts.saturating_mul(1000).to_string(),
-                    "in milliseconds while the header carries seconds",
-                )
-            };
-            let variant = scheme.signed_payload(event_id, &variant_ts, &delivery.body);
-            if attempt
-                .test(format!("the timestamp {how}"), key, &variant)
-                .is_some()
-            {
-                return Some(Found {
-                    cause: Cause::TimestampMs,
-                    detail: format!(
-                        "The signed string carries the timestamp {how} ({variant_ts} vs {timestamp}): one side converts the time with the wrong unit."
-                    ),
-                    sender_signed: Some(variant),
-                });
+                vec![*b]
             }
-        }
+        })
+        .collect();
+    let crlf_to_lf: Vec<u8> = String::from_utf8_lossy(body)
+        .replace("\r\n", "\n")
+        .into_bytes();
+    [
+        ("\\n converted to \\r\\n", lf_to_crlf),
+        ("\\r\\n converted to \\n", crlf_to_lf),
+    ]
+    .into_iter()
+    .filter(|(_, variant_body)| variant_body != body)
+    .map(|(how, variant_body)| Variant {
+        what: format!("line endings {how}"),
+        payload: ctx.signed(&variant_body),
+        detail: format!(
+            "The signature matches the body with line endings {how}: something converted line endings (a text-mode transfer, git autocrlf, a proxy) between signing and verifying."
+        ),
+    })
+    .collect()
+}
 
-        // A trailing newline added or stripped.
-        let body = &delivery.body;
-        let mut newline_variants: Vec<(&str, Vec<u8>)> = vec![
-            (
-                "the body with a trailing \\n added",
-                [body.as_slice(), b"\n"].concat(),
-            ),
-            (
-                "the body with a trailing \\r\\n added",
-                [body.as_slice(), b"\r\n"].concat(),
-            ),
-        ];
-        if let Some(stripped) = body.strip_suffix(b"\n") {
-            newline_variants.push((
-                "the body without its trailing \\n",
-                stripped.strip_suffix(b"\r").unwrap_or(stripped).to_vec(),
-            ));
+/// Another hash algorithm, when the received signature's length suggests it.
+fn other_algorithm(
+    attempt: &mut Attempt,
+    ctx: &Context<'_>,
+    secret_label: &str,
+    key: &[u8],
+) -> Option<Found> {
+    let lengths: Vec<usize> = received_lengths(&attempt.tokens);
+    for (algorithm, length) in [("SHA-1", 20), ("SHA-384", 48), ("SHA-512", 64)] {
+        if !lengths.contains(&length) {
+            continue;
         }
-        for (how, variant_body) in newline_variants {
-            let variant = scheme.signed_payload(event_id, timestamp, &variant_body);
-            if attempt.test(how.to_string(), key, &variant).is_some() {
-                return Some(Found {
-                    cause: Cause::TrailingNewline,
-                    detail: format!(
-                        "The signature matches {how}: a tool or framework added or stripped the final newline between signing and verifying."
-                    ),
-                    sender_signed: Some(variant),
-                });
-            }
-        }
-
-        // Line endings converted.
-        let lf_to_crlf: Vec<u8> = body
-            .iter()
-            .enumerate()
-            .flat_map(|(i, b)| {
-                let lone_lf = *b == b'\n' && (i == 0 || body[i - 1] != b'\r');
-                if lone_lf {
-                    vec![b'\r', b'\n']
-                } else {
-                    vec![*b]
-                }
-            })
-            .collect();
-        let crlf_to_lf: Vec<u8> = String::from_utf8_lossy(body)
-            .replace("\r\n", "\n")
-            .into_bytes();
-        for (how, variant_body) in [
-            ("\\n converted to \\r\\n", lf_to_crlf),
-            ("\\r\\n converted to \\n", crlf_to_lf),
-        ] {
-            if variant_body == *body {
-                continue;
-            }
-            let variant = scheme.signed_payload(event_id, timestamp, &variant_body);
-            if attempt
-                .test(format!("line endings {how}"), key, &variant)
-                .is_some()
-            {
-                return Some(Found {
-                    cause: Cause::LineEndings,
-                    detail: format!(
-                        "The signature matches the body with line endings {how}: something converted line endings (a text-mode transfer, git autocrlf, a proxy) between signing and verifying."
-                    ),
-                    sender_signed: Some(variant),
-                });
-            }
-        }
-
-        // Another algorithm, when the received signature's length suggests it.
-        let lengths: Vec<usize> = received_lengths(&attempt.tokens);
-        for (algorithm, length) in [("SHA-1", 20), ("SHA-384", 48), ("SHA-512", 64)] {
-            if !lengths.contains(&length) {
-                continue;
-            }
-            attempt
-                .tried
-                .push(format!("HMAC-{algorithm} ({length}-byte signature)"));
-            if let Some(mac) = hmac_other(algorithm, key, &payload)
-                && attempt.tokens.find(&mac).is_some()
-            {
-                return Some(Found {
-                    cause: Cause::Algorithm,
-                    detail: format!(
-                        "The signature is an HMAC-{algorithm} ({length} bytes) over the right string with {secret_label}; {label} uses HMAC-SHA256: the sender or the verifier uses the wrong hash."
-                    ),
-                    sender_signed: None,
-                });
-            }
+        attempt
+            .tried
+            .push(format!("HMAC-{algorithm} ({length}-byte signature)"));
+        if let Some(mac) = hmac_other(algorithm, key, &ctx.payload)
+            && attempt.tokens.find(&mac).is_some()
+        {
+            return Some(Found {
+                cause: Cause::Algorithm,
+                detail: format!(
+                    "The signature is an HMAC-{algorithm} ({length} bytes) over the right string with {secret_label}; {} uses HMAC-SHA256: the sender or the verifier uses the wrong hash.",
+                    ctx.scheme.label
+                ),
+                sender_signed: None,
+            });
         }
     }
     None
@@ -803,5 +861,23 @@ fn fold(text: &str, max: usize) -> String {
         text.to_string()
     } else {
         format!("{}…", text.chars().take(max).collect::<String>())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cause_codes_are_their_json_and_unknown_codes_read_as_unknown() {
+        for cause in Cause::ALL {
+            let json = serde_json::to_value(cause).expect("json");
+            assert_eq!(json, serde_json::Value::from(cause.code()), "{cause:?}");
+            let back: Cause = serde_json::from_value(json).expect("reads back");
+            assert_eq!(back, cause);
+        }
+        let later: Cause =
+            serde_json::from_str("\"a_cause_from_a_newer_hookscope\"").expect("reads");
+        assert_eq!(later, Cause::Unknown);
     }
 }

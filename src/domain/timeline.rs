@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::domain::checks::{DuplicateStatus, SignatureStatus, TimestampStatus};
 use crate::domain::job::StateKind;
 
 use crate::domain::fmt::human_duration;
@@ -27,11 +28,11 @@ pub struct JobDelivery {
     /// When hookscope received it, Unix milliseconds.
     pub received_at_ms: i64,
     /// The signature verdict (`pass`, `fail`, `skipped`).
-    pub signature: String,
+    pub signature: SignatureStatus,
     /// The timestamp verdict.
-    pub timestamp: String,
+    pub timestamp: TimestampStatus,
     /// The duplicate verdict (`first`, `duplicate`, `skipped`).
-    pub duplicate: String,
+    pub duplicate: DuplicateStatus,
 }
 
 /// What a flag is about.
@@ -112,29 +113,102 @@ pub fn analyze(
     let arrival_order: Vec<i64> = deliveries.iter().map(|d| d.delivery_id).collect();
     let first_seen_ms = deliveries.first().map(|d| d.received_at_ms).unwrap_or(0);
     let last_seen_ms = deliveries.last().map(|d| d.received_at_ms).unwrap_or(0);
-
-    // One entry per event: the first delivery of each event id (deliveries without an id are
-    // events of their own).
-    let mut firsts: Vec<&JobDelivery> = Vec::new();
-    let mut copies: Vec<(String, Vec<&JobDelivery>)> = Vec::new();
-    for d in &deliveries {
-        match &d.event_id {
-            Some(id) => match copies.iter_mut().find(|(e, _)| e == id) {
-                Some((_, list)) => list.push(d),
-                None => {
-                    copies.push((id.clone(), vec![d]));
-                    firsts.push(d);
-                }
-            },
-            None => firsts.push(d),
-        }
-    }
+    let events = Events::of(&deliveries);
+    let state = State::of(&deliveries);
 
     let mut flags = Vec::new();
+    flags.extend(out_of_order(&events.firsts));
+    flags.extend(regressions(&events.firsts));
+    flags.extend(conflicting_terminals(&events.firsts));
+    flags.extend(duplicate_deliveries(&events.copies));
+    flags.extend(stuck(
+        &state,
+        &deliveries,
+        now_ms - first_seen_ms,
+        stuck_after_ms,
+    ));
+    flags.extend(dedupe_by_job_id(&events));
 
-    // Out of order: an event arriving after one created later.
+    JobTimeline {
+        job_id: job_id.to_string(),
+        current_state: state.current,
+        terminal: state.terminal,
+        first_seen_ms,
+        last_seen_ms,
+        events: events.firsts.len(),
+        by_event_time: state.by_event_time,
+        arrival_order,
+        flags,
+    }
+}
+
+/// The deliveries grouped into events: the first delivery of each event id, in arrival order
+/// (deliveries without an id are events of their own), and every delivery of each id.
+struct Events<'a> {
+    firsts: Vec<&'a JobDelivery>,
+    copies: Vec<(String, Vec<&'a JobDelivery>)>,
+}
+
+impl<'a> Events<'a> {
+    fn of(deliveries: &'a [JobDelivery]) -> Self {
+        let mut firsts: Vec<&JobDelivery> = Vec::new();
+        let mut copies: Vec<(String, Vec<&JobDelivery>)> = Vec::new();
+        for d in deliveries {
+            match &d.event_id {
+                Some(id) => match copies.iter_mut().find(|(e, _)| e == id) {
+                    Some((_, list)) => list.push(d),
+                    None => {
+                        copies.push((id.clone(), vec![d]));
+                        firsts.push(d);
+                    }
+                },
+                None => firsts.push(d),
+            }
+        }
+        Events { firsts, copies }
+    }
+}
+
+/// The deliveries in event-time order and the state the job is in: the last terminal state by
+/// event time, else the last state reported.
+struct State {
+    by_event_time: Vec<JobDelivery>,
+    current: Option<String>,
+    terminal: bool,
+}
+
+impl State {
+    fn of(deliveries: &[JobDelivery]) -> Self {
+        let mut by_event_time = deliveries.to_vec();
+        by_event_time.sort_by_key(|d| {
+            (
+                d.created_at_ms.unwrap_or(d.received_at_ms),
+                d.received_at_ms,
+                d.delivery_id,
+            )
+        });
+        let last_terminal = by_event_time.iter().rev().find(|d| is_terminal(d));
+        let current = last_terminal
+            .or_else(|| by_event_time.iter().rev().find(|d| d.state.is_some()))
+            .and_then(|d| d.state.clone());
+        let terminal = last_terminal.is_some();
+        State {
+            by_event_time,
+            current,
+            terminal,
+        }
+    }
+}
+
+fn is_terminal(d: &JobDelivery) -> bool {
+    d.state.as_deref().map(StateKind::of) == Some(StateKind::Terminal)
+}
+
+/// Out of order: an event arriving after one created later.
+fn out_of_order(firsts: &[&JobDelivery]) -> Vec<Flag> {
+    let mut flags = Vec::new();
     let mut latest_created: Option<&JobDelivery> = None;
-    for d in &firsts {
+    for d in firsts {
         if let (Some(created), Some(previous)) = (d.created_at_ms, latest_created)
             && let Some(previous_created) = previous.created_at_ms
             && created < previous_created
@@ -157,10 +231,14 @@ pub fn analyze(
             latest_created = Some(d);
         }
     }
+    flags
+}
 
-    // Regression: in arrival order, an ongoing state after a terminal one.
+/// Regression: in arrival order, an ongoing state after a terminal one.
+fn regressions(firsts: &[&JobDelivery]) -> Vec<Flag> {
+    let mut flags = Vec::new();
     let mut terminal_seen: Option<&JobDelivery> = None;
-    for d in &firsts {
+    for d in firsts {
         let kind = d.state.as_deref().map(StateKind::of);
         match (kind, terminal_seen) {
             (Some(StateKind::Terminal), None) => terminal_seen = Some(d),
@@ -176,127 +254,109 @@ pub fn analyze(
             _ => {}
         }
     }
+    flags
+}
 
-    // Conflicting terminal states.
-    let terminals: Vec<&&JobDelivery> = firsts
-        .iter()
-        .filter(|d| d.state.as_deref().map(StateKind::of) == Some(StateKind::Terminal))
-        .collect();
-    let mut distinct_terminals: Vec<String> = terminals
+/// Conflicting terminal states (`succeeded` and `completed` count as one, as do the spellings
+/// of `canceled`).
+fn conflicting_terminals(firsts: &[&JobDelivery]) -> Option<Flag> {
+    let terminals: Vec<&JobDelivery> = firsts.iter().copied().filter(|d| is_terminal(d)).collect();
+    let mut distinct: Vec<String> = terminals
         .iter()
         .filter_map(|d| d.state.as_deref().map(|s| s.to_ascii_lowercase()))
-        .map(|s| {
-            if s == "succeeded" {
-                "completed".to_string()
-            } else if s == "cancelled" {
-                "canceled".to_string()
-            } else {
-                s
-            }
+        .map(|s| match s.as_str() {
+            "succeeded" => "completed".to_string(),
+            "cancelled" => "canceled".to_string(),
+            _ => s,
         })
         .collect();
-    distinct_terminals.sort();
-    distinct_terminals.dedup();
-    if distinct_terminals.len() > 1 {
-        let names: Vec<String> = terminals.iter().map(|d| label(d)).collect();
-        flags.push(Flag {
-            kind: FlagKind::ConflictingTerminal,
-            detail: format!(
-                "The job reached {} terminal states ({}): a terminal state never changes, so the sender is wrong or two jobs share this id; ask the job resource which is true.",
-                distinct_terminals.len(),
-                names.join(", ")
-            ),
-            delivery_ids: terminals.iter().map(|d| d.delivery_id).collect(),
-        });
+    distinct.sort();
+    distinct.dedup();
+    if distinct.len() < 2 {
+        return None;
     }
+    let names: Vec<String> = terminals.iter().map(|d| label(d)).collect();
+    Some(Flag {
+        kind: FlagKind::ConflictingTerminal,
+        detail: format!(
+            "The job reached {} terminal states ({}): a terminal state never changes, so the sender is wrong or two jobs share this id; ask the job resource which is true.",
+            distinct.len(),
+            names.join(", ")
+        ),
+        delivery_ids: terminals.iter().map(|d| d.delivery_id).collect(),
+    })
+}
 
-    // Duplicate deliveries of one event.
-    for (event_id, list) in &copies {
-        if list.len() > 1 {
-            let gap = list.last().map(|l| l.received_at_ms).unwrap_or(0) - list[0].received_at_ms;
-            flags.push(Flag {
+/// Duplicate deliveries of one event.
+fn duplicate_deliveries(copies: &[(String, Vec<&JobDelivery>)]) -> Vec<Flag> {
+    copies
+        .iter()
+        .filter(|(_, list)| list.len() > 1)
+        .map(|(event_id, list)| {
+            let (first, last) = (list[0], list[list.len() - 1]);
+            let gap = last.received_at_ms - first.received_at_ms;
+            Flag {
                 kind: FlagKind::DuplicateDelivery,
                 detail: format!(
                     "Event {event_id} was delivered {} times over {} (#{} first, #{} last): retries of one event; process it once and answer 2xx to the rest.",
                     list.len(),
                     human_duration((gap / 1000).max(0) as u64),
-                    list[0].delivery_id,
-                    list.last().map(|l| l.delivery_id).unwrap_or(0)
+                    first.delivery_id,
+                    last.delivery_id
                 ),
                 delivery_ids: list.iter().map(|d| d.delivery_id).collect(),
-            });
-        }
-    }
+            }
+        })
+        .collect()
+}
 
-    // The order by event time, and the state the job is in.
-    let mut by_event_time = deliveries.clone();
-    by_event_time.sort_by_key(|d| {
-        (
-            d.created_at_ms.unwrap_or(d.received_at_ms),
-            d.received_at_ms,
-            d.delivery_id,
-        )
-    });
-    let last_terminal = by_event_time
-        .iter()
-        .rev()
-        .find(|d| d.state.as_deref().map(StateKind::of) == Some(StateKind::Terminal));
-    let current_state = last_terminal
-        .or_else(|| by_event_time.iter().rev().find(|d| d.state.is_some()))
-        .and_then(|d| d.state.clone());
-    let terminal = last_terminal.is_some();
-
-    // Stuck: no terminal state long after the job was first seen.
-    let age = now_ms - first_seen_ms;
-    if !terminal && age > stuck_after_ms {
-        let state = current_state
-            .clone()
-            .unwrap_or_else(|| "an unknown state".into());
-        let review = if current_state
-            .as_deref()
-            .is_some_and(|s| s.eq_ignore_ascii_case("needs_review"))
-        {
-            " needs_review can legitimately last hours while a person checks a field: keep polling the job resource with backoff rather than resubmitting."
-        } else {
-            " Ask the job resource (GET /jobs/{id}) whether it finished: a missed event is what a reconciler is for."
-        };
-        flags.push(Flag {
-            kind: FlagKind::Stuck,
-            detail: format!(
-                "No terminal state {} after the job was first seen; it is still {state}.{review}",
-                human_duration((age / 1000).max(0) as u64)
-            ),
-            delivery_ids: deliveries
-                .last()
-                .map(|d| vec![d.delivery_id])
-                .unwrap_or_default(),
-        });
+/// Stuck: no terminal state long after the job was first seen.
+fn stuck(
+    state: &State,
+    deliveries: &[JobDelivery],
+    age_ms: i64,
+    stuck_after_ms: i64,
+) -> Option<Flag> {
+    if state.terminal || age_ms <= stuck_after_ms {
+        return None;
     }
+    let current = state
+        .current
+        .clone()
+        .unwrap_or_else(|| "an unknown state".into());
+    let review = if state
+        .current
+        .as_deref()
+        .is_some_and(|s| s.eq_ignore_ascii_case("needs_review"))
+    {
+        " needs_review can legitimately last hours while a person checks a field: keep polling the job resource with backoff rather than resubmitting."
+    } else {
+        " Ask the job resource (GET /jobs/{id}) whether it finished: a missed event is what a reconciler is for."
+    };
+    Some(Flag {
+        kind: FlagKind::Stuck,
+        detail: format!(
+            "No terminal state {} after the job was first seen; it is still {current}.{review}",
+            human_duration((age_ms / 1000).max(0) as u64)
+        ),
+        delivery_ids: deliveries
+            .last()
+            .map(|d| vec![d.delivery_id])
+            .unwrap_or_default(),
+    })
+}
 
-    // A hint for receivers that deduplicate on the job id.
-    let distinct_ids = copies.len();
-    if distinct_ids > 1 {
-        flags.push(Flag {
-            kind: FlagKind::DedupeByJobId,
-            detail: format!(
-                "{distinct_ids} distinct events for this job: a receiver that deduplicates on the job id would keep the first and drop the other {}; deduplicate on the event id.",
-                distinct_ids - 1
-            ),
-            delivery_ids: firsts.iter().map(|d| d.delivery_id).collect(),
-        });
-    }
-
-    JobTimeline {
-        job_id: job_id.to_string(),
-        current_state,
-        terminal,
-        first_seen_ms,
-        last_seen_ms,
-        events: firsts.len(),
-        by_event_time,
-        arrival_order,
-        flags,
-    }
+/// A hint for receivers that deduplicate on the job id.
+fn dedupe_by_job_id(events: &Events<'_>) -> Option<Flag> {
+    let distinct_ids = events.copies.len();
+    (distinct_ids > 1).then(|| Flag {
+        kind: FlagKind::DedupeByJobId,
+        detail: format!(
+            "{distinct_ids} distinct events for this job: a receiver that deduplicates on the job id would keep the first and drop the other {}; deduplicate on the event id.",
+            distinct_ids - 1
+        ),
+        delivery_ids: events.firsts.iter().map(|d| d.delivery_id).collect(),
+    })
 }
 
 #[cfg(test)]
@@ -319,9 +379,9 @@ mod tests {
             state: Some(state.into()),
             created_at_ms: Some(created_min * MIN),
             received_at_ms: received_min * MIN,
-            signature: "pass".into(),
-            timestamp: "pass".into(),
-            duplicate: "first".into(),
+            signature: SignatureStatus::Pass,
+            timestamp: TimestampStatus::Pass,
+            duplicate: DuplicateStatus::First,
         }
     }
 

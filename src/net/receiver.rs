@@ -6,6 +6,7 @@
 //! before the thread starts, so "port in use" is reported to the caller at once.
 
 use std::net::{IpAddr, SocketAddr, TcpListener as StdListener};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -18,9 +19,12 @@ use http_body_util::BodyExt as _;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::config::Settings;
-use crate::domain::checks;
+use crate::domain::attempt::AttemptKind;
+use crate::domain::checks::{self, Evaluation};
+use crate::domain::clock::now_ms;
 use crate::domain::delivery::{Delivery, Header};
-use crate::store::{NewRecord, StoreWriter, StoredDelivery};
+use crate::domain::fmt::exact_size;
+use crate::store::{Maintenance, NewRecord, StoreWriter, StoredDelivery};
 
 /// Errors starting the receiver.
 #[derive(Debug, thiserror::Error)]
@@ -86,6 +90,16 @@ struct Shared {
     events: Option<mpsc::Sender<StoredDelivery>>,
     controls: Arc<Controls>,
     client: Option<crate::net::client::Client>,
+}
+
+impl Shared {
+    /// The settings as they are now (the window may have replaced them).
+    fn settings(&self) -> Arc<Settings> {
+        match self.settings.read() {
+            Ok(guard) => Arc::clone(&guard),
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        }
+    }
 }
 
 /// A running receiver. Dropping it stops it.
@@ -226,21 +240,69 @@ async fn read_body(body: Body, limit: usize) -> BodyOutcome {
     BodyOutcome::Whole(bytes)
 }
 
+/// A request as read off the wire: the delivery to record, and when its body could not be
+/// taken whole, the status it must get and the note that says why.
+struct Captured {
+    delivery: Delivery,
+    forced_status: Option<u16>,
+    note: Option<String>,
+}
+
+/// One delivery, from the socket to the answer: read → evaluate → store → (forward) → answer.
+/// Nothing is acknowledged before its transaction has committed.
 async fn handle(
     State(shared): State<Arc<Shared>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     request: Request,
 ) -> Response {
     let started = Instant::now();
-    let received_at_ms = crate::domain::clock::now_ms();
-    let settings = match shared.settings.read() {
-        Ok(guard) => Arc::clone(&guard),
-        Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+    let received_at_ms = now_ms();
+    let settings = shared.settings();
+    let captured = read(request, peer, received_at_ms, settings.body_limit).await;
+    let (delivery, evaluation) = match evaluate(&settings, captured.delivery).await {
+        Ok(checked) => checked,
+        Err(response) => return response,
     };
-    let (parts, body) = request.into_parts();
-    let endpoint = settings.endpoint_for(parts.uri.path());
-    let limit = settings.body_limit;
+    let endpoint = settings.endpoint_for(&delivery.path);
+    let (forced_status, note) = match (captured.forced_status, shared.controls.take_failure()) {
+        (None, Some(left)) => (
+            Some(500u16),
+            Some(format!(
+                "Answered 500 on purpose (the fail-next switch; {left} more to fail)."
+            )),
+        ),
+        (forced, _) => (forced, captured.note),
+    };
+    let status = forced_status.unwrap_or(endpoint.respond_status);
+    // A refused or failed delivery is answered at once; the configured delay is for the rest.
+    let delay_ms = if forced_status.is_some() {
+        0
+    } else {
+        endpoint.respond_delay_ms
+    };
+    let record = NewRecord {
+        endpoint: endpoint.path.clone(),
+        delivery,
+        evaluation,
+        response_status: status,
+        latency_ms: started.elapsed().as_millis() as u64 + delay_ms,
+        note,
+    };
+    let stored = match store(&shared, record).await {
+        Ok(stored) => stored,
+        Err(response) => return response,
+    };
+    let status = forward(&shared, &stored, status).await;
+    if delay_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+    }
+    answer(&shared, stored, status, settings.body_limit).await
+}
 
+/// Reads the request: headers as sent, the body whole up to `limit` (over it, or cut short, the
+/// delivery keeps its headers and size and is marked incomplete).
+async fn read(request: Request, peer: SocketAddr, received_at_ms: i64, limit: usize) -> Captured {
+    let (parts, body) = request.into_parts();
     let declared_len = parts
         .headers
         .get(header::CONTENT_LENGTH)
@@ -271,7 +333,7 @@ async fn handle(
                 false,
                 Some(format!(
                     "The body ({size_text}) is over the {} limit: answered 413 and kept the headers only.",
-                    crate::domain::fmt::exact_size(limit)
+                    exact_size(limit)
                 )),
                 Some(413u16),
             )
@@ -286,8 +348,7 @@ async fn handle(
             Some(400u16),
         ),
     };
-
-    let mut delivery = Delivery {
+    let delivery = Delivery {
         received_at_ms,
         method: parts.method.as_str().to_string(),
         path: parts.uri.path().to_string(),
@@ -305,129 +366,105 @@ async fn handle(
         body_complete,
         remote_addr: Some(peer.to_string()),
     };
-    let now_secs = received_at_ms.div_euclid(1000);
-    // A failed signature is diagnosed by re-computing it many ways; over a large body that is
-    // real CPU work, so it leaves the async workers free.
-    let evaluation = if delivery.body.len() > 64 * 1024 {
-        let settings = Arc::clone(&settings);
-        match tokio::task::spawn_blocking(move || {
-            let endpoint = settings.endpoint_for(&delivery.path);
-            let evaluation = checks::evaluate(&delivery, endpoint, now_secs);
-            (delivery, evaluation)
-        })
-        .await
-        {
-            Ok((returned, evaluation)) => {
-                delivery = returned;
-                evaluation
-            }
-            Err(e) => {
-                eprintln!("hookscope: checking a delivery failed: {e}");
-                return (
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "hookscope could not check this delivery\n",
-                )
-                    .into_response();
-            }
-        }
-    } else {
-        checks::evaluate(&delivery, endpoint, now_secs)
-    };
-    let (forced_status, note) = match (forced_status, shared.controls.take_failure()) {
-        (None, Some(left)) => (
-            Some(500u16),
-            Some(format!(
-                "Answered 500 on purpose (the fail-next switch; {left} more to fail)."
-            )),
-        ),
-        (forced, _) => (forced, note),
-    };
-    let status = forced_status.unwrap_or(endpoint.respond_status);
-    let delay_ms = if forced_status.is_some() {
-        0
-    } else {
-        endpoint.respond_delay_ms
-    };
-    let record = NewRecord {
+    Captured {
         delivery,
-        endpoint: endpoint.path.clone(),
-        evaluation,
-        response_status: status,
-        latency_ms: started.elapsed().as_millis() as u64 + delay_ms,
+        forced_status,
         note,
+    }
+}
+
+/// Runs the pure checks. A failed signature is diagnosed by re-computing it many ways; over a
+/// large body that is real CPU work, so it leaves the async workers free.
+async fn evaluate(
+    settings: &Arc<Settings>,
+    delivery: Delivery,
+) -> Result<(Delivery, Evaluation), Response> {
+    let now_secs = delivery.received_at_ms.div_euclid(1000);
+    if delivery.body.len() <= 64 * 1024 {
+        let evaluation =
+            checks::evaluate(&delivery, settings.endpoint_for(&delivery.path), now_secs);
+        return Ok((delivery, evaluation));
+    }
+    let settings = Arc::clone(settings);
+    tokio::task::spawn_blocking(move || {
+        let evaluation =
+            checks::evaluate(&delivery, settings.endpoint_for(&delivery.path), now_secs);
+        (delivery, evaluation)
+    })
+    .await
+    .map_err(|e| {
+        eprintln!("hookscope: checking a delivery failed: {e}");
+        (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "hookscope could not check this delivery\n",
+        )
+            .into_response()
+    })
+}
+
+/// Commits the delivery. Not stored means not acknowledged: a 503 makes the sender retry later.
+async fn store(shared: &Shared, record: NewRecord) -> Result<StoredDelivery, Response> {
+    let path = record.delivery.path.clone();
+    shared.writer.insert(record).await.map_err(|e| {
+        eprintln!("hookscope: a delivery to {path} could not be stored: {e}");
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("hookscope could not store this delivery: {e}\n"),
+        )
+            .into_response()
+    })
+}
+
+/// Forwards the stored delivery when the forward switch is on, recording the attempt; returns
+/// the status to answer (the handler's, when mirroring; 502 when it gave none).
+async fn forward(shared: &Shared, stored: &StoredDelivery, status: u16) -> u16 {
+    let (Some(url), Some(client)) = (shared.controls.forward_url(), shared.client.clone()) else {
+        return status;
     };
-    let stored = match shared.writer.insert(record).await {
-        Ok(stored) => stored,
-        Err(e) => {
-            // Not stored means not acknowledged: a 5xx makes the sender retry later.
-            eprintln!(
-                "hookscope: a delivery to {} could not be stored: {e}",
-                parts.uri.path()
-            );
-            return (
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!("hookscope could not store this delivery: {e}\n"),
-            )
-                .into_response();
-        }
-    };
-    let mut status = status;
-    if let (Some(url), Some(client)) = (shared.controls.forward_url(), shared.client.clone()) {
-        let outgoing = crate::net::client::prepare_forward(&stored);
-        let writer = shared.writer.clone();
-        let id = stored.id;
-        let forward = async move {
-            let attempt = client
-                .send(
-                    &url,
-                    &outgoing,
-                    crate::domain::attempt::AttemptKind::Forward,
-                    Some(id),
-                )
-                .await;
-            let answered = attempt.as_ref().ok().and_then(|a| a.status);
-            match attempt {
-                Ok(attempt) => {
-                    if let Err(e) = writer.attempt(attempt).await {
-                        eprintln!(
-                            "hookscope: the forward of delivery #{id} could not be recorded: {e}"
-                        );
-                    }
-                }
-                Err(e) => eprintln!("hookscope: delivery #{id} could not be forwarded: {e}"),
-            }
-            answered
-        };
-        if shared
-            .controls
-            .mirror_response
-            .load(std::sync::atomic::Ordering::SeqCst)
-        {
-            // The sender gets the handler's answer (502 when it gave none), so a failing
-            // handler earns retries, as it would in production.
-            let mirrored = forward.await.unwrap_or(502);
-            if mirrored != status {
-                let task = crate::store::Maintenance::SetResponse {
-                    id,
-                    status: mirrored,
-                    note: format!(
-                        "Answered {mirrored}, the forwarded handler's status (--mirror-response)."
-                    ),
-                };
-                if let Err(e) = shared.writer.maintain(task).await {
+    let outgoing = crate::net::client::prepare_forward(stored);
+    let writer = shared.writer.clone();
+    let id = stored.id;
+    let sent = async move {
+        let attempt = client
+            .send(&url, &outgoing, AttemptKind::Forward, Some(id))
+            .await;
+        let answered = attempt.as_ref().ok().and_then(|a| a.status);
+        match attempt {
+            Ok(attempt) => {
+                if let Err(e) = writer.attempt(attempt).await {
                     eprintln!(
-                        "hookscope: delivery #{id}'s mirrored status could not be recorded: {e}"
+                        "hookscope: the forward of delivery #{id} could not be recorded: {e}"
                     );
                 }
-                status = mirrored;
             }
-        } else {
-            tokio::spawn(forward);
+            Err(e) => eprintln!("hookscope: delivery #{id} could not be forwarded: {e}"),
+        }
+        answered
+    };
+    if !shared.controls.mirror_response.load(Ordering::SeqCst) {
+        tokio::spawn(sent);
+        return status;
+    }
+    // The sender gets the handler's answer, so a failing handler earns retries, as it would in
+    // production.
+    let mirrored = sent.await.unwrap_or(502);
+    if mirrored != status {
+        let task = Maintenance::SetResponse {
+            id,
+            status: mirrored,
+            note: format!(
+                "Answered {mirrored}, the forwarded handler's status (--mirror-response)."
+            ),
+        };
+        if let Err(e) = shared.writer.maintain(task).await {
+            eprintln!("hookscope: delivery #{id}'s mirrored status could not be recorded: {e}");
         }
     }
-    if delay_ms > 0 {
-        tokio::time::sleep(Duration::from_millis(delay_ms)).await;
-    }
+    mirrored
+}
+
+/// Reports the stored delivery to the front end, then answers the sender.
+async fn answer(shared: &Shared, stored: StoredDelivery, status: u16, limit: usize) -> Response {
     let id = stored.id;
     if let Some(events) = &shared.events {
         // Waiting here (not dropping) keeps `--json` output complete under load.
@@ -437,7 +474,7 @@ async fn handle(
     let body = if status == StatusCode::PAYLOAD_TOO_LARGE {
         format!(
             "{{\"error\":\"body over the {} limit\",\"delivery_id\":{id}}}\n",
-            crate::domain::fmt::exact_size(limit)
+            exact_size(limit)
         )
     } else {
         format!("{{\"received\":true,\"delivery_id\":{id}}}\n")

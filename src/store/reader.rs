@@ -6,7 +6,7 @@ use std::path::Path;
 use rusqlite::{Connection, OptionalExtension as _, params};
 
 use crate::domain::attempt::{Attempt, AttemptKind};
-use crate::domain::checks::DuplicateStatus;
+use crate::domain::checks::{DuplicateStatus, SignatureStatus, TimestampStatus};
 use crate::domain::delivery::decode_headers;
 use crate::domain::filter::Filter;
 use crate::store::error::StoreError;
@@ -216,9 +216,13 @@ impl Reader {
                 state: r.get(3)?,
                 created_at_ms: r.get(4)?,
                 received_at_ms: r.get(5)?,
-                signature: r.get(6)?,
-                timestamp: r.get(7)?,
-                duplicate: r.get(8)?,
+                // A word no hookscope writes reads as "not checked" rather than failing the job.
+                signature: SignatureStatus::from_word(&r.get::<_, String>(6)?)
+                    .unwrap_or(SignatureStatus::Skipped),
+                timestamp: TimestampStatus::from_word(&r.get::<_, String>(7)?)
+                    .unwrap_or(TimestampStatus::Skipped),
+                duplicate: DuplicateStatus::from_word(&r.get::<_, String>(8)?)
+                    .unwrap_or(DuplicateStatus::Skipped),
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)

@@ -6,7 +6,9 @@ use rusqlite::{Connection, OptionalExtension as _, params};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::domain::attempt::Attempt;
-use crate::domain::checks::{Checks, DuplicateCheck, SignatureStatus};
+use crate::domain::checks::{
+    Checks, DuplicateCheck, SignatureCheck, SignatureStatus, TimestampCheck,
+};
 use crate::domain::delivery::{decode_headers, encode_headers};
 use crate::store::error::StoreError;
 use crate::store::records::{NewRecord, StoredDelivery};
@@ -246,63 +248,12 @@ fn maintain(conn: &mut Connection, task: &Maintenance) -> Result<usize, rusqlite
             scheme,
             signature,
             timestamp,
-        } => {
-            let json: Option<String> = tx
-                .query_row(
-                    "SELECT checks_json FROM deliveries WHERE id = ?1",
-                    params![id],
-                    |r| r.get(0),
-                )
-                .optional()?;
-            match json.and_then(|j| serde_json::from_str::<Checks>(&j).ok()) {
-                None => 0,
-                Some(mut checks) => {
-                    checks.signature = (**signature).clone();
-                    checks.timestamp = (**timestamp).clone();
-                    let json = serde_json::to_string(&checks)
-                        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
-                    tx.execute(
-                        "UPDATE deliveries SET scheme = ?2, sig_status = ?3, ts_status = ?4, checks_json = ?5 WHERE id = ?1",
-                        params![id, scheme, checks.signature.status.as_str(), checks.timestamp.status.as_str(), json],
-                    )?
-                }
-            }
-        }
+        } => recheck(&tx, *id, scheme.as_deref(), signature, timestamp)?,
         Maintenance::SetResponse { id, status, note } => tx.execute(
             "UPDATE deliveries SET response_status = ?2, note = COALESCE(note || ' ', '') || ?3 WHERE id = ?1",
             params![id, status, note],
         )?,
-        Maintenance::Delete(ids) => {
-            let mut job_of = tx.prepare_cached("SELECT job_id FROM deliveries WHERE id = ?1")?;
-            let mut delete = tx.prepare_cached("DELETE FROM deliveries WHERE id = ?1")?;
-            let mut delete_fts =
-                tx.prepare_cached("DELETE FROM deliveries_fts WHERE rowid = ?1")?;
-            let mut jobs: Vec<String> = Vec::new();
-            let mut n = 0;
-            for id in ids {
-                if let Some(Some(job)) = job_of
-                    .query_row(params![id], |r| r.get::<_, Option<String>>(0))
-                    .optional()?
-                {
-                    jobs.push(job);
-                }
-                n += delete.execute(params![id])?;
-                delete_fts.execute(params![id])?;
-            }
-            // Only the jobs of the deleted deliveries change: recount those, not the history.
-            jobs.sort();
-            jobs.dedup();
-            let mut forget = tx.prepare_cached("DELETE FROM jobs WHERE job_id = ?1")?;
-            let mut recount = tx.prepare_cached(
-                "INSERT INTO jobs SELECT job_id, MIN(received_at_ms), MAX(received_at_ms), MAX(id), COUNT(*)
-                 FROM deliveries WHERE job_id = ?1 GROUP BY job_id",
-            )?;
-            for job in &jobs {
-                forget.execute(params![job])?;
-                recount.execute(params![job])?;
-            }
-            n
-        }
+        Maintenance::Delete(ids) => delete(&tx, ids)?,
         Maintenance::Clear => {
             let n = tx.execute("DELETE FROM deliveries", [])?;
             tx.execute("DELETE FROM deliveries_fts", [])?;
@@ -316,50 +267,158 @@ fn maintain(conn: &mut Connection, task: &Maintenance) -> Result<usize, rusqlite
             max_age_ms,
             max_count,
             now_ms,
-        } => {
-            let mut cutoff_id = 0i64;
-            if let Some(age) = max_age_ms {
-                let id: Option<i64> = tx.query_row(
-                    "SELECT MAX(id) FROM deliveries WHERE received_at_ms < ?1",
-                    params![now_ms - age],
-                    |r| r.get(0),
-                )?;
-                cutoff_id = cutoff_id.max(id.unwrap_or(0));
-            }
-            if let Some(count) = max_count {
-                let id: Option<i64> = tx
-                    .query_row(
-                        "SELECT id FROM deliveries ORDER BY id DESC LIMIT 1 OFFSET ?1",
-                        params![(*count).max(0)],
-                        |r| r.get(0),
-                    )
-                    .optional()?;
-                cutoff_id = cutoff_id.max(id.unwrap_or(0));
-            }
-            tx.execute(
-                "DELETE FROM deliveries_fts WHERE rowid <= ?1",
-                params![cutoff_id],
-            )?;
-            // The jobs that lose deliveries are recounted from what remains (or forgotten).
-            tx.execute_batch(
-                "CREATE TEMP TABLE IF NOT EXISTS touched_jobs (job_id TEXT PRIMARY KEY);
-                 DELETE FROM touched_jobs;",
-            )?;
-            tx.execute(
-                "INSERT OR IGNORE INTO touched_jobs SELECT job_id FROM deliveries WHERE id <= ?1 AND job_id IS NOT NULL",
-                params![cutoff_id],
-            )?;
-            let n = tx.execute("DELETE FROM deliveries WHERE id <= ?1", params![cutoff_id])?;
-            tx.execute_batch(
-                "DELETE FROM jobs WHERE job_id IN (SELECT job_id FROM touched_jobs);
-                 INSERT INTO jobs SELECT job_id, MIN(received_at_ms), MAX(received_at_ms), MAX(id), COUNT(*)
-                     FROM deliveries WHERE job_id IN (SELECT job_id FROM touched_jobs) GROUP BY job_id;",
-            )?;
-            n
-        }
+        } => retain(&tx, *max_age_ms, *max_count, *now_ms)?,
     };
     tx.commit()?;
     Ok(touched)
+}
+
+/// Replaces a delivery's signature and timestamp verdicts; the duplicate verdict stays.
+fn recheck(
+    tx: &rusqlite::Transaction<'_>,
+    id: i64,
+    scheme: Option<&str>,
+    signature: &SignatureCheck,
+    timestamp: &TimestampCheck,
+) -> Result<usize, rusqlite::Error> {
+    let json: Option<String> = tx
+        .query_row(
+            "SELECT checks_json FROM deliveries WHERE id = ?1",
+            params![id],
+            |r| r.get(0),
+        )
+        .optional()?;
+    Ok(
+        match json.and_then(|j| serde_json::from_str::<Checks>(&j).ok()) {
+            None => 0,
+            Some(mut checks) => {
+                checks.signature = signature.clone();
+                checks.timestamp = timestamp.clone();
+                let json = serde_json::to_string(&checks)
+                    .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+                tx.execute(
+                "UPDATE deliveries SET scheme = ?2, sig_status = ?3, ts_status = ?4, checks_json = ?5 WHERE id = ?1",
+                params![id, scheme, checks.signature.status.as_str(), checks.timestamp.status.as_str(), json],
+            )?
+            }
+        },
+    )
+}
+
+/// Deletes deliveries by id, from the table and the text index, and recounts their jobs only.
+fn delete(tx: &rusqlite::Transaction<'_>, ids: &[i64]) -> Result<usize, rusqlite::Error> {
+    let mut job_of = tx.prepare_cached("SELECT job_id FROM deliveries WHERE id = ?1")?;
+    let mut delete = tx.prepare_cached("DELETE FROM deliveries WHERE id = ?1")?;
+    let mut delete_fts = tx.prepare_cached("DELETE FROM deliveries_fts WHERE rowid = ?1")?;
+    let mut jobs: Vec<String> = Vec::new();
+    let mut n = 0;
+    for id in ids {
+        if let Some(Some(job)) = job_of
+            .query_row(params![id], |r| r.get::<_, Option<String>>(0))
+            .optional()?
+        {
+            jobs.push(job);
+        }
+        n += delete.execute(params![id])?;
+        delete_fts.execute(params![id])?;
+    }
+    // Only the jobs of the deleted deliveries change: recount those, not the history.
+    jobs.sort();
+    jobs.dedup();
+    let mut forget = tx.prepare_cached("DELETE FROM jobs WHERE job_id = ?1")?;
+    let mut recount = tx.prepare_cached(
+        "INSERT INTO jobs SELECT job_id, MIN(received_at_ms), MAX(received_at_ms), MAX(id), COUNT(*)
+         FROM deliveries WHERE job_id = ?1 GROUP BY job_id",
+    )?;
+    for job in &jobs {
+        forget.execute(params![job])?;
+        recount.execute(params![job])?;
+    }
+    Ok(n)
+}
+
+/// Deletes deliveries older than `max_age_ms` before `now_ms` and the oldest beyond
+/// `max_count`, and recounts the jobs that lose deliveries.
+fn retain(
+    tx: &rusqlite::Transaction<'_>,
+    max_age_ms: Option<i64>,
+    max_count: Option<i64>,
+    now_ms: i64,
+) -> Result<usize, rusqlite::Error> {
+    let mut cutoff_id = 0i64;
+    if let Some(age) = max_age_ms {
+        let id: Option<i64> = tx.query_row(
+            "SELECT MAX(id) FROM deliveries WHERE received_at_ms < ?1",
+            params![now_ms - age],
+            |r| r.get(0),
+        )?;
+        cutoff_id = cutoff_id.max(id.unwrap_or(0));
+    }
+    if let Some(count) = max_count {
+        let id: Option<i64> = tx
+            .query_row(
+                "SELECT id FROM deliveries ORDER BY id DESC LIMIT 1 OFFSET ?1",
+                params![count.max(0)],
+                |r| r.get(0),
+            )
+            .optional()?;
+        cutoff_id = cutoff_id.max(id.unwrap_or(0));
+    }
+    tx.execute(
+        "DELETE FROM deliveries_fts WHERE rowid <= ?1",
+        params![cutoff_id],
+    )?;
+    // The jobs that lose deliveries are recounted from what remains (or forgotten).
+    tx.execute_batch(
+        "CREATE TEMP TABLE IF NOT EXISTS touched_jobs (job_id TEXT PRIMARY KEY);
+         DELETE FROM touched_jobs;",
+    )?;
+    tx.execute(
+        "INSERT OR IGNORE INTO touched_jobs SELECT job_id FROM deliveries WHERE id <= ?1 AND job_id IS NOT NULL",
+        params![cutoff_id],
+    )?;
+    let n = tx.execute("DELETE FROM deliveries WHERE id <= ?1", params![cutoff_id])?;
+    tx.execute_batch(
+        "DELETE FROM jobs WHERE job_id IN (SELECT job_id FROM touched_jobs);
+         INSERT INTO jobs SELECT job_id, MIN(received_at_ms), MAX(received_at_ms), MAX(id), COUNT(*)
+             FROM deliveries WHERE job_id IN (SELECT job_id FROM touched_jobs) GROUP BY job_id;",
+    )?;
+    Ok(n)
+}
+
+/// The duplicate verdict of a delivery about to get `id`, decided against the unique index on
+/// (endpoint, event id) inside the writer's transaction.
+fn decide_duplicate(
+    find_event: &mut rusqlite::CachedStatement<'_>,
+    add_event: &mut rusqlite::CachedStatement<'_>,
+    record: &NewRecord,
+    id: i64,
+) -> Result<DuplicateCheck, rusqlite::Error> {
+    let evaluation = &record.evaluation;
+    let Some(event_id) = &evaluation.event_id else {
+        return Ok(DuplicateCheck::skipped());
+    };
+    let seen: Option<(i64, i64)> = find_event
+        .query_row(params![record.endpoint, event_id], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .optional()?;
+    Ok(match seen {
+        Some((first_id, seen_before)) => {
+            DuplicateCheck::duplicate(first_id, event_id, seen_before.max(1) as u64)
+        }
+        None if evaluation.signature.status == SignatureStatus::Fail => {
+            // A delivery that fails verification must not claim the event id, or a forged
+            // first copy would make the real one look like a retry.
+            DuplicateCheck::first_unverified(id, event_id)
+        }
+        None => {
+            // The primary key on (endpoint, event_id) is what makes this the only `first`: a
+            // second insert of the same pair would fail.
+            add_event.execute(params![record.endpoint, event_id, id])?;
+            DuplicateCheck::first(id, event_id)
+        }
+    })
 }
 
 fn write_batch(
@@ -395,32 +454,7 @@ fn write_batch(
         for (offset, record) in records.iter().enumerate() {
             let id = next_id + offset as i64;
             let evaluation = &record.evaluation;
-            let duplicate = match &evaluation.event_id {
-                None => DuplicateCheck::skipped(),
-                Some(event_id) => {
-                    let seen: Option<(i64, i64)> = find_event
-                        .query_row(params![record.endpoint, event_id], |r| {
-                            Ok((r.get(0)?, r.get(1)?))
-                        })
-                        .optional()?;
-                    match seen {
-                        Some((first_id, seen_before)) => {
-                            DuplicateCheck::duplicate(first_id, event_id, seen_before.max(1) as u64)
-                        }
-                        None if evaluation.signature.status == SignatureStatus::Fail => {
-                            // A delivery that fails verification must not claim the event id,
-                            // or a forged first copy would make the real one look like a retry.
-                            DuplicateCheck::first_unverified(id, event_id)
-                        }
-                        None => {
-                            // The primary key on (endpoint, event_id) is what makes this the
-                            // only `first`: a second insert of the same pair would fail.
-                            add_event.execute(params![record.endpoint, event_id, id])?;
-                            DuplicateCheck::first(id, event_id)
-                        }
-                    }
-                }
-            };
+            let duplicate = decide_duplicate(&mut find_event, &mut add_event, record, id)?;
             let checks = Checks {
                 signature: evaluation.signature.clone(),
                 timestamp: evaluation.timestamp.clone(),

@@ -5,6 +5,7 @@
 
 use eframe::egui::{self, Color32, RichText, Sense, Stroke};
 use egui_extras::{Column, TableBuilder};
+use hookscope::domain::checks::{SignatureStatus, TimestampStatus};
 use hookscope::domain::fmt::human_duration;
 use hookscope::domain::fmt::rfc3339_ms;
 use hookscope::domain::timeline::{FlagKind, JobDelivery, JobTimeline};
@@ -214,10 +215,10 @@ pub fn jobs_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
 }
 
 fn marker_color(d: &JobDelivery) -> Color32 {
-    match (d.signature.as_str(), d.timestamp.as_str()) {
-        ("fail", _) | (_, "fail") => widgets::FAIL,
-        (_, "warn") => widgets::WARN,
-        ("pass", _) => widgets::PASS,
+    match (d.signature, d.timestamp) {
+        (SignatureStatus::Fail, _) | (_, TimestampStatus::Fail) => widgets::FAIL,
+        (_, TimestampStatus::Warn) => widgets::WARN,
+        (SignatureStatus::Pass, _) => widgets::PASS,
         _ => widgets::SKIPPED,
     }
 }

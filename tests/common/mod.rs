@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod handler;
+
 /// The benchmark tool's generator of synthetic deliveries, shared with the tests.
 #[path = "../../src/bin/hookscope-dev/seed.rs"]
 pub mod seed;

@@ -1,0 +1,184 @@
+//! Handlers written for the tests: real axum servers on loopback whose verification follows
+//! the schemes' specifications (HMAC over the raw bytes), independent of hookscope's own
+//! verifier. A `Server` records every request it gets.
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as B64;
+use hmac::{KeyInit, Mac};
+
+use super::now_secs;
+
+pub const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+#[derive(Clone, Copy, PartialEq)]
+pub enum Flavour {
+    Correct,
+    Reserializes,
+    IgnoresTimestamps,
+    RejectsDuplicates,
+}
+
+/// Every request a handler saw: headers and raw body.
+pub type Received = Arc<Mutex<Vec<(HeaderMap, Vec<u8>)>>>;
+
+#[derive(Clone)]
+pub struct Handler {
+    pub flavour: Flavour,
+    pub seen: Arc<Mutex<HashSet<String>>>,
+    pub received: Received,
+    pub answer: StatusCode,
+}
+
+pub fn hmac_b64(key: &[u8], message: &[u8]) -> String {
+    let mut mac = <hmac::Hmac<sha2::Sha256> as KeyInit>::new_from_slice(key).expect("key");
+    mac.update(message);
+    B64.encode(mac.finalize().into_bytes())
+}
+
+/// Standard Webhooks verification as the specification describes it.
+pub async fn standard_webhooks(
+    State(h): State<Handler>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> StatusCode {
+    h.received
+        .lock()
+        .expect("lock")
+        .push((headers.clone(), body.to_vec()));
+    let text = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    let (Some(id), Some(ts), Some(signatures)) = (
+        text("webhook-id"),
+        text("webhook-timestamp"),
+        text("webhook-signature"),
+    ) else {
+        return StatusCode::BAD_REQUEST;
+    };
+    let Ok(ts_value) = ts.parse::<i64>() else {
+        return StatusCode::BAD_REQUEST;
+    };
+    if h.flavour != Flavour::IgnoresTimestamps && (now_secs() - ts_value).abs() > 300 {
+        return StatusCode::BAD_REQUEST;
+    }
+    let signed_body = if h.flavour == Flavour::Reserializes {
+        // What a framework's JSON middleware hands over: parsed, then written back compact.
+        let text = String::from_utf8_lossy(&body).into_owned();
+        match hookscope::domain::pretty::pretty_json(&text) {
+            Some(p) => p
+                .spans
+                .iter()
+                .map(|(s, e, _)| &p.text[*s..*e])
+                .collect::<String>()
+                .into_bytes(),
+            None => return StatusCode::BAD_REQUEST,
+        }
+    } else {
+        body.to_vec()
+    };
+    let key = B64
+        .decode(SECRET.trim_start_matches("whsec_"))
+        .expect("key");
+    let expected = hmac_b64(
+        &key,
+        &[id.as_bytes(), b".", ts.as_bytes(), b".", &signed_body].concat(),
+    );
+    let matched = signatures
+        .split(' ')
+        .any(|s| s.strip_prefix("v1,") == Some(expected.as_str()));
+    if !matched {
+        return StatusCode::UNAUTHORIZED;
+    }
+    let first = h.seen.lock().expect("lock").insert(id);
+    if !first && h.flavour == Flavour::RejectsDuplicates {
+        return StatusCode::CONFLICT;
+    }
+    h.answer
+}
+
+/// Stripe's scheme: HMAC-SHA256 over `{t}.{body}` with the whole secret, hex, any `v1`.
+pub async fn stripe(State(h): State<Handler>, headers: HeaderMap, body: Bytes) -> StatusCode {
+    h.received
+        .lock()
+        .expect("lock")
+        .push((headers.clone(), body.to_vec()));
+    let Some(header) = headers
+        .get("stripe-signature")
+        .and_then(|v| v.to_str().ok())
+    else {
+        return StatusCode::BAD_REQUEST;
+    };
+    let t = header
+        .split(',')
+        .find_map(|p| p.strip_prefix("t="))
+        .unwrap_or("");
+    let mut mac =
+        <hmac::Hmac<sha2::Sha256> as KeyInit>::new_from_slice(b"whsec_stripe_test").expect("key");
+    mac.update(format!("{t}.").as_bytes());
+    mac.update(&body);
+    let expected = hex::encode(mac.finalize().into_bytes());
+    let fresh = t.parse::<i64>().is_ok_and(|t| now_secs() - t <= 300);
+    if fresh
+        && header
+            .split(',')
+            .any(|p| p.strip_prefix("v1=") == Some(expected.as_str()))
+    {
+        StatusCode::OK
+    } else {
+        StatusCode::UNAUTHORIZED
+    }
+}
+
+/// Records what it gets and answers a fixed status.
+pub async fn record(State(h): State<Handler>, headers: HeaderMap, body: Bytes) -> StatusCode {
+    h.received
+        .lock()
+        .expect("lock")
+        .push((headers, body.to_vec()));
+    h.answer
+}
+
+pub struct Server {
+    pub addr: SocketAddr,
+    pub handler: Handler,
+    _runtime: tokio::runtime::Runtime,
+}
+
+pub fn serve(flavour: Flavour, answer: StatusCode) -> Server {
+    let handler = Handler {
+        flavour,
+        seen: Arc::default(),
+        received: Arc::default(),
+        answer,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let app = axum::Router::new()
+        .route("/webhooks", axum::routing::post(standard_webhooks))
+        .route("/stripe", axum::routing::post(stripe))
+        .route("/record", axum::routing::any(record))
+        .with_state(handler.clone());
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    runtime.spawn(async move { axum::serve(listener, app).await });
+    Server {
+        addr,
+        handler,
+        _runtime: runtime,
+    }
+}

@@ -1,4 +1,4 @@
-//! Published signature vectors and the DOMAIN.md rules, run through `hookscope verify` exactly
+//! Published signature vectors and the rules of docs/webhooks.md, run through `hookscope verify` exactly
 //! as a user would run it.
 
 mod common;

@@ -1,6 +1,6 @@
 //! How deliveries are written out: the JSON shape scripts rely on, and the one-line human form.
 //!
-//! The JSON shape is the interface in DESIGN.md (`listen --json`, `list --json`, "copy as JSON");
+//! The JSON shape is the interface in docs/interface.md (`listen --json`, `list --json`, "copy as JSON");
 //! fields are only ever added to it. Header values that are not UTF-8 are written with U+FFFD
 //! in place of the bad bytes; the store keeps the exact bytes.
 
@@ -21,7 +21,7 @@ fn headers_json(delivery: &Delivery) -> Value {
     )
 }
 
-/// The JSON object for a stored delivery (the DESIGN.md shape).
+/// The JSON object for a stored delivery (the shape in docs/interface.md).
 pub fn delivery_json(stored: &StoredDelivery) -> Value {
     let d = &stored.delivery;
     let mut value = json!({

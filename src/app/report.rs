@@ -191,12 +191,7 @@ pub fn timeline_text(timeline: &crate::domain::timeline::JobTimeline) -> String 
     );
     out.push_str("by event time:\n");
     for d in &timeline.by_event_time {
-        let rank = timeline
-            .arrival_order
-            .iter()
-            .position(|id| *id == d.delivery_id)
-            .map(|p| p + 1)
-            .unwrap_or(0);
+        let rank = timeline.arrival_rank(d.delivery_id);
         let created = d
             .created_at_ms
             .map(rfc3339_ms)

@@ -64,12 +64,15 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
     let settings = Settings::resolve(&file, &overrides)?;
     let bind = app::paths::bind_address(args.bind, &file, &paths.config_path)?;
     let port = app::paths::port(args.port, &file);
-    if let Some(url) = &args.forward_to
-        && !url.starts_with("http://")
-    {
-        return Err(AppError::Usage(format!(
-            "--forward-to {url}: give an http:// URL of a handler on this machine"
-        )));
+
+    let controls = Arc::new(Controls::default());
+    if let Some(url) = &args.forward_to {
+        controls
+            .set_forward(Some(url))
+            .map_err(|e| AppError::Usage(format!("--forward-to {e}")))?;
+        controls
+            .mirror_response
+            .store(args.mirror_response, std::sync::atomic::Ordering::SeqCst);
     }
 
     let (store, recovered) = Store::open_or_recover(&paths.store_file())?;
@@ -82,15 +85,6 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
     }
     let (events_tx, mut events_rx) = tokio::sync::mpsc::channel(1024);
     let shared = Arc::new(RwLock::new(Arc::new(settings.clone())));
-    let controls = Arc::new(Controls::default());
-    if let Some(url) = &args.forward_to {
-        if let Ok(mut guard) = controls.forward_to.write() {
-            *guard = Some(url.clone());
-        }
-        controls
-            .mirror_response
-            .store(args.mirror_response, std::sync::atomic::Ordering::SeqCst);
-    }
     let receiver = Receiver::start(
         bind,
         port,

@@ -101,6 +101,17 @@ fn clock(ms: i64) -> String {
     text.get(11..19).map(str::to_string).unwrap_or(text)
 }
 
+impl JobTimeline {
+    /// Where a delivery came in arrival order, from 1 (0 when it is not this job's).
+    pub fn arrival_rank(&self, delivery_id: i64) -> usize {
+        self.arrival_order
+            .iter()
+            .position(|id| *id == delivery_id)
+            .map(|p| p + 1)
+            .unwrap_or(0)
+    }
+}
+
 /// Computes a job's timeline. `deliveries` may come in any order; `now_ms` and `stuck_after_ms`
 /// decide whether an unfinished job is stuck.
 pub fn analyze(

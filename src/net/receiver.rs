@@ -67,6 +67,24 @@ pub struct Controls {
 }
 
 impl Controls {
+    /// Turns forwarding on to `url` (an `http://` handler on this machine) or off (`None`).
+    /// The same rule for `listen --forward-to` and the window's switch.
+    pub fn set_forward(&self, url: Option<&str>) -> Result<(), String> {
+        let url = match url.map(str::trim) {
+            Some(url) if !url.starts_with("http://") => {
+                return Err(format!(
+                    "{url}: give an http:// URL of a handler on this machine"
+                ));
+            }
+            other => other.map(str::to_string),
+        };
+        match self.forward_to.write() {
+            Ok(mut guard) => *guard = url,
+            Err(poisoned) => *poisoned.into_inner() = url,
+        }
+        Ok(())
+    }
+
     fn forward_url(&self) -> Option<String> {
         match self.forward_to.read() {
             Ok(guard) => guard.clone(),

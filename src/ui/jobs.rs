@@ -411,12 +411,7 @@ fn timeline_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, job: &JobTimeline) {
                 text_color,
             );
         }
-        let rank = job
-            .arrival_order
-            .iter()
-            .position(|id| *id == d.delivery_id)
-            .map(|p| p + 1)
-            .unwrap_or(0);
+        let rank = job.arrival_rank(d.delivery_id);
         for (point, lane) in [(created, "created"), (arrived, "arrived")] {
             let id = ui.scope_id().with(("marker", d.delivery_id, lane));
             let response = ui.interact(

@@ -358,9 +358,9 @@ pub fn switches_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
         let label = ui.label("every delivery to");
         ui.add(egui::TextEdit::singleline(&mut app.forward_url).desired_width(260.0)).labelled_by(label.id);
         if ui.checkbox(&mut on, "on").changed()
-            && let Ok(mut guard) = controls.forward_to.write()
+            && let Err(why) = controls.set_forward(on.then_some(app.forward_url.as_str()))
         {
-            *guard = (on && app.forward_url.starts_with("http://")).then(|| app.forward_url.trim().to_string());
+            app.notice(format!("cannot forward: {why}"), true);
         }
         let mut mirror = controls.mirror_response.load(Ordering::SeqCst);
         if ui

@@ -64,10 +64,7 @@ fn receiver_addr(harness: &mut Harness<'_, HookscopeApp>) -> SocketAddr {
 /// Posts a Standard Webhooks delivery over real HTTP; `tamper` flips one signature character.
 fn post_signed(addr: SocketAddr, path: &str, event_id: &str, body: &str, tamper: bool) -> u16 {
     let scheme = Scheme::preset("standard-webhooks").expect("preset");
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_secs() as i64;
+    let now = hookscope::domain::clock::now_secs();
     let mut headers = scheme
         .sign(&[Secret::new(SECRET)], event_id, now, body.as_bytes())
         .expect("signs");
@@ -513,10 +510,7 @@ fn the_jobs_view_flags_a_scrambled_job_and_a_marker_opens_its_delivery() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut harness = harness(dir.path());
     let addr = receiver_addr(&mut harness);
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_secs();
+    let now = hookscope::domain::clock::now_secs() as u64;
     let event = |id: &str, state: &str, created: u64| {
         format!(
             r#"{{"id":"{id}","type":"job.{state}","created_at":{created},"data":{{"job_id":"job_scrambled","status":"{state}"}}}}"#

@@ -116,10 +116,7 @@ impl Drop for Listener {
 
 /// Unix time now, in seconds.
 pub fn now_secs() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock after 1970")
-        .as_secs() as i64
+    hookscope::domain::clock::now_secs()
 }
 
 /// Fills the store in `data_dir` with `count` synthetic, correctly checked deliveries, with the

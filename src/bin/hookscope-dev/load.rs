@@ -101,10 +101,7 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport, String> {
                     .post(&options.url)
                     .header("content-type", "application/json");
                 if let Some((scheme, secret)) = &options.signing {
-                    let now = std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .map(|d| d.as_secs() as i64)
-                        .unwrap_or(0);
+                    let now = hookscope::domain::clock::now_secs();
                     match scheme.sign(
                         std::slice::from_ref(secret),
                         &format!("msg_{n}"),

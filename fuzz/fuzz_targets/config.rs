@@ -8,6 +8,6 @@ fuzz_target!(|data: &[u8]| {
         let _ = hookscope::config::Settings::resolve(&file, &hookscope::config::Overrides::default());
     }
     if let Ok(filter) = hookscope::domain::filter::Filter::parse(text) {
-        let _ = filter.to_sql();
+        let _ = hookscope::store::query::condition(&filter);
     }
 });

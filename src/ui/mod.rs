@@ -404,14 +404,19 @@ impl HookscopeApp {
     }
 
     fn keyboard(&mut self, ctx: &egui::Context) {
-        let (up, down, find, copy) = ctx.input(|i| {
+        let (up, down, find, copy, quit) = ctx.input(|i| {
             (
                 i.key_pressed(egui::Key::ArrowUp),
                 i.key_pressed(egui::Key::ArrowDown),
                 i.modifiers.command && i.key_pressed(egui::Key::F),
                 i.events.iter().any(|e| matches!(e, egui::Event::Copy)),
+                i.modifiers.command && i.key_pressed(egui::Key::Q),
             )
         });
+        if quit {
+            // Ctrl+Q (Cmd+Q) closes the window the way its close button does: state is saved.
+            ctx.send_viewport_cmd(egui::ViewportCommand::Close);
+        }
         if find {
             self.focus_filter = true;
         }
@@ -510,6 +515,7 @@ impl HookscopeApp {
             .show(ctx, |ui| {
                 ui.heading(format!("hookscope {}", env!("CARGO_PKG_VERSION")));
                 ui.label("A local inspector for webhook integrations.");
+                ui.hyperlink_to("Documentation and source", env!("CARGO_PKG_REPOSITORY"));
                 ui.add_space(6.0);
                 egui::Grid::new("about_grid").num_columns(2).spacing([12.0, 4.0]).show(ui, |ui| {
                     ui.weak("data dir");
@@ -520,6 +526,9 @@ impl HookscopeApp {
                     ui.end_row();
                     ui.weak("config");
                     ui.monospace(self.engine.config_path.display().to_string());
+                    ui.end_row();
+                    ui.weak("window state");
+                    ui.monospace(self.engine.data_dir.join(WINDOW_STATE_FILE).display().to_string());
                     ui.end_row();
                 });
                 ui.add_space(6.0);
@@ -579,6 +588,9 @@ impl eframe::App for HookscopeApp {
 }
 
 /// Opens the window on the given data dir and runs until it is closed.
+/// The file in the data dir where the window keeps its layout, filter and tabs.
+pub const WINDOW_STATE_FILE: &str = "window.ron";
+
 pub fn run(options: EngineOptions) -> anyhow::Result<()> {
     if std::env::var_os("DISPLAY").is_none() && std::env::var_os("WAYLAND_DISPLAY").is_none() {
         anyhow::bail!(
@@ -597,6 +609,9 @@ pub fn run(options: EngineOptions) -> anyhow::Result<()> {
     }
     let native = eframe::NativeOptions {
         viewport,
+        // The window's layout, filter and tabs live beside the store, so `--data-dir` moves
+        // everything hookscope writes.
+        persistence_path: Some(options.data_dir.join(WINDOW_STATE_FILE)),
         ..Default::default()
     };
     eframe::run_native(

@@ -7,8 +7,9 @@
 use serde_json::{Value, json};
 
 use crate::domain::checks::{Evaluation, SignatureStatus, TimestampStatus, status_word};
+use crate::domain::clock::now_ms;
 use crate::domain::delivery::Delivery;
-use crate::domain::fmt::{ordinal_suffix, rfc3339_ms};
+use crate::domain::fmt::{Zone, full_time, ordinal_suffix, rfc3339_ms, short_time, zoned_rfc3339};
 use crate::store::StoredDelivery;
 
 fn headers_json(delivery: &Delivery) -> Value {
@@ -84,10 +85,11 @@ fn ts_word(status: TimestampStatus) -> &'static str {
 
 /// One line per delivery for people, followed by one indented line per check that did not
 /// pass, with its explanation.
-pub fn human_lines(stored: &StoredDelivery) -> String {
+///
+/// Times are in `zone`, with the date when the delivery is not from today.
+pub fn human_lines(stored: &StoredDelivery, zone: &Zone) -> String {
     let d = &stored.delivery;
-    let time = rfc3339_ms(d.received_at_ms);
-    let clock = time.get(11..23).unwrap_or(&time);
+    let clock = short_time(d.received_at_ms, now_ms(), zone);
     let checks = &stored.checks;
     let skew = checks
         .timestamp
@@ -151,7 +153,7 @@ pub fn job_summary_json(timeline: &crate::domain::timeline::JobTimeline) -> Valu
 }
 
 /// One job per line for people.
-pub fn job_summary_line(timeline: &crate::domain::timeline::JobTimeline) -> String {
+pub fn job_summary_line(timeline: &crate::domain::timeline::JobTimeline, zone: &Zone) -> String {
     let flags: Vec<String> = timeline
         .flags
         .iter()
@@ -166,8 +168,8 @@ pub fn job_summary_line(timeline: &crate::domain::timeline::JobTimeline) -> Stri
         state = timeline.current_state.as_deref().unwrap_or("?"),
         events = timeline.events,
         deliveries = timeline.arrival_order.len(),
-        first = rfc3339_ms(timeline.first_seen_ms),
-        last = rfc3339_ms(timeline.last_seen_ms).get(11..).unwrap_or(""),
+        first = zoned_rfc3339(timeline.first_seen_ms, zone),
+        last = short_time(timeline.last_seen_ms, timeline.first_seen_ms, zone),
         flags = if flags.is_empty() {
             "no flags".to_string()
         } else {
@@ -178,7 +180,7 @@ pub fn job_summary_line(timeline: &crate::domain::timeline::JobTimeline) -> Stri
 
 /// A job's timeline for people: the deliveries by event time with their arrival rank, then the
 /// flags with their sentences.
-pub fn timeline_text(timeline: &crate::domain::timeline::JobTimeline) -> String {
+pub fn timeline_text(timeline: &crate::domain::timeline::JobTimeline, zone: &Zone) -> String {
     let mut out = format!(
         "job {}: {}{}, {} events in {} deliveries, first seen {}, last seen {}\n",
         timeline.job_id,
@@ -186,15 +188,15 @@ pub fn timeline_text(timeline: &crate::domain::timeline::JobTimeline) -> String 
         if timeline.terminal { " (terminal)" } else { "" },
         timeline.events,
         timeline.arrival_order.len(),
-        rfc3339_ms(timeline.first_seen_ms),
-        rfc3339_ms(timeline.last_seen_ms),
+        full_time(timeline.first_seen_ms, zone),
+        full_time(timeline.last_seen_ms, zone),
     );
     out.push_str("by event time:\n");
     for d in &timeline.by_event_time {
         let rank = timeline.arrival_rank(d.delivery_id);
         let created = d
             .created_at_ms
-            .map(rfc3339_ms)
+            .map(|ms| zoned_rfc3339(ms, zone))
             .unwrap_or_else(|| "(no creation time)".into());
         out.push_str(&format!(
             "  {created}  {state:<13} #{id:<6} {event:<20} sig:{sig:<7} dup:{dup:<9} arrived {rank}{suffix} at {arrived}\n",
@@ -204,7 +206,7 @@ pub fn timeline_text(timeline: &crate::domain::timeline::JobTimeline) -> String 
             sig = d.signature,
             dup = d.duplicate,
             suffix = ordinal_suffix(rank),
-            arrived = rfc3339_ms(d.received_at_ms),
+            arrived = zoned_rfc3339(d.received_at_ms, zone),
         ));
     }
     if timeline.flags.is_empty() {

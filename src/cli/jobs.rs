@@ -48,6 +48,7 @@ pub enum JobsCommand {
 
 pub fn run(common: &Common, args: JobsArgs) -> Result<ExitCode, AppError> {
     let paths = common.paths()?;
+    let zone = common.zone();
     let file = load_config(&paths)?.file;
     let reader = Reader::open(&paths.store_file())?;
     let mut stdout = std::io::stdout().lock();
@@ -65,7 +66,7 @@ pub fn run(common: &Common, args: JobsArgs) -> Result<ExitCode, AppError> {
                 serde_json::to_string(&timeline).map_err(|e| AppError::Failed(e.to_string()))?;
             writeln!(stdout, "{text}").map_err(io)?;
         } else {
-            write!(stdout, "{}", report::timeline_text(&timeline)).map_err(io)?;
+            write!(stdout, "{}", report::timeline_text(&timeline, &zone)).map_err(io)?;
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -74,7 +75,7 @@ pub fn run(common: &Common, args: JobsArgs) -> Result<ExitCode, AppError> {
         let line = if args.json {
             report::job_summary_json(&timeline).to_string()
         } else {
-            report::job_summary_line(&timeline)
+            report::job_summary_line(&timeline, &zone)
         };
         if writeln!(stdout, "{line}").is_err() {
             break;

@@ -25,6 +25,7 @@ pub struct ListArgs {
 
 pub fn run(common: &Common, args: ListArgs) -> Result<ExitCode, AppError> {
     let paths = common.paths()?;
+    let zone = common.zone();
     let reader = Reader::open(&paths.store_file())?;
     let deliveries =
         app::list::newest(&reader, args.filter.as_deref(), args.limit).map_err(with_flag)?;
@@ -33,7 +34,7 @@ pub fn run(common: &Common, args: ListArgs) -> Result<ExitCode, AppError> {
         let line = if args.json {
             report::delivery_json(&stored).to_string()
         } else {
-            report::human_lines(&stored)
+            report::human_lines(&stored, &zone)
         };
         if writeln!(stdout, "{line}").is_err() {
             break;

@@ -53,6 +53,7 @@ pub struct ListenArgs {
 
 pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
     let paths = common.paths()?;
+    let zone = common.zone();
     let file = load_config(&paths)?.file;
     let overrides = Overrides {
         scheme: args.scheme.clone(),
@@ -125,7 +126,7 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
                     let line = if json {
                         report::delivery_json(&stored).to_string()
                     } else {
-                        report::human_lines(&stored)
+                        report::human_lines(&stored, &zone)
                     };
                     // A closed stdout (e.g. `| head`) ends the command rather than panicking.
                     if writeln!(stdout, "{line}").and_then(|_| stdout.flush()).is_err() {

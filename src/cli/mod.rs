@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use hookscope::app::AppError;
 use hookscope::app::paths::{LoadedConfig, Paths};
+use hookscope::domain::fmt::Zone;
 
 mod export;
 mod import;
@@ -39,12 +40,24 @@ pub struct Common {
     /// The config file (default: config.toml in the data dir)
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Show times in UTC (default: local time, honouring TZ); JSON is always UTC
+    #[arg(long, global = true)]
+    pub utc: bool,
 }
 
 impl Common {
     /// The data dir and config file these options name.
     pub fn paths(&self) -> Result<Paths, AppError> {
         Paths::resolve(self.data_dir.clone(), self.config.clone())
+    }
+
+    /// The zone human output is written in: UTC with `--utc`, else local time.
+    pub fn zone(&self) -> Zone {
+        if self.utc {
+            Zone::utc()
+        } else {
+            hookscope::domain::clock::local_zone()
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 
 use eframe::egui::{self, Color32, RichText, text::LayoutJob};
 use hookscope::app::report::delivery_json;
-use hookscope::domain::fmt::{human_bytes, rfc3339_ms};
+use hookscope::domain::fmt::{Zone, full_time, human_bytes, rfc3339_ms};
 use hookscope::domain::pretty::{Token, hexdump, pretty_json};
 use hookscope::engine::Command;
 use hookscope::store::StoredDelivery;
@@ -62,7 +62,8 @@ pub fn detail_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
             "{} {}",
             stored.delivery.method, stored.delivery.path
         ));
-        ui.weak(rfc3339_ms(stored.delivery.received_at_ms));
+        ui.weak(full_time(stored.delivery.received_at_ms, app.zone()))
+            .on_hover_text(rfc3339_ms(stored.delivery.received_at_ms));
         ui.separator();
         for (tab, label) in [
             (Tab::Checks, "Checks"),
@@ -111,7 +112,7 @@ pub fn detail_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
         .show(ui, |ui| match app.state.detail_tab {
             Tab::Checks => checks_ui(app, ui, &stored),
             Tab::Request => request_ui(app, ui, &stored),
-            Tab::Response => response_ui(ui, &stored),
+            Tab::Response => response_ui(ui, &stored, app.zone()),
             Tab::Resend => super::send::resend_ui(app, ui, &stored),
         });
 }
@@ -343,7 +344,7 @@ fn format(font: &egui::FontId, color: Color32) -> egui::TextFormat {
     egui::TextFormat::simple(font.clone(), color)
 }
 
-fn response_ui(ui: &mut egui::Ui, stored: &StoredDelivery) {
+fn response_ui(ui: &mut egui::Ui, stored: &StoredDelivery, zone: &Zone) {
     egui::Grid::new("response_grid")
         .num_columns(2)
         .spacing([12.0, 6.0])
@@ -355,7 +356,8 @@ fn response_ui(ui: &mut egui::Ui, stored: &StoredDelivery) {
             ui.monospace(format!("{} ms", stored.latency_ms));
             ui.end_row();
             ui.weak("received at");
-            ui.monospace(rfc3339_ms(stored.delivery.received_at_ms));
+            ui.monospace(full_time(stored.delivery.received_at_ms, zone))
+                .on_hover_text(rfc3339_ms(stored.delivery.received_at_ms));
             ui.end_row();
             ui.weak("from");
             ui.monospace(

@@ -7,7 +7,7 @@ use eframe::egui::{self, Color32, RichText, Sense, Stroke};
 use egui_extras::{Column, TableBuilder};
 use hookscope::domain::checks::{SignatureStatus, TimestampStatus};
 use hookscope::domain::fmt::human_duration;
-use hookscope::domain::fmt::rfc3339_ms;
+use hookscope::domain::fmt::{full_time, short_time};
 use hookscope::domain::timeline::{FlagKind, JobDelivery, JobTimeline};
 
 use super::{HookscopeApp, View, widgets};
@@ -109,6 +109,8 @@ pub fn timeline_panel(app: &mut HookscopeApp, ui: &mut egui::Ui) {
 
 /// Draws the jobs view into the central area.
 pub fn jobs_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
+    let zone = app.zone().clone();
+    let now = hookscope::domain::clock::now_ms();
     let filter = JobsFilter::parse(&app.state.filter);
     let shown: Vec<JobTimeline> = app
         .jobs
@@ -177,9 +179,8 @@ pub fn jobs_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
                 });
                 for ms in [job.first_seen_ms, job.last_seen_ms] {
                     row.col(|ui| {
-                        let time = rfc3339_ms(ms);
-                        ui.monospace(time.get(11..23).unwrap_or(&time))
-                            .on_hover_text(&time);
+                        ui.monospace(short_time(ms, now, &zone))
+                            .on_hover_text(full_time(ms, &zone));
                     });
                 }
                 row.col(|ui| {
@@ -225,6 +226,7 @@ fn marker_color(d: &JobDelivery) -> Color32 {
 
 /// Draws one job's timeline, its flags, and makes each marker open its delivery.
 fn timeline_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, job: &JobTimeline) {
+    let zone = app.zone().clone();
     ui.add_space(4.0);
     ui.horizontal(|ui| {
         ui.strong(format!("job {}", job.job_id));
@@ -290,7 +292,7 @@ fn timeline_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, job: &JobTimeline) {
         painter.text(
             egui::pos2(left, below),
             egui::Align2::LEFT_CENTER,
-            rfc3339_ms(start),
+            full_time(start, &zone),
             small.clone(),
             weak,
         );
@@ -428,8 +430,8 @@ fn timeline_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, job: &JobTimeline) {
                 d.delivery_id,
                 d.state.as_deref().unwrap_or("-"),
                 d.event_id.as_deref().unwrap_or("-"),
-                d.created_at_ms.map(rfc3339_ms).unwrap_or_else(|| "unknown".into()),
-                rfc3339_ms(d.received_at_ms),
+                d.created_at_ms.map(|ms| full_time(ms, &zone)).unwrap_or_else(|| "unknown".into()),
+                full_time(d.received_at_ms, &zone),
                 hookscope::domain::fmt::ordinal(rank),
                 d.signature,
                 d.timestamp,

@@ -4,7 +4,7 @@
 use eframe::egui::{self, RichText};
 use egui_extras::{Column, TableBuilder};
 use hookscope::domain::fmt::human_bytes;
-use hookscope::domain::fmt::rfc3339_ms;
+use hookscope::domain::fmt::{full_time, short_time};
 
 use super::{HookscopeApp, widgets};
 
@@ -12,6 +12,7 @@ const ROW_HEIGHT: f32 = 22.0;
 
 /// Draws the list.
 pub fn list_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
+    let now = hookscope::domain::clock::now_ms();
     let total = app.list.total;
     let mut scroll_to = app.list.scroll_to.take();
     if app.scroll_to_selected {
@@ -38,7 +39,7 @@ pub fn list_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
         // Jumps (keyboard, links) land at once, so following the newest rows cannot undo them.
         .animate_scrolling(false)
         .cell_layout(egui::Layout::left_to_right(egui::Align::Center))
-        .column(Column::exact(104.0))
+        .column(Column::exact(124.0))
         .column(Column::exact(56.0))
         .column(
             Column::initial(190.0)
@@ -100,10 +101,9 @@ pub fn list_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
                     return;
                 };
                 row.set_selected(app.selected == Some(item.id) || app.multi.contains(&item.id));
-                let time = rfc3339_ms(item.received_at_ms);
                 row.col(|ui| {
-                    ui.monospace(time.get(11..23).unwrap_or(&time))
-                        .on_hover_text(&time);
+                    ui.monospace(short_time(item.received_at_ms, now, app.zone()))
+                        .on_hover_text(full_time(item.received_at_ms, app.zone()));
                 });
                 row.col(|ui| {
                     ui.monospace(&item.method);

@@ -21,6 +21,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use eframe::egui;
+use hookscope::domain::fmt::Zone;
 use hookscope::engine::{self, Command, EngineHandle, EngineOptions, Event, ReceiverState};
 use hookscope::store::{ListRow, StoredDelivery};
 use serde::{Deserialize, Serialize};
@@ -61,6 +62,8 @@ pub struct UiState {
     pub body_view: detail::BodyView,
     /// Deliveries or jobs.
     pub view: View,
+    /// Times in UTC rather than local time.
+    pub utc: bool,
 }
 
 /// The rows the list holds, around what is visible.
@@ -128,6 +131,10 @@ struct Notice {
 /// The hookscope window.
 pub struct HookscopeApp {
     engine: EngineHandle,
+    /// The local time zone, read once at start (`TZ` honoured).
+    local_zone: Zone,
+    /// UTC, for the switch.
+    utc_zone: Zone,
     /// Remembered between runs.
     pub state: UiState,
     receiver: ReceiverState,
@@ -157,6 +164,15 @@ pub struct HookscopeApp {
 }
 
 impl HookscopeApp {
+    /// The zone times are shown in: UTC when the switch is on, else local time.
+    pub fn zone(&self) -> &Zone {
+        if self.state.utc {
+            &self.utc_zone
+        } else {
+            &self.local_zone
+        }
+    }
+
     /// Starts the engine (receiver and store) and builds the window's state.
     pub fn new(
         ctx: &egui::Context,
@@ -175,6 +191,8 @@ impl HookscopeApp {
         let config = engine.config.clone();
         let latest = engine.latest_id.load(Ordering::SeqCst);
         Ok(Self {
+            local_zone: hookscope::domain::clock::local_zone(),
+            utc_zone: Zone::utc(),
             engine,
             state,
             receiver: ReceiverState::Stopped,
@@ -571,6 +589,11 @@ impl HookscopeApp {
                 if ui.small_button("About").clicked() {
                     self.about_open = true;
                 }
+                let local = self.local_zone.name_at(hookscope::domain::clock::now_ms());
+                ui.toggle_value(&mut self.state.utc, "UTC").on_hover_text(format!(
+                    "Show times in UTC instead of local time ({local}). Exports and JSON are always UTC."
+                ));
+                ui.weak(if self.state.utc { "times in UTC".to_string() } else { format!("times in {local}") });
                 ui.weak(format!("store: {}", self.engine.data_dir.display()));
             });
         });

@@ -9,7 +9,7 @@ use hookscope::app::resend::{self, ResendRequest};
 use hookscope::config::{Overrides, Settings};
 use hookscope::domain::attempt::Attempt;
 use hookscope::domain::fmt::human_bytes;
-use hookscope::domain::fmt::rfc3339_ms;
+use hookscope::domain::fmt::{Zone, time_of_day};
 use hookscope::domain::scheme::presets;
 use hookscope::engine::Command;
 use hookscope::net::probe::{ProbeReport, Verdict};
@@ -219,10 +219,10 @@ pub fn resend_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDeliv
         .find(|(id, _)| *id == stored.id)
         .map(|(_, a)| a.clone())
         .unwrap_or_default();
-    attempts_ui(ui, &attempts);
+    attempts_ui(ui, &attempts, app.zone());
 }
 
-fn attempts_ui(ui: &mut egui::Ui, attempts: &[Attempt]) {
+fn attempts_ui(ui: &mut egui::Ui, attempts: &[Attempt], zone: &Zone) {
     if attempts.is_empty() {
         ui.weak("Not resent or forwarded yet.");
         return;
@@ -238,7 +238,7 @@ fn attempts_ui(ui: &mut egui::Ui, attempts: &[Attempt]) {
         egui::CollapsingHeader::new(
             RichText::new(format!(
                 "{}  {}  {}  {} ms",
-                rfc3339_ms(attempt.sent_at_ms).get(11..23).unwrap_or(""),
+                time_of_day(attempt.sent_at_ms, zone),
                 attempt.kind.as_str(),
                 attempt.url,
                 attempt.latency_ms

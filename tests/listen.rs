@@ -405,3 +405,44 @@ fn a_broken_config_is_a_clear_error_not_a_crash() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("scheme \"stirpe\""), "{stderr}");
 }
+
+#[cfg(unix)]
+#[test]
+fn sigterm_finishes_the_delivery_in_flight_and_exits_zero() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Each answer waits 800 ms after the commit: SIGTERM arrives while one is in flight.
+    let mut listener = Listener::start(dir.path(), &["--respond-delay-ms", "800"]);
+    let url = format!("{}/hooks/term", listener.base_url);
+    let in_flight = std::thread::Builder::new()
+        .name("test-in-flight".into())
+        .spawn(move || {
+            let rt = runtime();
+            rt.block_on(
+                reqwest::Client::new()
+                    .post(&url)
+                    .header("x-event-id", "evt_term")
+                    .body("{}")
+                    .send(),
+            )
+            .map(|r| r.status().as_u16())
+        })
+        .expect("thread");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let pid = listener.child.id().to_string();
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success());
+    assert_eq!(
+        in_flight.join().expect("joined").expect("answered"),
+        200,
+        "the delivery in flight is answered"
+    );
+    let status = listener.child.wait().expect("exits");
+    assert_eq!(status.code(), Some(0), "a clean exit on SIGTERM");
+    let reader = Reader::open(&listener.store_path()).expect("store");
+    let rows = reader.list(10, None).expect("list");
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].event_id.as_deref(), Some("evt_term"));
+}

@@ -2,6 +2,7 @@
 
 use std::io::Write as _;
 use std::net::IpAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, RwLock};
 
@@ -31,6 +32,12 @@ pub struct ListenArgs {
     /// A signing secret; repeat for a rotation
     #[arg(long = "secret", value_name = "S")]
     pub secrets: Vec<String>,
+    /// Read a secret from this environment variable (repeatable; kept off the command line)
+    #[arg(long = "secret-env", value_name = "NAME")]
+    pub secret_env: Vec<String>,
+    /// Read a secret from this file (repeatable; one secret per file, a final newline ignored)
+    #[arg(long = "secret-file", value_name = "FILE")]
+    pub secret_file: Vec<PathBuf>,
     /// Timestamp tolerance in seconds (default: the scheme's)
     #[arg(long, value_name = "SECS")]
     pub tolerance: Option<u64>,
@@ -57,7 +64,10 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
     let file = load_config(&paths)?.file;
     let overrides = Overrides {
         scheme: args.scheme.clone(),
-        secrets: args.secrets.iter().map(Secret::new).collect(),
+        secrets: super::secrets(&args.secrets, &args.secret_env, &args.secret_file)?
+            .into_iter()
+            .map(Secret::new)
+            .collect(),
         tolerance_secs: args.tolerance,
         respond_status: args.respond_status,
         respond_delay_ms: args.respond_delay_ms,
@@ -134,6 +144,7 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
                     }
                 }
                 _ = tokio::signal::ctrl_c() => break,
+                _ = terminated() => break,
             }
         }
     });
@@ -163,4 +174,19 @@ fn describe_endpoint(endpoint: &Endpoint) -> String {
         path = endpoint.path,
         status = endpoint.respond_status
     )
+}
+
+/// Resolves when the process is asked to terminate (SIGTERM, as service managers and `kill`
+/// send it), so `listen` stops as cleanly as on Ctrl+C: no new connections, in-flight deliveries
+/// committed and answered, exit 0. Never resolves where there is no such signal.
+async fn terminated() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            term.recv().await;
+            return;
+        }
+    }
+    std::future::pending::<()>().await
 }

@@ -38,7 +38,7 @@ pub struct Common {
     #[arg(long, global = true, env = "HOOKSCOPE_DATA_DIR", value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
     /// The config file (default: config.toml in the data dir)
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, global = true, env = "HOOKSCOPE_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Show times in UTC (default: local time, honouring TZ); JSON is always UTC
     #[arg(long, global = true)]
@@ -127,6 +127,48 @@ fn body_file(path: Option<&std::path::Path>) -> Result<Option<Vec<u8>>, AppError
         })
     })
     .transpose()
+}
+
+/// Every secret given: `--secret` values, then `--secret-env` variables, then `--secret-file`
+/// contents (a final newline dropped). A missing variable, an unreadable or empty file is a
+/// usage error that names it, never its value.
+fn secrets(
+    values: &[String],
+    env: &[String],
+    files: &[std::path::PathBuf],
+) -> Result<Vec<String>, AppError> {
+    let mut out = values.to_vec();
+    for name in env {
+        match std::env::var(name) {
+            Ok(value) if !value.is_empty() => out.push(value),
+            Ok(_) => {
+                return Err(AppError::Usage(format!(
+                    "--secret-env {name}: the variable is empty"
+                )));
+            }
+            Err(_) => {
+                return Err(AppError::Usage(format!(
+                    "--secret-env {name}: the variable is not set"
+                )));
+            }
+        }
+    }
+    for path in files {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| AppError::Usage(format!("--secret-file {}: {e}", path.display())))?;
+        let secret = text
+            .strip_suffix('\n')
+            .map(|s| s.strip_suffix('\r').unwrap_or(s))
+            .unwrap_or(&text);
+        if secret.is_empty() {
+            return Err(AppError::Usage(format!(
+                "--secret-file {}: the file is empty",
+                path.display()
+            )));
+        }
+        out.push(secret.to_string());
+    }
+    Ok(out)
 }
 
 /// `0` when `ok`, else `1`.

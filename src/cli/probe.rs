@@ -20,8 +20,18 @@ pub struct ProbeArgs {
     #[arg(long, value_name = "NAME")]
     pub scheme: String,
     /// The handler's signing secret
-    #[arg(long = "secret", value_name = "S", required = true)]
+    #[arg(
+        long = "secret",
+        value_name = "S",
+        required_unless_present_any = ["secret_env", "secret_file"]
+    )]
     pub secrets: Vec<String>,
+    /// Read a secret from this environment variable (repeatable; kept off the command line)
+    #[arg(long = "secret-env", value_name = "NAME")]
+    pub secret_env: Vec<String>,
+    /// Read a secret from this file (repeatable; one secret per file, a final newline ignored)
+    #[arg(long = "secret-file", value_name = "FILE")]
+    pub secret_file: Vec<PathBuf>,
     /// A body to send (JSON; its top-level "id" is replaced in each case)
     #[arg(long, value_name = "FILE")]
     pub body_file: Option<PathBuf>,
@@ -39,7 +49,7 @@ pub fn run(common: &Common, args: ProbeArgs) -> Result<ExitCode, AppError> {
     let request = ProbeRequest {
         url: args.url,
         scheme: args.scheme,
-        secrets: args.secrets,
+        secrets: super::secrets(&args.secrets, &args.secret_env, &args.secret_file)?,
         body: body_file(args.body_file.as_deref())?,
         timeout: std::time::Duration::from_secs(args.timeout_secs),
     };

@@ -17,8 +17,18 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "NAME", required_unless_present = "fixture")]
     pub scheme: Option<String>,
     /// A signing secret; repeat to try several (rotation)
-    #[arg(long = "secret", value_name = "S", required_unless_present = "fixture")]
+    #[arg(
+        long = "secret",
+        value_name = "S",
+        required_unless_present_any = ["fixture", "secret_env", "secret_file"]
+    )]
     pub secrets: Vec<String>,
+    /// Read a secret from this environment variable (repeatable; kept off the command line)
+    #[arg(long = "secret-env", value_name = "NAME")]
+    pub secret_env: Vec<String>,
+    /// Read a secret from this file (repeatable; one secret per file, a final newline ignored)
+    #[arg(long = "secret-file", value_name = "FILE")]
+    pub secret_file: Vec<PathBuf>,
     /// Check a fixture exported by hookscope (its scheme, its test secret, its recorded time)
     #[arg(long, value_name = "FILE", conflicts_with_all = ["data", "body_file", "headers"])]
     pub fixture: Option<PathBuf>,
@@ -70,7 +80,7 @@ pub fn run(common: &Common, args: VerifyArgs) -> Result<ExitCode, AppError> {
         &file,
         VerifyRequest {
             scheme: args.scheme,
-            secrets: args.secrets,
+            secrets: super::secrets(&args.secrets, &args.secret_env, &args.secret_file)?,
             now: args.now,
             tolerance_secs: args.tolerance,
             source,

@@ -69,7 +69,7 @@ fn tunnels_ui(ui: &mut egui::Ui, port: u16) {
         for (tool, command) in [
             ("ngrok", format!("ngrok http {port}")),
             ("cloudflared", format!("cloudflared tunnel --url http://localhost:{port}")),
-            ("Stripe CLI", format!("stripe listen --forward-to localhost:{port}/hooks/stripe")),
+            ("Stripe CLI", format!("stripe listen --all-snapshot --forward-to localhost:{port}/hooks/stripe")),
             ("smee", format!("smee --url https://smee.io/<channel> --target http://localhost:{port}/hooks/github")),
         ] {
             ui.label(tool);

@@ -18,10 +18,32 @@ fn main() -> ExitCode {
     match open_window(&parsed.common) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("hookscope: {err:#}");
+            let message = format!("{err:#}");
+            eprintln!("hookscope: {message}");
+            show_start_error(&message);
             ExitCode::FAILURE
         }
     }
+}
+
+/// A window started from the application menu has no stderr anyone reads, so a start-up error
+/// is also shown in a native dialog: when there is a display to show it on and stderr is not a
+/// terminal (from a terminal, the line above is enough). rfd asks zenity on Linux; without it the
+/// dialog is skipped at once.
+fn show_start_error(message: &str) {
+    use std::io::IsTerminal as _;
+    let has_display = cfg!(any(target_os = "windows", target_os = "macos"))
+        || std::env::var_os("DISPLAY").is_some()
+        || std::env::var_os("WAYLAND_DISPLAY").is_some();
+    if !has_display || std::io::stderr().is_terminal() {
+        return;
+    }
+    let _ = rfd::MessageDialog::new()
+        .set_level(rfd::MessageLevel::Error)
+        .set_title("hookscope could not start")
+        .set_description(message)
+        .set_buttons(rfd::MessageButtons::Ok)
+        .show();
 }
 
 fn open_window(common: &cli::Common) -> anyhow::Result<()> {

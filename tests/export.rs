@@ -27,7 +27,7 @@ fn captured(dir: &Path) -> (i64, i64) {
         .enable_all()
         .build()
         .expect("runtime");
-    let client = reqwest::Client::new();
+    let client = common::http_client();
     let scheme = Scheme::preset("standard-webhooks").expect("preset");
     let mut ids = Vec::new();
     let json = br#"{"type":"job.completed","data":{"job_id":"job_1","patient":{"name":"Ada Lovelace"}},"n":1.50}"#.to_vec();

@@ -43,7 +43,7 @@ fn jobs_json_reports_each_flag_of_a_scrambled_lifecycle() {
         .enable_all()
         .build()
         .expect("runtime");
-    let client = reqwest::Client::new();
+    let client = common::http_client();
     let t = now_secs() - 600;
 
     // Job A: completed arrives before processing, which was created earlier.

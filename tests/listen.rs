@@ -45,7 +45,7 @@ fn signed_delivery_passes_and_a_flipped_signature_fails_with_a_sentence() {
     let url = format!("{}/hooks/ocr?batch=7", listener.base_url);
     let body = br#"{"type":"job.completed","data":{"job_id":"job_8f3a1c2b","status":"completed"}}"#;
     let rt = runtime();
-    let client = reqwest::Client::new();
+    let client = common::http_client();
 
     let response = rt
         .block_on(signed_request(&client, &url, "msg_1", body).send())
@@ -119,7 +119,7 @@ fn fifty_concurrent_retries_of_one_event_yield_exactly_one_first() {
     );
     let url = format!("{}/hooks", listener.base_url);
     let rt = runtime();
-    let client = reqwest::Client::new();
+    let client = common::http_client();
     let statuses = rt.block_on(async {
         let mut tasks = Vec::new();
         for attempt in 0..50 {
@@ -181,7 +181,7 @@ fn acknowledged_delivery_survives_sigkill_right_after_the_response() {
     // A body with every byte value, so "exact bytes" means exact.
     let body: Vec<u8> = (0..=255u8).cycle().take(4096).collect();
     let rt = runtime();
-    let client = reqwest::Client::new();
+    let client = common::http_client();
     let response = rt
         .block_on(
             client
@@ -237,7 +237,7 @@ fn body_over_the_limit_gets_413_and_is_still_recorded_with_its_size() {
     .expect("config");
     let mut listener = Listener::start(dir.path(), &[]);
     let rt = runtime();
-    let client = reqwest::Client::new();
+    let client = common::http_client();
     let url = format!("{}/big", listener.base_url);
 
     let at_limit = rt
@@ -301,7 +301,7 @@ fn without_a_scheme_the_scheme_is_detected_and_timestamp_and_duplicate_still_run
     let dir = tempfile::tempdir().expect("tempdir");
     let mut listener = Listener::start(dir.path(), &[]);
     let rt = runtime();
-    let client = reqwest::Client::new();
+    let client = common::http_client();
     let stale = now_secs() - 900;
     let response = rt
         .block_on(
@@ -341,7 +341,7 @@ fn configured_status_and_delay_are_applied_after_the_commit() {
     .expect("config");
     let mut listener = Listener::start(dir.path(), &[]);
     let rt = runtime();
-    let client = reqwest::Client::new();
+    let client = common::http_client();
     let started = std::time::Instant::now();
     let response = rt
         .block_on(
@@ -418,7 +418,7 @@ fn sigterm_finishes_the_delivery_in_flight_and_exits_zero() {
         .spawn(move || {
             let rt = runtime();
             rt.block_on(
-                reqwest::Client::new()
+                common::http_client()
                     .post(&url)
                     .header("x-event-id", "evt_term")
                     .body("{}")

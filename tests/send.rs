@@ -110,7 +110,7 @@ fn capture(
     headers: &[(&str, String)],
     body: Vec<u8>,
 ) -> i64 {
-    let client = reqwest::Client::new();
+    let client = common::http_client();
     let mut request = client
         .post(format!("{}/hooks/in", listener.base_url))
         .body(body);
@@ -354,7 +354,7 @@ fn mirror_response_passes_the_handlers_failure_to_the_sender() {
         .enable_all()
         .build()
         .expect("runtime");
-    let client = reqwest::Client::new();
+    let client = common::http_client();
     let response = rt
         .block_on(
             client

@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::app::{AppError, scheme_named};
 use crate::config::ConfigFile;
 use crate::domain::scheme::{Scheme, Secret};
-use crate::net::client::{self, Client};
+use crate::net::client::{self, Client, Tls};
 use crate::net::probe::{self, ProbeReport};
 
 /// What to probe and how.
@@ -22,6 +22,8 @@ pub struct ProbeRequest {
     pub body: Option<Vec<u8>>,
     /// How long the handler has to answer (the sender's timeout).
     pub timeout: Duration,
+    /// Accept any TLS certificate (`--insecure`): a self-signed development certificate.
+    pub insecure: bool,
 }
 
 impl ProbeRequest {
@@ -33,6 +35,7 @@ impl ProbeRequest {
             secrets,
             body: None,
             timeout: client::DEFAULT_TIMEOUT,
+            insecure: false,
         }
     }
 }
@@ -58,7 +61,12 @@ pub fn prepare(file: &ConfigFile, request: ProbeRequest) -> Result<PreparedProbe
 
 /// Runs every case against the handler.
 pub async fn run(prepared: &PreparedProbe) -> Result<ProbeReport, AppError> {
-    let client = Client::new(prepared.request.timeout)?;
+    let tls = if prepared.request.insecure {
+        Tls::AcceptInvalid
+    } else {
+        Tls::Verify
+    };
+    let client = Client::with_tls(prepared.request.timeout, tls)?;
     Ok(probe::probe(
         &client,
         &prepared.request.url,

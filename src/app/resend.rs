@@ -12,7 +12,7 @@ use crate::config::{ConfigFile, Settings, preset_names};
 use crate::domain::attempt::{Attempt, AttemptKind};
 use crate::domain::clock::now_secs;
 use crate::domain::scheme::{Scheme, Secret};
-use crate::net::client::{self, Client, Outgoing, ResendOptions};
+use crate::net::client::{self, Client, Outgoing, ResendOptions, Tls};
 use crate::store::{Reader, StoreWriter, StoredDelivery};
 
 /// What to resend, where and how.
@@ -34,6 +34,8 @@ pub struct ResendRequest {
     pub body: Option<Vec<u8>>,
     /// How long the handler has to answer.
     pub timeout: Duration,
+    /// Accept any TLS certificate (`--insecure`): a self-signed development certificate.
+    pub insecure: bool,
 }
 
 impl ResendRequest {
@@ -48,6 +50,7 @@ impl ResendRequest {
             new_id: false,
             body: None,
             timeout: client::DEFAULT_TIMEOUT,
+            insecure: false,
         }
     }
 }
@@ -86,6 +89,7 @@ pub struct PreparedResend {
     /// Whether it was re-signed.
     pub resigned: bool,
     timeout: Duration,
+    tls: Tls,
 }
 
 /// Looks the delivery up, resolves the scheme and secrets (with the defaults above) and builds
@@ -116,6 +120,11 @@ pub fn prepare(
         outgoing,
         resigned: request.resign,
         timeout: request.timeout,
+        tls: if request.insecure {
+            Tls::AcceptInvalid
+        } else {
+            Tls::Verify
+        },
     })
 }
 
@@ -156,7 +165,7 @@ fn no_scheme(name: Option<&str>) -> AppError {
 /// Sends a prepared resend and records the attempt; returns it with its stored id. A handler
 /// that does not answer is an attempt with an error, not an `Err`.
 pub async fn send(prepared: &PreparedResend, writer: &StoreWriter) -> Result<Attempt, AppError> {
-    let client = Client::new(prepared.timeout)?;
+    let client = Client::with_tls(prepared.timeout, prepared.tls)?;
     let mut attempt = client
         .send(
             &prepared.url,

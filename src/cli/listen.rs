@@ -56,6 +56,9 @@ pub struct ListenArgs {
     /// Answer the sender with the forwarded handler's status instead of hookscope's own
     #[arg(long, requires = "forward_to")]
     pub mirror_response: bool,
+    /// Forwarding: accept any TLS certificate (a self-signed development certificate only)
+    #[arg(long, requires = "forward_to")]
+    pub insecure: bool,
 }
 
 pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
@@ -84,6 +87,9 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
         controls
             .mirror_response
             .store(args.mirror_response, std::sync::atomic::Ordering::SeqCst);
+        controls
+            .forward_insecure
+            .store(args.insecure, std::sync::atomic::Ordering::SeqCst);
     }
 
     let (store, recovered) = Store::open_or_recover(&paths.store_file())?;
@@ -123,6 +129,11 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
             "its own status"
         };
         eprintln!("  forwarding every delivery to {url}; the sender gets {answer}");
+        if args.insecure {
+            eprintln!(
+                "hookscope: warning: forwarding accepts any TLS certificate (--insecure): use it for a development certificate only"
+            );
+        }
     }
 
     let runtime = app::small_runtime()?;

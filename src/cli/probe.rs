@@ -38,6 +38,9 @@ pub struct ProbeArgs {
     /// How long the handler has to answer (the sender's timeout)
     #[arg(long, value_name = "SECS", default_value_t = 10)]
     pub timeout_secs: u64,
+    /// Accept any TLS certificate: for a handler on a self-signed development certificate only
+    #[arg(long)]
+    pub insecure: bool,
     /// Print the report as JSON
     #[arg(long)]
     pub json: bool,
@@ -52,6 +55,7 @@ pub fn run(common: &Common, args: ProbeArgs) -> Result<ExitCode, AppError> {
         secrets: super::secrets(&args.secrets, &args.secret_env, &args.secret_file)?,
         body: body_file(args.body_file.as_deref())?,
         timeout: std::time::Duration::from_secs(args.timeout_secs),
+        insecure: args.insecure,
     };
     let prepared = app::probe::prepare(&file, request)?;
     let report = app::small_runtime()?.block_on(app::probe::run(&prepared))?;

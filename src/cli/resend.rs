@@ -42,6 +42,9 @@ pub struct ResendArgs {
     /// How long the handler has to answer
     #[arg(long, value_name = "SECS", default_value_t = 10)]
     pub timeout_secs: u64,
+    /// Accept any TLS certificate: for a handler on a self-signed development certificate only
+    #[arg(long)]
+    pub insecure: bool,
     /// Print the attempt as JSON
     #[arg(long)]
     pub json: bool,
@@ -60,6 +63,7 @@ pub fn run(common: &Common, args: ResendArgs) -> Result<ExitCode, AppError> {
         new_id: args.new_id,
         body: body_file(args.body_file.as_deref())?,
         timeout: std::time::Duration::from_secs(args.timeout_secs),
+        insecure: args.insecure,
     };
     let prepared = app::resend::prepare(&file, &reader, &request)?;
     let store = Store::open(&paths.store_file())?;

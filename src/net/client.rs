@@ -1,8 +1,10 @@
 //! Driving the developer's own handler: resend a capture (as captured or re-signed), forward
 //! deliveries as they arrive, and probe a handler with the cases every receiver must handle.
 //!
-//! Requests go over plain HTTP/1.1 (the handler runs on the developer's machine); redirects are
-//! not followed, as webhook senders do not follow them.
+//! Requests go over HTTP/1.1, plain or over TLS (rustls with the ring provider, the platform's
+//! trusted roots); redirects are not followed, as webhook senders do not follow them. A client
+//! made with [`Tls::AcceptInvalid`] accepts any certificate, for a handler on a self-signed
+//! development certificate.
 
 use std::time::{Duration, Instant};
 
@@ -56,36 +58,99 @@ pub struct Outgoing {
     pub body: Vec<u8>,
 }
 
-/// An HTTP client for handlers on this machine.
+/// How a client treats the certificates of https:// handlers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Tls {
+    /// Verify the chain against the platform's trusted roots and the host name.
+    #[default]
+    Verify,
+    /// Accept any certificate (`--insecure`): for a self-signed development certificate only.
+    AcceptInvalid,
+}
+
+/// An HTTP client for the developer's handlers.
 #[derive(Debug, Clone)]
 pub struct Client {
     inner: reqwest::Client,
     timeout: Duration,
+    tls: Tls,
 }
 
 pub(crate) fn check_url(url: &str) -> Result<reqwest::Url, SendError> {
     let parsed = reqwest::Url::parse(url)
         .map_err(|e| SendError::BadUrl(format!("\"{url}\" is not a URL: {e}")))?;
     match parsed.scheme() {
-        "http" => Ok(parsed),
-        "https" => Err(SendError::BadUrl(format!(
-            "\"{url}\": this build sends over plain http only (handlers on this machine); use http://localhost:PORT/…"
-        ))),
+        "http" | "https" => Ok(parsed),
         other => Err(SendError::BadUrl(format!(
-            "\"{url}\": {other}:// is not http"
+            "\"{url}\": {other}:// is not http or https"
         ))),
     }
 }
 
+/// Makes ring the process's TLS provider, once (rustls needs one chosen; aws-lc is avoided for
+/// its long C build).
+pub fn install_tls_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // Another part of the process may have chosen one already; that one is used then.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+/// The TLS failure behind a request error, in words, when there is one.
+fn tls_failure(error: &(dyn std::error::Error + 'static)) -> Option<String> {
+    // The rustls error sits inside io::Errors nested in io::Errors, whose `source()` skips the
+    // inner error itself: look through `get_ref` as well as `source`.
+    fn find<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+        if let Some(tls) = e.downcast_ref::<rustls::Error>() {
+            return Some(tls);
+        }
+        let inner = e.downcast_ref::<std::io::Error>()?.get_ref()?;
+        find(inner)
+    }
+    let mut current = Some(error);
+    while let Some(e) = current {
+        let tls = find(e);
+        if let Some(tls) = tls {
+            return Some(match tls {
+                rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer) => {
+                    "its certificate is not signed by an authority this machine trusts (a self-signed development certificate?)".into()
+                }
+                rustls::Error::InvalidCertificate(
+                    rustls::CertificateError::NotValidForName
+                    | rustls::CertificateError::NotValidForNameContext { .. },
+                ) => "its certificate is not valid for this host name".into(),
+                rustls::Error::InvalidCertificate(
+                    rustls::CertificateError::Expired | rustls::CertificateError::ExpiredContext { .. },
+                ) => "its certificate has expired".into(),
+                other => other.to_string(),
+            });
+        }
+        current = e.source();
+    }
+    None
+}
+
 impl Client {
-    /// A client with a timeout per request.
+    /// A client with a timeout per request that verifies certificates.
     pub fn new(timeout: Duration) -> Result<Client, SendError> {
+        Client::with_tls(timeout, Tls::Verify)
+    }
+
+    /// A client with a timeout per request and the given certificate policy.
+    pub fn with_tls(timeout: Duration, tls: Tls) -> Result<Client, SendError> {
+        install_tls_provider();
         let inner = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(timeout)
+            .tls_danger_accept_invalid_certs(tls == Tls::AcceptInvalid)
             .build()
             .map_err(|e| SendError::Build(e.to_string()))?;
-        Ok(Client { inner, timeout })
+        Ok(Client {
+            inner,
+            timeout,
+            tls,
+        })
     }
 
     /// How long a handler has to answer.
@@ -160,6 +225,19 @@ impl Client {
                     "no answer within {} s (a sender would retry)",
                     self.timeout.as_secs()
                 ));
+            }
+            Err(e) if tls_failure(&e).is_some() => {
+                let host = reqwest::Url::parse(url)
+                    .ok()
+                    .and_then(|u| u.host_str().map(str::to_string))
+                    .unwrap_or_else(|| url.to_string());
+                let why = tls_failure(&e).unwrap_or_default();
+                let hint = if self.tls == Tls::Verify {
+                    "; for a development certificate, pass --insecure (in the window: accept self-signed certificates)"
+                } else {
+                    ""
+                };
+                attempt.error = Some(format!("TLS with {host} failed: {why}{hint}"));
             }
             Err(e) if e.is_connect() => {
                 attempt.error = Some(format!("cannot connect to {url}: is the handler running?"));
@@ -271,8 +349,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn https_is_refused_with_a_sentence() {
-        let err = check_url("https://example.com/hook").expect_err("https");
-        assert!(err.to_string().contains("plain http only"));
+    fn http_and_https_are_accepted_and_other_schemes_refused_with_a_sentence() {
+        assert!(check_url("https://example.com/hook").is_ok());
+        assert!(check_url("http://localhost:3000/hook").is_ok());
+        let err = check_url("ftp://example.com/hook").expect_err("ftp");
+        assert_eq!(
+            err.to_string(),
+            "\"ftp://example.com/hook\": ftp:// is not http or https"
+        );
     }
 }

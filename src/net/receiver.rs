@@ -64,19 +64,20 @@ pub struct Controls {
     pub mirror_response: std::sync::atomic::AtomicBool,
     /// Answer this many next deliveries with 500, to watch a sender's retries.
     pub fail_next: std::sync::atomic::AtomicU32,
+    /// Accept any TLS certificate when forwarding (a self-signed development certificate).
+    pub forward_insecure: std::sync::atomic::AtomicBool,
 }
 
 impl Controls {
-    /// Turns forwarding on to `url` (an `http://` handler on this machine) or off (`None`).
-    /// The same rule for `listen --forward-to` and the window's switch.
+    /// Turns forwarding on to `url` (an `http://` or `https://` handler) or off (`None`). The
+    /// same rule for `listen --forward-to` and the window's switch.
     pub fn set_forward(&self, url: Option<&str>) -> Result<(), String> {
         let url = match url.map(str::trim) {
-            Some(url) if !url.starts_with("http://") => {
-                return Err(format!(
-                    "{url}: give an http:// URL of a handler on this machine"
-                ));
+            Some(url) => {
+                crate::net::client::check_url(url).map_err(|e| e.to_string())?;
+                Some(url.to_string())
             }
-            other => other.map(str::to_string),
+            None => None,
         };
         match self.forward_to.write() {
             Ok(mut guard) => *guard = url,
@@ -108,6 +109,8 @@ struct Shared {
     events: Option<mpsc::Sender<StoredDelivery>>,
     controls: Arc<Controls>,
     client: Option<crate::net::client::Client>,
+    /// The forwarding client that accepts any certificate (`forward_insecure`).
+    insecure_client: Option<crate::net::client::Client>,
 }
 
 impl Shared {
@@ -162,6 +165,11 @@ impl Receiver {
             events,
             controls,
             client: crate::net::client::Client::new(crate::net::client::DEFAULT_TIMEOUT).ok(),
+            insecure_client: crate::net::client::Client::with_tls(
+                crate::net::client::DEFAULT_TIMEOUT,
+                crate::net::client::Tls::AcceptInvalid,
+            )
+            .ok(),
         });
         let (shutdown, shutdown_signal) = oneshot::channel::<()>();
         let thread = std::thread::Builder::new()
@@ -436,7 +444,12 @@ async fn store(shared: &Shared, record: NewRecord) -> Result<StoredDelivery, Res
 /// Forwards the stored delivery when the forward switch is on, recording the attempt; returns
 /// the status to answer (the handler's, when mirroring; 502 when it gave none).
 async fn forward(shared: &Shared, stored: &StoredDelivery, status: u16) -> u16 {
-    let (Some(url), Some(client)) = (shared.controls.forward_url(), shared.client.clone()) else {
+    let client = if shared.controls.forward_insecure.load(Ordering::SeqCst) {
+        shared.insecure_client.clone()
+    } else {
+        shared.client.clone()
+    };
+    let (Some(url), Some(client)) = (shared.controls.forward_url(), client) else {
         return status;
     };
     let outgoing = crate::net::client::prepare_forward(stored);

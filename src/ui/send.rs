@@ -29,6 +29,8 @@ pub struct ResendForm {
     default_secrets: usize,
     edit_body: bool,
     body: String,
+    /// Accept any TLS certificate for an https:// URL.
+    insecure: bool,
     /// The delivery the form was filled for.
     for_delivery: Option<i64>,
 }
@@ -42,6 +44,7 @@ impl Default for ResendForm {
             scheme: "standard-webhooks".into(),
             secret: String::new(),
             default_secrets: 0,
+            insecure: false,
             edit_body: false,
             body: String::new(),
             for_delivery: None,
@@ -57,6 +60,7 @@ pub struct ProbeForm {
     pub url: String,
     scheme: String,
     secret: String,
+    insecure: bool,
     running: bool,
     /// The last report.
     pub report: Option<Result<Box<ProbeReport>, String>>,
@@ -69,6 +73,7 @@ impl Default for ProbeForm {
             url: "http://localhost:3000/webhooks".into(),
             scheme: "standard-webhooks".into(),
             secret: String::new(),
+            insecure: false,
             running: false,
             report: None,
         }
@@ -160,6 +165,11 @@ pub fn resend_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDeliv
                 .labelled_by(label.id);
                 ui.end_row();
             }
+            if form.url.trim().starts_with("https://") {
+                ui.label("TLS");
+                ui.vertical(|ui| insecure_ui(ui, &form.url, &mut form.insecure));
+                ui.end_row();
+            }
             ui.label("Event id");
             ui.horizontal(|ui| {
                 ui.radio_value(&mut form.new_id, false, "keep it (a retry)");
@@ -199,6 +209,7 @@ pub fn resend_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDeliv
             vec![secret.to_string()]
         },
         new_id: form.new_id,
+        insecure: form.insecure && form.url.trim().starts_with("https://"),
         body: form.edit_body.then(|| form.body.clone().into_bytes()),
         ..ResendRequest::as_captured(stored.id, form.url.trim())
     });
@@ -268,6 +279,23 @@ fn attempts_ui(ui: &mut egui::Ui, attempts: &[Attempt], zone: &Zone) {
     }
 }
 
+/// The "accept self-signed certificates" checkbox, shown for https:// URLs, with its warning.
+fn insecure_ui(ui: &mut egui::Ui, url: &str, insecure: &mut bool) {
+    if !url.trim().starts_with("https://") {
+        return;
+    }
+    ui.checkbox(insecure, "accept self-signed certificates")
+        .on_hover_text(
+            "For a handler on a development certificate: the certificate is not checked at all.",
+        );
+    if *insecure {
+        ui.colored_label(
+            widgets::WARN,
+            "⚠ the certificate is not verified: anyone in the path could read or change the request",
+        );
+    }
+}
+
 /// The *Probe handler* window.
 pub fn probe_window(app: &mut HookscopeApp, ctx: &egui::Context) {
     if !app.probe.open {
@@ -294,16 +322,20 @@ pub fn probe_window(app: &mut HookscopeApp, ctx: &egui::Context) {
             ui.add(egui::TextEdit::singleline(&mut form.secret).password(true).desired_width(420.0))
                 .labelled_by(label.id);
             ui.end_row();
+            if form.url.trim().starts_with("https://") {
+                ui.label("TLS");
+                ui.vertical(|ui| insecure_ui(ui, &form.url, &mut form.insecure));
+                ui.end_row();
+            }
         });
         let ready = !form.running && !form.secret.is_empty();
         if ui.add_enabled(ready, egui::Button::new(RichText::new("Run the probe").strong())).clicked() {
             form.running = true;
             form.report = None;
-            run = Some(Command::Probe(ProbeRequest::new(
-                form.url.trim(),
-                form.scheme.clone(),
-                vec![form.secret.clone()],
-            )));
+            run = Some(Command::Probe(ProbeRequest {
+                insecure: form.insecure && form.url.trim().starts_with("https://"),
+                ..ProbeRequest::new(form.url.trim(), form.scheme.clone(), vec![form.secret.clone()])
+            }));
         }
         if form.running {
             ui.horizontal(|ui| {
@@ -371,6 +403,11 @@ pub fn switches_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
             controls.mirror_response.store(mirror, Ordering::SeqCst);
         }
     });
+    if app.forward_url.trim().starts_with("https://") {
+        let mut insecure = controls.forward_insecure.load(Ordering::SeqCst);
+        insecure_ui(ui, &app.forward_url, &mut insecure);
+        controls.forward_insecure.store(insecure, Ordering::SeqCst);
+    }
     ui.horizontal(|ui| {
         ui.strong("Fail");
         ui.label("the next");

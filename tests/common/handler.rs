@@ -154,7 +154,7 @@ pub struct Server {
     _runtime: tokio::runtime::Runtime,
 }
 
-pub fn serve(flavour: Flavour, answer: StatusCode) -> Server {
+fn handler_and_runtime(flavour: Flavour, answer: StatusCode) -> (Handler, tokio::runtime::Runtime) {
     let handler = Handler {
         flavour,
         seen: Arc::default(),
@@ -166,16 +166,78 @@ pub fn serve(flavour: Flavour, answer: StatusCode) -> Server {
         .enable_all()
         .build()
         .expect("runtime");
-    let app = axum::Router::new()
+    (handler, runtime)
+}
+
+fn router(handler: &Handler) -> axum::Router {
+    axum::Router::new()
         .route("/webhooks", axum::routing::post(standard_webhooks))
         .route("/stripe", axum::routing::post(stripe))
         .route("/record", axum::routing::any(record))
-        .with_state(handler.clone());
+        .with_state(handler.clone())
+}
+
+pub fn serve(flavour: Flavour, answer: StatusCode) -> Server {
+    let (handler, runtime) = handler_and_runtime(flavour, answer);
+    let app = router(&handler);
     let listener = runtime
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
     runtime.spawn(async move { axum::serve(listener, app).await });
+    Server {
+        addr,
+        handler,
+        _runtime: runtime,
+    }
+}
+
+/// The same handler over TLS, with a certificate for `localhost` and `127.0.0.1` generated now
+/// and signed by nobody (a developer's self-signed certificate).
+pub fn serve_tls(flavour: Flavour, answer: StatusCode) -> Server {
+    let (handler, runtime) = handler_and_runtime(flavour, answer);
+    let app = router(&handler);
+    let certified =
+        rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()])
+            .expect("certificate");
+    let cert = certified.cert.der().clone();
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(rustls::pki_types::PrivatePkcs8KeyDer::from(
+        certified.signing_key.serialize_der(),
+    ));
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("versions")
+    .with_no_client_auth()
+    .with_single_cert(vec![cert], key)
+    .expect("server config");
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    runtime.spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let acceptor = acceptor.clone();
+            let app = app.clone();
+            tokio::spawn(async move {
+                // A client that refuses the certificate ends the handshake: nothing to serve.
+                let Ok(tls) = acceptor.accept(stream).await else {
+                    return;
+                };
+                let service = hyper_util::service::TowerToHyperService::new(app);
+                let _ = hyper_util::server::conn::auto::Builder::new(
+                    hyper_util::rt::TokioExecutor::new(),
+                )
+                .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
+                .await;
+            });
+        }
+    });
     Server {
         addr,
         handler,

@@ -133,3 +133,10 @@ pub fn seed(data_dir: &Path, count: usize) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A reqwest client for the tests' own requests, with the TLS provider hookscope uses (ring)
+/// installed first: reqwest is built without a default provider.
+pub fn http_client() -> reqwest::Client {
+    hookscope::net::client::install_tls_provider();
+    reqwest::Client::new()
+}

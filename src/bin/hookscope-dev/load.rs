@@ -64,6 +64,7 @@ fn body_of(n: u64, size: usize) -> Vec<u8> {
 
 /// Runs the load and reports.
 pub async fn run(options: LoadOptions) -> Result<LoadReport, String> {
+    hookscope::net::client::install_tls_provider();
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(options.connections)
         .timeout(Duration::from_secs(30))

@@ -224,3 +224,21 @@ fn single_deliveries_become_searchable_once_the_writer_is_idle() {
     let next = writer.insert_blocking(seed::record(8)).expect("insert");
     assert!(next.id > stored.id);
 }
+
+#[test]
+fn negated_terms_and_time_bounds_count_on_a_real_store() {
+    let (_dir, _store, reader) = seeded(100);
+    assert_eq!(count(&reader, "sig:fail"), 5);
+    assert_eq!(count(&reader, "-sig:fail"), 95);
+    assert_eq!(count(&reader, "-needs_review"), 80);
+    // Deliveries without an event type are kept by `-type:` (IS NOT, not NOT =).
+    assert_eq!(
+        count(&reader, "type:job.failed") + count(&reader, "-type:job.failed"),
+        100
+    );
+    // The seed receives delivery n at 1_790_000_000 s + n s.
+    let from = hookscope::domain::fmt::rfc3339_ms(1_790_000_050_000);
+    assert_eq!(count(&reader, &format!("after:{from}")), 50);
+    assert_eq!(count(&reader, &format!("before:{from}")), 50);
+    assert_eq!(count(&reader, &format!("after:{from} -sig:fail")), 47);
+}

@@ -7,6 +7,8 @@
 //! the path, the headers and the body through SQLite FTS5 (whole words and word prefixes; put a
 //! phrase in double quotes). Nothing is scanned in memory.
 
+use crate::domain::fmt::Zone;
+
 /// A parsed filter.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Filter {
@@ -49,6 +51,12 @@ pub enum Term {
     /// Free text: a word or word prefix, or a phrase in double quotes, searched in the path,
     /// the headers and the body.
     Text(String),
+    /// Received at or after this time, Unix milliseconds (`after:`).
+    ReceivedFrom(i64),
+    /// Received before this time, Unix milliseconds (`before:`).
+    ReceivedBefore(i64),
+    /// The term does not hold (`-term`).
+    Not(Box<Term>),
 }
 
 /// A filter that could not be parsed, with the sentence to show.
@@ -57,7 +65,10 @@ pub enum Term {
 pub struct FilterError(pub String);
 
 /// The keys the filter understands, for help texts.
-pub const KEYS: &str = "sig:pass|fail|skipped  ts:pass|warn|fail|skipped  dup:yes|no  type:T  job:ID  event:ID  path:/prefix  method:M  status:CODE";
+pub const KEYS: &str = "sig:pass|fail|skipped  ts:pass|warn|fail|skipped  dup:yes|no  type:T  job:ID  event:ID  path:/prefix  method:M  status:CODE  after:DATE|-1h  before:DATE  -term";
+
+/// The keys by name, for the error on an unknown one.
+const KEY_NAMES: &str = "sig, ts, dup, type, job, event, path, method, status, after, before";
 
 fn split_terms(text: &str) -> Vec<String> {
     let mut terms = Vec::new();
@@ -84,83 +95,34 @@ fn split_terms(text: &str) -> Vec<String> {
 }
 
 impl Filter {
-    /// Parses filter text. Unknown `key:` prefixes are searched as text (URLs contain colons).
+    /// Parses filter text at the current time in the local zone (for `after:` and `before:`).
     pub fn parse(text: &str) -> Result<Filter, FilterError> {
+        Filter::parse_at(
+            text,
+            crate::domain::clock::now_ms(),
+            &crate::domain::clock::local_zone(),
+        )
+    }
+
+    /// Parses filter text; relative times (`after:-1h`) count back from `now_ms`, dates are
+    /// read in `zone`. A `key:` that is not a key is an error listing the keys (a typo such as
+    /// `sgi:fail` would otherwise search for text), except where the value starts with `/`
+    /// (`http://…`) or the key is not a word (`12:30`); quote text with a colon to search it.
+    pub fn parse_at(text: &str, now_ms: i64, zone: &Zone) -> Result<Filter, FilterError> {
         let mut terms = Vec::new();
         for raw in split_terms(text) {
-            let Some((key, value)) = raw.split_once(':').filter(|(k, _)| !k.starts_with('"'))
-            else {
-                terms.push(Term::Text(raw));
-                continue;
-            };
-            let value = value.trim_matches('"').to_string();
-            let lower = value.to_ascii_lowercase();
-            let one_of = |allowed: &[&str]| -> Result<String, FilterError> {
-                if allowed.contains(&lower.as_str()) {
-                    Ok(lower.clone())
-                } else {
-                    Err(FilterError(format!(
-                        "{key}: takes {}, not \"{value}\"",
-                        allowed.join(", ")
-                    )))
+            let (negated, body) = match raw.strip_prefix('-') {
+                Some(rest) if !rest.is_empty() && !rest.starts_with('-') => {
+                    (true, rest.to_string())
                 }
+                _ => (false, raw.clone()),
             };
-            let term = match key.to_ascii_lowercase().as_str() {
-                "sig" | "signature" => Term::Is {
-                    field: Field::Signature,
-                    value: one_of(&["pass", "fail", "skipped"])?,
-                },
-                "ts" | "timestamp" => Term::Is {
-                    field: Field::Timestamp,
-                    value: one_of(&["pass", "warn", "fail", "skipped"])?,
-                },
-                "dup" | "duplicate" => {
-                    let value =
-                        match one_of(&["yes", "no", "first", "duplicate", "skipped"])?.as_str() {
-                            "yes" | "duplicate" => "duplicate",
-                            "no" | "first" => "first",
-                            _ => "skipped",
-                        };
-                    Term::Is {
-                        field: Field::Duplicate,
-                        value: value.into(),
-                    }
-                }
-                "type" => Term::Is {
-                    field: Field::EventType,
-                    value,
-                },
-                "job" => Term::Is {
-                    field: Field::JobId,
-                    value,
-                },
-                "event" | "id" => Term::Is {
-                    field: Field::EventId,
-                    value,
-                },
-                "method" => Term::Is {
-                    field: Field::Method,
-                    value: value.to_ascii_uppercase(),
-                },
-                "status" => {
-                    if value.parse::<u16>().is_err() {
-                        return Err(FilterError(format!(
-                            "status: takes an HTTP status such as 500, not \"{value}\""
-                        )));
-                    }
-                    Term::Is {
-                        field: Field::ResponseStatus,
-                        value,
-                    }
-                }
-                "path" => Term::PathPrefix(value),
-                _ => Term::Text(raw.clone()),
-            };
-            if matches!(&term, Term::Is { value, .. } | Term::PathPrefix(value) if value.is_empty())
-            {
-                return Err(FilterError(format!("{key}: needs a value")));
-            }
-            terms.push(term);
+            let term = term_of(&body, now_ms, zone)?;
+            terms.push(if negated {
+                Term::Not(Box::new(term))
+            } else {
+                term
+            });
         }
         Ok(Filter { terms })
     }
@@ -173,6 +135,125 @@ impl Filter {
     /// The terms, in the order written.
     pub fn terms(&self) -> &[Term] {
         &self.terms
+    }
+}
+
+/// One term without its `-`.
+fn term_of(raw: &str, now_ms: i64, zone: &Zone) -> Result<Term, FilterError> {
+    let Some((key, value)) = raw.split_once(':').filter(|(k, _)| !k.starts_with('"')) else {
+        return Ok(Term::Text(raw.to_string()));
+    };
+    let value = value.trim_matches('"').to_string();
+    let lower = value.to_ascii_lowercase();
+    let one_of = |allowed: &[&str]| -> Result<String, FilterError> {
+        if allowed.contains(&lower.as_str()) {
+            Ok(lower.clone())
+        } else {
+            Err(FilterError(format!(
+                "{key}: takes {}, not \"{value}\"",
+                allowed.join(", ")
+            )))
+        }
+    };
+    let term = match key.to_ascii_lowercase().as_str() {
+        "sig" | "signature" => Term::Is {
+            field: Field::Signature,
+            value: one_of(&["pass", "fail", "skipped"])?,
+        },
+        "ts" | "timestamp" => Term::Is {
+            field: Field::Timestamp,
+            value: one_of(&["pass", "warn", "fail", "skipped"])?,
+        },
+        "dup" | "duplicate" => {
+            let value = match one_of(&["yes", "no", "first", "duplicate", "skipped"])?.as_str() {
+                "yes" | "duplicate" => "duplicate",
+                "no" | "first" => "first",
+                _ => "skipped",
+            };
+            Term::Is {
+                field: Field::Duplicate,
+                value: value.into(),
+            }
+        }
+        "type" => Term::Is {
+            field: Field::EventType,
+            value,
+        },
+        "job" => Term::Is {
+            field: Field::JobId,
+            value,
+        },
+        "event" | "id" => Term::Is {
+            field: Field::EventId,
+            value,
+        },
+        "method" => Term::Is {
+            field: Field::Method,
+            value: value.to_ascii_uppercase(),
+        },
+        "status" => {
+            if value.parse::<u16>().is_err() {
+                return Err(FilterError(format!(
+                    "status: takes an HTTP status such as 500, not \"{value}\""
+                )));
+            }
+            Term::Is {
+                field: Field::ResponseStatus,
+                value,
+            }
+        }
+        "path" => Term::PathPrefix(value),
+        "after" | "since" => Term::ReceivedFrom(time_bound(key, &value, now_ms, zone)?),
+        "before" | "until" => Term::ReceivedBefore(time_bound(key, &value, now_ms, zone)?),
+        _ => {
+            let is_word =
+                !key.is_empty() && key.chars().all(|c| c.is_ascii_alphabetic() || c == '_');
+            if is_word && !value.starts_with('/') {
+                return Err(FilterError(format!(
+                    "{key}: is not a filter key (the keys: {KEY_NAMES}); to search for the text, put it in quotes: \"{raw}\""
+                )));
+            }
+            Term::Text(raw.to_string())
+        }
+    };
+    if matches!(&term, Term::Is { value, .. } | Term::PathPrefix(value) if value.is_empty()) {
+        return Err(FilterError(format!("{key}: needs a value")));
+    }
+    Ok(term)
+}
+
+/// A time for `after:` / `before:`: relative to now (`-90s`, `-15m`, `-1h`, `-2d`, `-1w`), a
+/// date (`2026-11-30`, midnight in `zone`), a date and time (`2026-11-30T14:35`, in `zone`), or
+/// RFC 3339 with its offset (`2026-11-30T14:35:00Z`). Unix milliseconds.
+fn time_bound(key: &str, value: &str, now_ms: i64, zone: &Zone) -> Result<i64, FilterError> {
+    let relative = value.strip_prefix('-').unwrap_or(value);
+    if let Some(unit) = relative.chars().last().filter(|c| c.is_ascii_alphabetic()) {
+        let amount = &relative[..relative.len() - unit.len_utf8()];
+        let secs: Option<i64> = match unit {
+            's' => Some(1),
+            'm' => Some(60),
+            'h' => Some(3_600),
+            'd' => Some(86_400),
+            'w' => Some(604_800),
+            _ => None,
+        };
+        if let (Some(secs), Ok(n)) = (secs, amount.parse::<i64>()) {
+            return Ok(now_ms.saturating_sub(n.saturating_mul(secs).saturating_mul(1000)));
+        }
+    }
+    if let Ok(ts) = value.parse::<jiff::Timestamp>() {
+        return Ok(ts.as_millisecond());
+    }
+    let civil = value.parse::<jiff::civil::DateTime>().or_else(|_| {
+        value
+            .parse::<jiff::civil::Date>()
+            .map(jiff::civil::DateTime::from)
+    });
+    match civil.and_then(|dt| dt.to_zoned_datetime(zone.tz().clone())) {
+        Ok(zoned) => Ok(zoned.timestamp().as_millisecond()),
+        Err(_) => Err(FilterError(format!(
+            "{key}: takes a date (2026-11-30), a date and time (2026-11-30T14:35) or a time back from now (-1h, -30m, -2d), not \"{value}\""
+        ))),
     }
 }
 
@@ -220,5 +301,81 @@ mod tests {
         assert_eq!(err.0, "sig: takes pass, fail, skipped, not \"maybe\"");
         assert!(Filter::parse("status:abc").is_err());
         assert!(Filter::parse("job:").is_err());
+    }
+
+    #[test]
+    fn a_typo_in_a_key_is_an_error_that_lists_the_keys() {
+        let err = Filter::parse("sgi:fail").expect_err("typo");
+        assert!(
+            err.0
+                .starts_with("sgi: is not a filter key (the keys: sig, ts,"),
+            "{}",
+            err.0
+        );
+        assert!(err.0.contains("\"sgi:fail\""), "{}", err.0);
+        // Not keys: a URL, a time of day, quoted text.
+        assert!(Filter::parse("https://example.com/x 12:30 \"sgi:fail\"").is_ok());
+    }
+
+    #[test]
+    fn a_minus_negates_a_term() {
+        let filter = Filter::parse("-sig:fail -invoice").expect("parses");
+        assert_eq!(
+            filter.terms(),
+            [
+                Term::Not(Box::new(Term::Is {
+                    field: Field::Signature,
+                    value: "fail".into()
+                })),
+                Term::Not(Box::new(Term::Text("invoice".into()))),
+            ]
+        );
+        // A lone or doubled dash is text.
+        assert_eq!(
+            filter_terms("- --x"),
+            [Term::Text("-".into()), Term::Text("--x".into())]
+        );
+    }
+
+    fn filter_terms(text: &str) -> Vec<Term> {
+        Filter::parse(text).expect("parses").terms().to_vec()
+    }
+
+    #[test]
+    fn after_and_before_take_relative_times_dates_and_instants() {
+        let now = 1_790_000_000_000;
+        let tokyo = Zone::posix("JST-9").expect("zone");
+        let at = |text: &str| {
+            Filter::parse_at(text, now, &tokyo)
+                .map(|f| f.terms().to_vec())
+                .map_err(|e| e.0)
+        };
+        assert_eq!(
+            at("after:-1h"),
+            Ok(vec![Term::ReceivedFrom(now - 3_600_000)])
+        );
+        assert_eq!(
+            at("after:30m"),
+            Ok(vec![Term::ReceivedFrom(now - 1_800_000)])
+        );
+        assert_eq!(
+            at("before:-2d"),
+            Ok(vec![Term::ReceivedBefore(now - 172_800_000)])
+        );
+        // Midnight in Tokyo is 15:00 the day before in UTC.
+        assert_eq!(
+            at("after:2026-01-02"),
+            Ok(vec![Term::ReceivedFrom(1_767_279_600_000)])
+        );
+        assert_eq!(
+            at("after:2026-01-02T09:00"),
+            Ok(vec![Term::ReceivedFrom(1_767_312_000_000)])
+        );
+        assert_eq!(
+            at("before:2026-01-02T00:00:00Z"),
+            Ok(vec![Term::ReceivedBefore(1_767_312_000_000)])
+        );
+        let err = at("after:yesterday").expect_err("not a time");
+        assert!(err.starts_with("after: takes a date"), "{err}");
     }
 }

@@ -98,6 +98,11 @@ impl Zone {
         jiff::tz::TimeZone::posix(text).ok().map(Zone)
     }
 
+    /// The jiff time zone.
+    pub fn tz(&self) -> &jiff::tz::TimeZone {
+        &self.0
+    }
+
     /// Whether this is UTC (or a zone always at offset zero).
     pub fn is_utc(&self) -> bool {
         self.0.to_fixed_offset().is_ok_and(|o| o.seconds() == 0)

@@ -22,6 +22,7 @@ fn column(field: Field) -> &'static str {
 pub fn text_only(filter: &Filter) -> Option<String> {
     let terms = filter.terms();
     let all_text = !terms.is_empty() && terms.iter().all(|t| matches!(t, Term::Text(_)));
+    // Only positive free text can be counted from the index alone.
     all_text.then(|| {
         terms
             .iter()
@@ -41,18 +42,9 @@ pub fn condition(filter: &Filter) -> (String, Vec<String>) {
     let mut words = Vec::new();
     for term in filter.terms() {
         match term {
-            Term::Is { field, value } => {
-                params.push(value.clone());
-                clauses.push(format!("{} = ?{}", column(*field), params.len()));
-            }
-            Term::PathPrefix(prefix) => {
-                // A range on the path index rather than LIKE, so `%` and `_` stay literal.
-                params.push(prefix.clone());
-                let low = params.len();
-                params.push(format!("{prefix}\u{10FFFF}"));
-                clauses.push(format!("(path >= ?{low} AND path < ?{})", params.len()));
-            }
+            // Positive free-text terms share one FTS5 query (all must match).
             Term::Text(text) => words.push(fts_phrase(text)),
+            other => clauses.push(clause(other, &mut params)),
         }
     }
     if !words.is_empty() {
@@ -66,6 +58,47 @@ pub fn condition(filter: &Filter) -> (String, Vec<String>) {
         ("1".to_string(), params)
     } else {
         (clauses.join(" AND "), params)
+    }
+}
+
+/// One term as a condition, its values appended to `params`.
+fn clause(term: &Term, params: &mut Vec<String>) -> String {
+    match term {
+        Term::Is { field, value } => {
+            params.push(value.clone());
+            format!("{} = ?{}", column(*field), params.len())
+        }
+        Term::PathPrefix(prefix) => {
+            // A range on the path index rather than LIKE, so `%` and `_` stay literal.
+            params.push(prefix.clone());
+            let low = params.len();
+            params.push(format!("{prefix}\u{10FFFF}"));
+            format!("(path >= ?{low} AND path < ?{})", params.len())
+        }
+        Term::Text(text) => {
+            params.push(fts_phrase(text));
+            format!(
+                "id IN (SELECT rowid FROM deliveries_fts WHERE deliveries_fts MATCH ?{})",
+                params.len()
+            )
+        }
+        Term::ReceivedFrom(ms) => {
+            params.push(ms.to_string());
+            format!("received_at_ms >= CAST(?{} AS INTEGER)", params.len())
+        }
+        Term::ReceivedBefore(ms) => {
+            params.push(ms.to_string());
+            format!("received_at_ms < CAST(?{} AS INTEGER)", params.len())
+        }
+        // `IS NOT` rather than `NOT (… = …)`, so a delivery with no value (no event type, no
+        // job) is kept by `-type:…`, as a person means it.
+        Term::Not(inner) => match inner.as_ref() {
+            Term::Is { field, value } => {
+                params.push(value.clone());
+                format!("{} IS NOT ?{}", column(*field), params.len())
+            }
+            other => format!("NOT ({})", clause(other, params)),
+        },
     }
 }
 
@@ -106,5 +139,26 @@ mod tests {
         assert!(sql.contains("deliveries_fts MATCH ?1"), "{sql}");
         assert_eq!(params, [r#""invoice"* AND "exact phrase" AND "http://x"*"#]);
         assert_eq!(text_only(&filter).as_deref(), Some(params[0].as_str()));
+    }
+
+    #[test]
+    fn negated_terms_and_time_bounds_become_their_conditions() {
+        let zone = crate::domain::fmt::Zone::utc();
+        let now = 1_790_000_000_000;
+        let filter = Filter::parse_at(
+            "-type:job.failed -path:/a -secret after:-1h before:2026-01-02",
+            now,
+            &zone,
+        )
+        .expect("parses");
+        let (sql, params) = condition(&filter);
+        assert_eq!(
+            sql,
+            "event_type IS NOT ?1 AND NOT ((path >= ?2 AND path < ?3)) AND NOT (id IN (SELECT rowid FROM deliveries_fts WHERE deliveries_fts MATCH ?4)) AND received_at_ms >= CAST(?5 AS INTEGER) AND received_at_ms < CAST(?6 AS INTEGER)"
+        );
+        assert_eq!(params[3], "\"secret\"*");
+        assert_eq!(params[4], (now - 3_600_000).to_string());
+        assert_eq!(params[5], "1767312000000");
+        assert_eq!(text_only(&filter), None);
     }
 }

@@ -136,6 +136,9 @@ fn jobs_json_reports_each_flag_of_a_scrambled_lifecycle() {
 
     let c = job("job_c");
     assert_eq!(flags(c), ["stuck", "dedupe_by_job_id"]);
+    // The dedupe advice is a hint, apart from the problems.
+    assert_eq!(c["flags"][0]["severity"], "problem");
+    assert_eq!(c["flags"][1]["severity"], "hint");
     assert_eq!(c["current_state"], "needs_review");
     let stuck = c["flags"][0]["detail"].as_str().expect("detail");
     assert!(

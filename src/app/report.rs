@@ -154,11 +154,8 @@ pub fn job_summary_json(timeline: &crate::domain::timeline::JobTimeline) -> Valu
 
 /// One job per line for people.
 pub fn job_summary_line(timeline: &crate::domain::timeline::JobTimeline, zone: &Zone) -> String {
-    let flags: Vec<String> = timeline
-        .flags
-        .iter()
-        .map(|f| status_word(&f.kind))
-        .collect();
+    let flags: Vec<String> = timeline.problems().map(|f| status_word(&f.kind)).collect();
+    let hints: Vec<String> = timeline.hints().map(|f| status_word(&f.kind)).collect();
     let span = crate::domain::fmt::human_duration(
         ((timeline.last_seen_ms - timeline.first_seen_ms) / 1000).max(0) as u64,
     );
@@ -170,10 +167,11 @@ pub fn job_summary_line(timeline: &crate::domain::timeline::JobTimeline, zone: &
         deliveries = timeline.arrival_order.len(),
         first = zoned_rfc3339(timeline.first_seen_ms, zone),
         last = short_time(timeline.last_seen_ms, timeline.first_seen_ms, zone),
-        flags = if flags.is_empty() {
-            "no flags".to_string()
-        } else {
-            format!("flags: {}", flags.join(", "))
+        flags = match (flags.is_empty(), hints.is_empty()) {
+            (true, true) => "no flags".to_string(),
+            (true, false) => format!("no flags (hint: {})", hints.join(", ")),
+            (false, true) => format!("flags: {}", flags.join(", ")),
+            (false, false) => format!("flags: {} (hint: {})", flags.join(", "), hints.join(", ")),
         },
     )
 }
@@ -209,13 +207,19 @@ pub fn timeline_text(timeline: &crate::domain::timeline::JobTimeline, zone: &Zon
             arrived = zoned_rfc3339(d.received_at_ms, zone),
         ));
     }
-    if timeline.flags.is_empty() {
+    if timeline.problems().next().is_none() {
         out.push_str("no flags\n");
     } else {
         out.push_str("flags:\n");
-        for flag in &timeline.flags {
+        for flag in timeline.problems() {
             out.push_str(&format!("  {}: {}\n", status_word(&flag.kind), flag.detail));
         }
+    }
+    for (n, flag) in timeline.hints().enumerate() {
+        if n == 0 {
+            out.push_str("hints:\n");
+        }
+        out.push_str(&format!("  {}: {}\n", status_word(&flag.kind), flag.detail));
     }
     out
 }

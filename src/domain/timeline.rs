@@ -53,11 +53,33 @@ pub enum FlagKind {
     DedupeByJobId,
 }
 
+/// How much a flag matters: a problem to fix, or a hint about the integration's design.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Something went wrong with this job's deliveries.
+    Problem,
+    /// Advice that holds for any job with several events (shown apart, never as a badge).
+    Hint,
+}
+
+impl FlagKind {
+    /// Whether this kind is a problem or a hint.
+    pub fn severity(self) -> Severity {
+        match self {
+            FlagKind::DedupeByJobId => Severity::Hint,
+            _ => Severity::Problem,
+        }
+    }
+}
+
 /// A flag on a timeline, with its sentence and the deliveries it is about.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Flag {
     /// What it is about.
     pub kind: FlagKind,
+    /// A problem or a hint (`kind.severity()`, written out for scripts).
+    pub severity: Severity,
     /// One sentence a developer can act on.
     pub detail: String,
     /// The deliveries concerned.
@@ -102,6 +124,18 @@ fn clock(ms: i64) -> String {
 }
 
 impl JobTimeline {
+    /// The flags that are problems, in order.
+    pub fn problems(&self) -> impl Iterator<Item = &Flag> {
+        self.flags
+            .iter()
+            .filter(|f| f.severity == Severity::Problem)
+    }
+
+    /// The flags that are hints, in order.
+    pub fn hints(&self) -> impl Iterator<Item = &Flag> {
+        self.flags.iter().filter(|f| f.severity == Severity::Hint)
+    }
+
     /// Where a delivery came in arrival order, from 1 (0 when it is not this job's).
     pub fn arrival_rank(&self, delivery_id: i64) -> usize {
         self.arrival_order
@@ -226,6 +260,7 @@ fn out_of_order(firsts: &[&JobDelivery]) -> Vec<Flag> {
         {
             flags.push(Flag {
                 kind: FlagKind::OutOfOrder,
+                severity: FlagKind::OutOfOrder.severity(),
                 detail: format!(
                     "{} was created at {} but arrived after {}, created later at {}: order events by their creation time and the job's own state, never by arrival.",
                     label(d),
@@ -255,6 +290,7 @@ fn regressions(firsts: &[&JobDelivery]) -> Vec<Flag> {
             (Some(StateKind::Terminal), None) => terminal_seen = Some(d),
             (Some(StateKind::Ongoing), Some(terminal)) => flags.push(Flag {
                 kind: FlagKind::Regression,
+                severity: FlagKind::Regression.severity(),
                 detail: format!(
                     "{} arrived after the terminal {}: a handler that applies events as they arrive moves the job backward; ignore non-terminal states once a job is finished.",
                     label(d),
@@ -289,6 +325,7 @@ fn conflicting_terminals(firsts: &[&JobDelivery]) -> Option<Flag> {
     let names: Vec<String> = terminals.iter().map(|d| label(d)).collect();
     Some(Flag {
         kind: FlagKind::ConflictingTerminal,
+        severity: FlagKind::ConflictingTerminal.severity(),
         detail: format!(
             "The job reached {} terminal states ({}): a terminal state never changes, so the sender is wrong or two jobs share this id; ask the job resource which is true.",
             distinct.len(),
@@ -308,6 +345,7 @@ fn duplicate_deliveries(copies: &[(String, Vec<&JobDelivery>)]) -> Vec<Flag> {
             let gap = last.received_at_ms - first.received_at_ms;
             Flag {
                 kind: FlagKind::DuplicateDelivery,
+                severity: FlagKind::DuplicateDelivery.severity(),
                 detail: format!(
                     "Event {event_id} was delivered {} times over {} (#{} first, #{} last): retries of one event; process it once and answer 2xx to the rest.",
                     list.len(),
@@ -346,6 +384,7 @@ fn stuck(
     };
     Some(Flag {
         kind: FlagKind::Stuck,
+        severity: FlagKind::Stuck.severity(),
         detail: format!(
             "No terminal state {} after the job was first seen; it is still {current}.{review}",
             human_duration((age_ms / 1000).max(0) as u64)
@@ -362,6 +401,7 @@ fn dedupe_by_job_id(events: &Events<'_>) -> Option<Flag> {
     let distinct_ids = events.copies.len();
     (distinct_ids > 1).then(|| Flag {
         kind: FlagKind::DedupeByJobId,
+        severity: FlagKind::DedupeByJobId.severity(),
         detail: format!(
             "{distinct_ids} distinct events for this job: a receiver that deduplicates on the job id would keep the first and drop the other {}; deduplicate on the event id.",
             distinct_ids - 1

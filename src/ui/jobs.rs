@@ -196,7 +196,8 @@ pub fn jobs_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
                     ));
                 });
                 row.col(|ui| {
-                    for flag in &job.flags {
+                    // Hints hold for any job with several events: not a badge in the list.
+                    for flag in job.problems() {
                         widgets::badge(
                             ui,
                             &flag_name(flag.kind),
@@ -239,14 +240,14 @@ fn timeline_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, job: &JobTimeline) {
         ));
     });
     let deliveries = &job.by_event_time;
-    let height = 170.0;
-    let (rect, _) =
-        ui.allocate_exact_size(egui::vec2(ui.available_width(), height), Sense::hover());
-    let painter = ui.painter_at(rect);
+    // The drawing's width is known before its height: markers are placed first, then the labels
+    // find their rows, then the rect is allocated tall enough for them.
+    let origin = ui.cursor().left();
+    let full_width = ui.available_width();
     let text_color = ui.visuals().text_color();
     let weak = ui.visuals().weak_text_color();
-    let left = rect.left() + 90.0;
-    let right = rect.right() - 24.0;
+    let left = origin + 90.0;
+    let right = origin + full_width - 24.0;
     // Each lane has its own scale: creation and arrival can be hours apart (a backlog, a skewed
     // clock), and a shared axis would squeeze one of them into a point.
     let span = |times: Vec<i64>| {
@@ -269,41 +270,8 @@ fn timeline_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, job: &JobTimeline) {
     let x_in = |(start, end): (i64, i64), ms: i64| {
         left + (right - left) * ((ms - start) as f32 / (end - start) as f32)
     };
-    let created_lane = rect.top() + 62.0;
-    let arrival_lane = rect.top() + 128.0;
     let font = egui::FontId::proportional(12.0);
     let small = egui::FontId::monospace(11.0);
-    for (lane, name, (start, end)) in [
-        (created_lane, "created", created_span),
-        (arrival_lane, "arrived", arrival_span),
-    ] {
-        painter.text(
-            egui::pos2(rect.left(), lane),
-            egui::Align2::LEFT_CENTER,
-            name,
-            font.clone(),
-            weak,
-        );
-        painter.line_segment(
-            [egui::pos2(left, lane), egui::pos2(right, lane)],
-            Stroke::new(1.0, weak),
-        );
-        let below = lane + 16.0;
-        painter.text(
-            egui::pos2(left, below),
-            egui::Align2::LEFT_CENTER,
-            full_time(start, &zone),
-            small.clone(),
-            weak,
-        );
-        painter.text(
-            egui::pos2(right, below),
-            egui::Align2::RIGHT_CENTER,
-            format!("+{}", human_duration(((end - start) / 1000) as u64)),
-            small.clone(),
-            weak,
-        );
-    }
     // Markers closer than a marker's width are spread apart, keeping their order, so each one
     // can be seen and clicked (a burst arrives within milliseconds).
     const GAP: f32 = 16.0;
@@ -349,8 +317,46 @@ fn timeline_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, job: &JobTimeline) {
             .map(|(_, x)| *x)
             .unwrap_or(left)
     };
-    // State labels above the creation lane, raised a row when they would overlap.
-    let mut label_rows: Vec<f32> = Vec::new();
+    let labels = layout_labels(ui, deliveries, &created_x, &font, origin, full_width);
+    let label_rows = labels.iter().map(|l| l.row + 1).max().unwrap_or(1);
+    let max_stack = stack_levels(deliveries).into_iter().max().unwrap_or(0);
+    let created_lane_offset = 20.0 + 14.0 * label_rows as f32 + 12.0 * max_stack as f32;
+    let height = created_lane_offset + 108.0;
+    let (rect, _) = ui.allocate_exact_size(egui::vec2(full_width, height), Sense::hover());
+    let painter = ui.painter_at(rect);
+    let created_lane = rect.top() + created_lane_offset;
+    let arrival_lane = created_lane + 66.0;
+    for (lane, name, (start, end)) in [
+        (created_lane, "created", created_span),
+        (arrival_lane, "arrived", arrival_span),
+    ] {
+        painter.text(
+            egui::pos2(rect.left(), lane),
+            egui::Align2::LEFT_CENTER,
+            name,
+            font.clone(),
+            weak,
+        );
+        painter.line_segment(
+            [egui::pos2(left, lane), egui::pos2(right, lane)],
+            Stroke::new(1.0, weak),
+        );
+        let below = lane + 16.0;
+        painter.text(
+            egui::pos2(left, below),
+            egui::Align2::LEFT_CENTER,
+            full_time(start, &zone),
+            small.clone(),
+            weak,
+        );
+        painter.text(
+            egui::pos2(right, below),
+            egui::Align2::RIGHT_CENTER,
+            format!("+{}", human_duration(((end - start) / 1000) as u64)),
+            small.clone(),
+            weak,
+        );
+    }
     // Retries of one event stack up on the creation lane.
     let mut stacked: Vec<(Option<String>, usize)> = Vec::new();
     let mut open = None;
@@ -381,34 +387,11 @@ fn timeline_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, job: &JobTimeline) {
             painter.circle_stroke(created, 5.0, Stroke::new(1.5, color));
         }
         painter.circle_filled(arrived, 5.0, color);
-        if level == 0 {
-            let state = d
-                .state
-                .as_deref()
-                .or(d.event_type.as_deref())
-                .unwrap_or("event");
-            let width = painter
-                .layout_no_wrap(state.to_string(), font.clone(), text_color)
-                .size()
-                .x;
-            let (x0, x1) = (created.x - width / 2.0 - 4.0, created.x + width / 2.0 + 4.0);
-            let row = match label_rows.iter().position(|end| *end < x0) {
-                Some(row) => row,
-                None => {
-                    label_rows.push(f32::MIN);
-                    label_rows.len() - 1
-                }
-            };
-            label_rows[row] = x1;
-            let y = created.y - 9.0 - row as f32 * 14.0;
-            // Keep labels of markers at either end inside the drawing.
-            let x = created
-                .x
-                .clamp(rect.left() + width / 2.0, rect.right() - width / 2.0 - 2.0);
+        if let Some(label) = labels.iter().find(|l| l.delivery_id == d.delivery_id) {
             painter.text(
-                egui::pos2(x, y),
+                egui::pos2(label.x, created.y - 9.0 - label.row as f32 * 14.0),
                 egui::Align2::CENTER_BOTTOM,
-                state,
+                &label.text,
                 font.clone(),
                 text_color,
             );
@@ -450,17 +433,116 @@ fn timeline_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, job: &JobTimeline) {
     }
     ui.add_space(4.0);
     egui::ScrollArea::vertical().id_salt("job_flags").show(ui, |ui| {
-        if job.flags.is_empty() {
+        if job.problems().next().is_none() {
             ui.weak("Nothing to flag: the events arrived in order, once each, and the job finished.");
         }
         egui::Grid::new("job_flags_grid").num_columns(2).spacing([10.0, 6.0]).show(ui, |ui| {
-            for flag in &job.flags {
+            for flag in job.problems() {
                 widgets::badge(ui, &flag_name(flag.kind), flag_color(flag.kind), "");
                 ui.add(egui::Label::new(RichText::new(&flag.detail)).wrap());
                 ui.end_row();
             }
+            for flag in job.hints() {
+                ui.weak("hint");
+                ui.add(egui::Label::new(RichText::new(&flag.detail).weak()).wrap());
+                ui.end_row();
+            }
         });
     });
+}
+
+/// A state label over a creation marker: where it is drawn and on which row above the lane.
+struct Label {
+    delivery_id: i64,
+    text: String,
+    /// The centre, kept inside the drawing.
+    x: f32,
+    row: usize,
+}
+
+/// How high each delivery stacks on the creation lane: retries of one event go up one level each.
+fn stack_levels(deliveries: &[JobDelivery]) -> Vec<usize> {
+    let mut seen: Vec<(&str, usize)> = Vec::new();
+    deliveries
+        .iter()
+        .map(|d| match d.event_id.as_deref() {
+            Some(event) => match seen.iter_mut().find(|(e, _)| *e == event) {
+                Some((_, n)) => {
+                    *n += 1;
+                    *n
+                }
+                None => {
+                    seen.push((event, 0));
+                    0
+                }
+            },
+            None => 0,
+        })
+        .collect()
+}
+
+/// Places the state label of each event's first delivery: centred over its marker, kept inside
+/// `origin..origin + width`, and raised a row wherever it would overlap a label to its left.
+fn layout_labels(
+    ui: &egui::Ui,
+    deliveries: &[JobDelivery],
+    created_x: &dyn Fn(&JobDelivery) -> f32,
+    font: &egui::FontId,
+    origin: f32,
+    width: f32,
+) -> Vec<Label> {
+    let mut placed: Vec<(Label, f32)> = Vec::new();
+    let levels = stack_levels(deliveries);
+    let mut firsts: Vec<(&JobDelivery, f32)> = deliveries
+        .iter()
+        .zip(levels)
+        .filter(|(_, level)| *level == 0)
+        .map(|(d, _)| (d, created_x(d)))
+        .collect();
+    firsts.sort_by(|a, b| a.1.total_cmp(&b.1));
+    for (d, marker_x) in firsts {
+        let text = d
+            .state
+            .as_deref()
+            .or(d.event_type.as_deref())
+            .unwrap_or("event")
+            .to_string();
+        let text_width = ui
+            .painter()
+            .layout_no_wrap(text.clone(), font.clone(), egui::Color32::WHITE)
+            .size()
+            .x;
+        let x = marker_x.clamp(
+            origin + text_width / 2.0,
+            (origin + width - text_width / 2.0 - 2.0).max(origin + text_width / 2.0),
+        );
+        let (start, end) = (x - text_width / 2.0 - 4.0, x + text_width / 2.0 + 4.0);
+        let rows = label_rows(placed.iter().map(|(l, end)| (l.row, *end)), start);
+        placed.push((
+            Label {
+                delivery_id: d.delivery_id,
+                text,
+                x,
+                row: rows,
+            },
+            end,
+        ));
+    }
+    placed.into_iter().map(|(label, _)| label).collect()
+}
+
+/// The lowest row whose labels all end before `start`, given each placed label's row and end.
+fn label_rows(placed: impl Iterator<Item = (usize, f32)>, start: f32) -> usize {
+    let mut ends: Vec<f32> = Vec::new();
+    for (row, end) in placed {
+        if ends.len() <= row {
+            ends.resize(row + 1, f32::MIN);
+        }
+        ends[row] = ends[row].max(end);
+    }
+    ends.iter()
+        .position(|end| *end < start)
+        .unwrap_or(ends.len())
 }
 
 /// Pushes positions apart to at least `gap`, in order, within `left..=right` where they fit.
@@ -476,5 +558,26 @@ fn spread(xs: &mut [(i64, f32)], left: f32, right: f32, gap: f32) {
     }
     for x in xs.iter_mut() {
         x.1 = x.1.max(left);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::label_rows;
+
+    #[test]
+    fn a_label_goes_to_the_lowest_row_where_it_overlaps_nothing() {
+        // Three labels 10 px apart, each 30 px wide: rows 0, 1, 2; a fourth far right: row 0.
+        let mut placed: Vec<(usize, f32)> = Vec::new();
+        for start in [0.0, 10.0, 20.0, 100.0] {
+            let row = label_rows(placed.iter().copied(), start);
+            placed.push((row, start + 30.0));
+        }
+        assert_eq!(
+            placed.iter().map(|(row, _)| *row).collect::<Vec<_>>(),
+            [0, 1, 2, 0]
+        );
+        // A label starting where row 0 is still busy but row 1 is free takes row 1.
+        assert_eq!(label_rows([(0, 50.0), (1, 20.0)].into_iter(), 25.0), 1);
     }
 }

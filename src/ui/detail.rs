@@ -5,7 +5,6 @@ use eframe::egui::{self, Color32, RichText, text::LayoutJob};
 use hookscope::app::report::delivery_json;
 use hookscope::domain::fmt::{Zone, full_time, human_bytes, rfc3339_ms};
 use hookscope::domain::pretty::{Token, hexdump, pretty_json};
-use hookscope::engine::Command;
 use hookscope::store::StoredDelivery;
 use serde::{Deserialize, Serialize};
 
@@ -76,12 +75,12 @@ pub fn detail_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
         ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
             if ui
                 .button("Delete")
-                .on_hover_text("Delete this delivery from the store")
+                .on_hover_text(
+                    "Delete this delivery from the store (asks first; the Delete key too)",
+                )
                 .clicked()
             {
-                app.send(Command::Delete(vec![stored.id]));
-                app.selected = None;
-                app.detail = None;
+                app.confirm_delete = Some(vec![stored.id]);
             }
             let export_label = if app.multi.len() > 1 {
                 format!("Export {}…", app.multi.len())

@@ -5,6 +5,7 @@ use eframe::egui::{self, RichText};
 use egui_extras::{Column, TableBuilder};
 use hookscope::domain::fmt::human_bytes;
 use hookscope::domain::fmt::{full_time, short_time};
+use hookscope::store::ListRow;
 
 use super::{HookscopeApp, widgets};
 
@@ -135,9 +136,11 @@ pub fn list_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
                         ui.colored_label(widgets::WARN, text);
                     }
                 });
-                if row.response().clicked() {
+                let response = row.response();
+                if response.clicked() {
                     clicked = Some(item.id);
                 }
+                response.context_menu(|ui| row_menu_ui(app, ui, &item));
             });
         });
     if first_visible <= last_visible {
@@ -171,5 +174,55 @@ pub fn list_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
             app.multi.clear();
         }
         app.select(id);
+    }
+}
+
+/// What a row's context menu copies once the delivery is loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Copy {
+    /// The delivery JSON.
+    Json,
+    /// A curl command.
+    Curl,
+}
+
+/// The right-click menu of a row: copy, resend, export, delete, and filters from its values.
+fn row_menu_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, item: &ListRow) {
+    let id = item.id;
+    for (label, what) in [("Copy as JSON", Copy::Json), ("Copy as curl", Copy::Curl)] {
+        if ui.button(label).clicked() {
+            app.pending_copy = Some((id, what));
+            app.select(id);
+            app.run_pending_copy();
+            ui.close();
+        }
+    }
+    if ui.button("Resend…").clicked() {
+        app.select(id);
+        app.state.detail_tab = super::detail::Tab::Resend;
+        ui.close();
+    }
+    if ui.button("Export…").clicked() {
+        app.select(id);
+        app.export.open = true;
+        ui.close();
+    }
+    ui.separator();
+    if let Some(job) = &item.job_id
+        && ui.button(format!("Filter by job {job}")).clicked()
+    {
+        app.state.filter = format!("job:{job}");
+        ui.close();
+    }
+    if let Some(event) = &item.event_id
+        && ui.button(format!("Filter by event {event}")).clicked()
+    {
+        app.state.filter = format!("event:{event}");
+        ui.close();
+    }
+    ui.separator();
+    if ui.button("Delete…").clicked() {
+        app.confirm_delete = Some(vec![id]);
+        ui.close();
     }
 }

@@ -122,6 +122,25 @@ impl ListCache {
 }
 
 /// A message in the status line.
+/// The keys the list answers to, read once per frame.
+struct Keys {
+    up: bool,
+    down: bool,
+    home: bool,
+    end: bool,
+    page_up: bool,
+    page_down: bool,
+    enter: bool,
+    escape: bool,
+    delete: bool,
+    find: bool,
+    copy: bool,
+    quit: bool,
+}
+
+/// How long a confirmation stays in the status line (errors stay until dismissed).
+const NOTICE_FADES_AFTER: Duration = Duration::from_secs(6);
+
 struct Notice {
     text: String,
     error: bool,
@@ -131,6 +150,8 @@ struct Notice {
 /// The hookscope window.
 pub struct HookscopeApp {
     engine: EngineHandle,
+    /// egui's context, for work that happens outside a frame's drawing (a copy after a load).
+    ctx: egui::Context,
     /// The local time zone, read once at start (`TZ` honoured).
     local_zone: Zone,
     /// UTC, for the switch.
@@ -159,6 +180,10 @@ pub struct HookscopeApp {
     notice: Option<Notice>,
     focus_filter: bool,
     confirm_clear: bool,
+    /// Deliveries waiting for the user to confirm their deletion.
+    confirm_delete: Option<Vec<i64>>,
+    /// A row's context-menu action waiting for its delivery to load.
+    pending_copy: Option<(i64, list::Copy)>,
     about_open: bool,
     startup_traced: bool,
 }
@@ -191,6 +216,7 @@ impl HookscopeApp {
         let config = engine.config.clone();
         let latest = engine.latest_id.load(Ordering::SeqCst);
         Ok(Self {
+            ctx: ctx.clone(),
             local_zone: hookscope::domain::clock::local_zone(),
             utc_zone: Zone::utc(),
             engine,
@@ -215,6 +241,8 @@ impl HookscopeApp {
             body_cache: detail::BodyCache::default(),
             endpoints: endpoints::Editor::new(config),
             notice: None,
+            confirm_delete: None,
+            pending_copy: None,
             focus_filter: false,
             confirm_clear: false,
             about_open: false,
@@ -330,6 +358,7 @@ impl HookscopeApp {
                 if Some(stored.id) == self.selected {
                     self.body_cache = detail::BodyCache::default();
                     self.detail = Some(stored);
+                    self.run_pending_copy();
                 }
             }
             Event::ConfigSaved(file) => {
@@ -422,42 +451,184 @@ impl HookscopeApp {
     }
 
     fn keyboard(&mut self, ctx: &egui::Context) {
-        let (up, down, find, copy, quit) = ctx.input(|i| {
-            (
-                i.key_pressed(egui::Key::ArrowUp),
-                i.key_pressed(egui::Key::ArrowDown),
-                i.modifiers.command && i.key_pressed(egui::Key::F),
-                i.events.iter().any(|e| matches!(e, egui::Event::Copy)),
-                i.modifiers.command && i.key_pressed(egui::Key::Q),
-            )
+        let keys = ctx.input(|i| Keys {
+            up: i.key_pressed(egui::Key::ArrowUp),
+            down: i.key_pressed(egui::Key::ArrowDown),
+            home: i.key_pressed(egui::Key::Home),
+            end: i.key_pressed(egui::Key::End),
+            page_up: i.key_pressed(egui::Key::PageUp),
+            page_down: i.key_pressed(egui::Key::PageDown),
+            enter: i.key_pressed(egui::Key::Enter),
+            escape: i.key_pressed(egui::Key::Escape),
+            delete: i.key_pressed(egui::Key::Delete),
+            find: i.modifiers.command && i.key_pressed(egui::Key::F),
+            copy: i.events.iter().any(|e| matches!(e, egui::Event::Copy)),
+            quit: i.modifiers.command && i.key_pressed(egui::Key::Q),
         });
-        if quit {
+        if keys.quit {
             // Ctrl+Q (Cmd+Q) closes the window the way its close button does: state is saved.
             ctx.send_viewport_cmd(egui::ViewportCommand::Close);
         }
-        if find {
+        if keys.find {
             self.focus_filter = true;
         }
+        if keys.escape {
+            self.escape();
+        }
         let typing = ctx.memory(|m| m.focused().is_some());
-        if copy
-            && !typing
+        if typing || self.state.view != View::Deliveries {
+            return;
+        }
+        if keys.copy
             && let Some(stored) = &self.detail
         {
             ctx.copy_text(hookscope::app::report::delivery_json(stored).to_string());
             self.notice(format!("copied delivery #{} as JSON", stored.id), false);
         }
-        if typing || !(up || down) {
+        if keys.delete {
+            self.ask_delete();
+        }
+        if keys.enter
+            && let Some(id) = self.selected
+            && self.detail.is_none()
+        {
+            self.send(Command::Load { id });
+        }
+        let total = self.list.total;
+        let page = self.list.visible.len().max(1);
+        let current = self.selected.and_then(|id| self.list.position_of(id));
+        let target = if keys.home {
+            (total > 0).then_some(0)
+        } else if keys.end {
+            total.checked_sub(1)
+        } else if keys.page_up {
+            current
+                .map(|p| p.saturating_sub(page))
+                .or(total.checked_sub(1))
+        } else if keys.page_down {
+            current
+                .map(|p| (p + page).min(total.saturating_sub(1)))
+                .or(total.checked_sub(1))
+        } else if keys.up {
+            match current {
+                Some(p) => p.checked_sub(1),
+                None => total.checked_sub(1),
+            }
+        } else if keys.down {
+            match current {
+                Some(p) => Some(p + 1).filter(|p| *p < total),
+                None => total.checked_sub(1),
+            }
+        } else {
+            return;
+        };
+        let Some(position) = target else { return };
+        match self.list.row_at(position).map(|r| r.id) {
+            Some(id) => self.select(id),
+            // Not loaded yet (a jump to the other end): scroll there; the rows follow.
+            None => self.list.scroll_to = Some(position),
+        }
+        self.scroll_to_selected = true;
+    }
+
+    /// Copies the delivery a context menu asked for, once it is loaded.
+    fn run_pending_copy(&mut self) {
+        let Some((id, what)) = self.pending_copy else {
+            return;
+        };
+        let Some(stored) = self.detail.clone().filter(|d| d.id == id) else {
+            return;
+        };
+        self.pending_copy = None;
+        match what {
+            list::Copy::Json => {
+                self.ctx
+                    .copy_text(hookscope::app::report::delivery_json(&stored).to_string());
+                self.notice(format!("copied delivery #{id} as JSON"), false);
+            }
+            list::Copy::Curl => {
+                let ctx = self.ctx.clone();
+                export::copy_as_curl(self, &ctx, &stored);
+            }
+        }
+    }
+
+    /// Esc: closes the topmost window, else dismisses an error, else clears the selection.
+    fn escape(&mut self) {
+        if self.confirm_delete.take().is_some() {
             return;
         }
-        let current = self.selected.and_then(|id| self.list.position_of(id));
-        let target = match current {
-            Some(p) if up => p.checked_sub(1),
-            Some(p) => Some(p + 1),
-            None => self.list.total.checked_sub(1),
+        if self.about_open {
+            self.about_open = false;
+        } else if self.probe.open {
+            self.probe.open = false;
+        } else if self.export.open {
+            self.export.open = false;
+        } else if self.endpoints.open {
+            self.endpoints.open = false;
+        } else if self.notice.as_ref().is_some_and(|n| n.error) {
+            self.notice = None;
+        } else {
+            self.selected = None;
+            self.detail = None;
+            self.multi.clear();
+        }
+    }
+
+    /// Asks to delete the selected deliveries (the multi-selection, else the selected one).
+    fn ask_delete(&mut self) {
+        let ids: Vec<i64> = if self.multi.is_empty() {
+            self.selected.into_iter().collect()
+        } else {
+            self.multi.iter().copied().collect()
         };
-        if let Some(id) = target.and_then(|p| self.list.row_at(p)).map(|r| r.id) {
-            self.select(id);
-            self.scroll_to_selected = true;
+        if !ids.is_empty() {
+            self.confirm_delete = Some(ids);
+        }
+    }
+
+    /// The confirmation of a deletion, while one is asked.
+    fn confirm_delete_window(&mut self, ctx: &egui::Context) {
+        let Some(ids) = self.confirm_delete.clone() else {
+            return;
+        };
+        let what = if ids.len() == 1 {
+            format!("delivery #{}", ids[0])
+        } else {
+            format!("{} deliveries", ids.len())
+        };
+        let mut decided = None;
+        egui::Window::new("Delete from the store")
+            .collapsible(false)
+            .resizable(false)
+            .anchor(egui::Align2::CENTER_CENTER, egui::vec2(0.0, 0.0))
+            .show(ctx, |ui| {
+                ui.label(format!(
+                    "Delete {what} from the store? This cannot be undone."
+                ));
+                ui.horizontal(|ui| {
+                    if ui
+                        .button(egui::RichText::new("Yes, delete").color(widgets::FAIL))
+                        .clicked()
+                        || ui.input(|i| i.key_pressed(egui::Key::Enter))
+                    {
+                        decided = Some(true);
+                    }
+                    if ui.button("Cancel").clicked() {
+                        decided = Some(false);
+                    }
+                });
+            });
+        match decided {
+            Some(true) => {
+                self.confirm_delete = None;
+                self.send(Command::Delete(ids));
+                self.selected = None;
+                self.detail = None;
+                self.multi.clear();
+            }
+            Some(false) => self.confirm_delete = None,
+            None => {}
         }
     }
 
@@ -499,6 +670,7 @@ impl HookscopeApp {
         send::probe_window(self, &ctx);
         export::export_window(self, &ctx);
         self.about_window(&ctx);
+        self.confirm_delete_window(&ctx);
         export::poll_dialog(self);
         if !self.startup_traced && self.list.loaded {
             self.startup_traced = true;
@@ -514,12 +686,13 @@ impl HookscopeApp {
         if self.list.in_flight {
             ctx.request_repaint_after(Duration::from_millis(30));
         }
-        if let Some(notice) = &self.notice {
-            let left = Duration::from_secs(8).saturating_sub(notice.shown_at.elapsed());
+        // Confirmations fade after a few seconds; errors stay until dismissed.
+        if let Some(notice) = self.notice.as_ref().filter(|n| !n.error) {
+            let left = NOTICE_FADES_AFTER.saturating_sub(notice.shown_at.elapsed());
             if left.is_zero() {
                 self.notice = None;
             } else {
-                ctx.request_repaint_after(left);
+                ctx.request_repaint_after(left.min(Duration::from_millis(100)));
             }
         }
     }
@@ -576,14 +749,24 @@ impl HookscopeApp {
                     format!("live updates paused: {waiting} new since"),
                 );
             }
+            let mut dismissed = false;
             if let Some(notice) = &self.notice {
                 ui.separator();
-                let color = if notice.error {
-                    widgets::FAIL
+                if notice.error {
+                    ui.colored_label(widgets::FAIL, &notice.text);
+                    dismissed = ui
+                        .small_button("✕")
+                        .on_hover_text("Dismiss")
+                        .clicked();
                 } else {
-                    ui.visuals().text_color()
-                };
-                ui.colored_label(color, &notice.text);
+                    // Fade out over the last second.
+                    let age = notice.shown_at.elapsed().as_secs_f32();
+                    let fade = (NOTICE_FADES_AFTER.as_secs_f32() - age).clamp(0.0, 1.0);
+                    ui.colored_label(ui.visuals().text_color().gamma_multiply(fade), &notice.text);
+                }
+            }
+            if dismissed {
+                self.notice = None;
             }
             ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
                 if ui.small_button("About").clicked() {

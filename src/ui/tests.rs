@@ -752,3 +752,94 @@ fn the_fail_next_switch_answers_500_to_the_next_deliveries_then_recovers() {
     );
     assert!(harness.query_by_label("2 left to fail").is_none());
 }
+
+#[test]
+fn home_end_escape_and_a_confirmed_delete_work_from_the_keyboard() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut harness = harness(dir.path());
+    let addr = receiver_addr(&mut harness);
+    for n in 1..=3 {
+        let body = format!(r#"{{"type":"job.completed","data":{{"job_id":"job_{n}"}}}}"#);
+        assert_eq!(
+            post_signed(addr, "/hooks", &format!("msg_key_{n}"), &body, false),
+            200
+        );
+    }
+    wait_until(&mut harness, "three rows", |h| h.state().list.total == 3);
+    let selected_event =
+        |h: &Harness<'_, HookscopeApp>| h.state().detail.as_ref().and_then(|d| d.event_id.clone());
+
+    harness.key_press(egui::Key::Home);
+    wait_until(&mut harness, "Home selects the first", |h| {
+        selected_event(h).as_deref() == Some("msg_key_1")
+    });
+    harness.key_press(egui::Key::End);
+    wait_until(&mut harness, "End selects the last", |h| {
+        selected_event(h).as_deref() == Some("msg_key_3")
+    });
+
+    // Delete asks first; Esc cancels the question, not the selection.
+    harness.key_press(egui::Key::Delete);
+    harness.run();
+    assert!(
+        harness
+            .query_by_label_contains("Delete delivery #3 from the store?")
+            .is_some()
+    );
+    harness.key_press(egui::Key::Escape);
+    harness.run();
+    assert!(harness.query_by_label_contains("from the store?").is_none());
+    assert_eq!(harness.state().list.total, 3);
+    assert_eq!(harness.state().selected, Some(3));
+
+    // Confirmed, it is gone.
+    harness.key_press(egui::Key::Delete);
+    harness.run();
+    harness.get_by_label("Yes, delete").click();
+    wait_until(&mut harness, "the deletion", |h| h.state().list.total == 2);
+    assert_eq!(harness.state().selected, None);
+
+    // Esc clears the selection.
+    harness.key_press(egui::Key::Home);
+    wait_until(&mut harness, "a selection", |h| {
+        h.state().selected.is_some()
+    });
+    harness.key_press(egui::Key::Escape);
+    harness.run();
+    assert_eq!(harness.state().selected, None);
+    assert!(harness.state().detail.is_none());
+}
+
+#[test]
+fn a_rows_context_menu_filters_by_its_job_and_deletes_after_asking() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut harness = harness(dir.path());
+    let addr = receiver_addr(&mut harness);
+    for n in 1..=3 {
+        let body = format!(r#"{{"type":"job.completed","data":{{"job_id":"job_menu_{n}"}}}}"#);
+        assert_eq!(
+            post_signed(addr, "/hooks", &format!("msg_menu_{n}"), &body, false),
+            200
+        );
+    }
+    wait_until(&mut harness, "three rows", |h| h.state().list.total == 3);
+
+    harness.get_by_label("msg_menu_2").click_secondary();
+    harness.run();
+    harness.get_by_label("Filter by job job_menu_2").click();
+    wait_until(&mut harness, "the job filter", |h| {
+        h.state().state.filter == "job:job_menu_2" && h.state().list.total == 1
+    });
+
+    harness.get_by_label("msg_menu_2").click_secondary();
+    harness.run();
+    harness.get_by_label("Delete…").click();
+    harness.run();
+    assert!(
+        harness
+            .query_by_label_contains("Delete delivery #2 from the store?")
+            .is_some()
+    );
+    harness.get_by_label("Yes, delete").click();
+    wait_until(&mut harness, "the deletion", |h| h.state().list.total == 0);
+}

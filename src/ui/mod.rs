@@ -755,8 +755,8 @@ impl HookscopeApp {
                 if notice.error {
                     ui.colored_label(widgets::FAIL, &notice.text);
                     dismissed = ui
-                        .small_button("✕")
-                        .on_hover_text("Dismiss")
+                        .small_button("Dismiss")
+                        .on_hover_text("Errors stay until dismissed (Esc too)")
                         .clicked();
                 } else {
                     // Fade out over the last second.

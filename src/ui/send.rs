@@ -291,7 +291,7 @@ fn insecure_ui(ui: &mut egui::Ui, url: &str, insecure: &mut bool) {
     if *insecure {
         ui.colored_label(
             widgets::WARN,
-            "⚠ the certificate is not verified: anyone in the path could read or change the request",
+            "the certificate is not verified: anyone in the path could read or change the request",
         );
     }
 }

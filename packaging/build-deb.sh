@@ -21,10 +21,24 @@ done
 
 command -v cargo-deb >/dev/null || cargo install cargo-deb --locked --quiet
 
+# Shell completions and the man page come from the binary itself (clap), so they always match
+# its flags; cargo-deb then packs them with the binary it was built with.
 if [ "$profile" = dev ]; then
-  deb=$(cargo deb --profile dev --no-strip 2>/dev/null | tail -n 1)
+  cargo build --quiet --bin hookscope
+  bin=target/debug/hookscope
 else
-  deb=$(cargo deb 2>/dev/null | tail -n 1)
+  cargo build --release --quiet --bin hookscope
+  bin=target/release/hookscope
+fi
+mkdir -p target/package
+"$bin" completions bash > target/package/hookscope.bash
+"$bin" completions zsh > target/package/_hookscope
+"$bin" completions fish > target/package/hookscope.fish
+"$bin" manpage | gzip -9n > target/package/hookscope.1.gz
+if [ "$profile" = dev ]; then
+  deb=$(cargo deb --profile dev --no-strip --no-build 2>/dev/null | tail -n 1)
+else
+  deb=$(cargo deb --no-build 2>/dev/null | tail -n 1)
 fi
 [ -f "$deb" ] || { echo "cargo deb produced no package" >&2; exit 1; }
 echo "built $deb"
@@ -38,7 +52,11 @@ for expected in \
   ./usr/share/metainfo/dev.hookscope.hookscope.metainfo.xml \
   ./usr/share/icons/hicolor/scalable/apps/dev.hookscope.hookscope.svg \
   ./usr/share/icons/hicolor/256x256/apps/dev.hookscope.hookscope.png \
-  ./usr/share/icons/hicolor/48x48/apps/dev.hookscope.hookscope.png; do
+  ./usr/share/icons/hicolor/48x48/apps/dev.hookscope.hookscope.png \
+  ./usr/share/bash-completion/completions/hookscope \
+  ./usr/share/zsh/vendor-completions/_hookscope \
+  ./usr/share/fish/vendor_completions.d/hookscope.fish \
+  ./usr/share/man/man1/hookscope.1.gz; do
   grep -qx "$expected" <<<"$files" || fail "$expected is not in the package"
 done
 echo "files: ok ($(wc -l <<<"$files") entries)"
@@ -55,6 +73,13 @@ dpkg-deb -x "$deb" "$root"
 version=$("$root/usr/bin/hookscope" --version)
 [ "$version" = "hookscope $(dpkg-deb -f "$deb" Version | cut -d- -f1)" ] || fail "the packaged binary says: $version"
 echo "unpacked binary: $version"
+bash -n "$root/usr/share/bash-completion/completions/hookscope" || fail "the bash completion does not parse"
+grep -q "listen" "$root/usr/share/bash-completion/completions/hookscope" || fail "the bash completion lacks the commands"
+zcat "$root/usr/share/man/man1/hookscope.1.gz" | grep -q '^\.TH hookscope' || fail "the man page has no .TH header"
+if command -v man >/dev/null; then
+  MANWIDTH=100 man -l "$root/usr/share/man/man1/hookscope.1.gz" 2>/dev/null | grep -q "listen" || fail "man cannot render the page"
+fi
+echo "completions and man page: ok"
 if command -v desktop-file-validate >/dev/null; then
   desktop-file-validate "$root/usr/share/applications/dev.hookscope.hookscope.desktop"
   echo "desktop entry: valid"

@@ -80,6 +80,15 @@ pub enum Command {
     Import(import::ImportArgs),
     /// Run the receiver checklist against a handler: exit 0 only when every case passes
     Probe(probe::ProbeArgs),
+    /// Print a shell completion script: hookscope completions bash > /etc/bash_completion.d/hookscope
+    Completions {
+        /// The shell
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), as the package installs it
+    #[command(hide = true)]
+    Manpage,
 }
 
 /// Exit status for bad usage, as clap uses.
@@ -96,6 +105,24 @@ pub fn run(common: &Common, command: Command) -> ExitCode {
         Command::Export(args) => export::run(common, args),
         Command::Import(args) => import::run(common, args),
         Command::Probe(args) => probe::run(common, args),
+        Command::Completions { shell } => {
+            use clap::CommandFactory as _;
+            let mut command = Cli::command();
+            clap_complete::generate(shell, &mut command, "hookscope", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Manpage => {
+            use clap::CommandFactory as _;
+            clap_mangen::Man::new(Cli::command())
+                .render(&mut std::io::stdout())
+                .or_else(|e| match e.kind() {
+                    // `hookscope manpage | head` closes the pipe early: not an error.
+                    std::io::ErrorKind::BrokenPipe => Ok(()),
+                    _ => Err(e),
+                })
+                .map(|()| ExitCode::SUCCESS)
+                .map_err(|e| AppError::Failed(format!("cannot write the man page: {e}")))
+        }
     };
     match result {
         Ok(code) => code,

@@ -191,6 +191,14 @@ pub struct EndpointConfig {
     /// A delay before answering, in milliseconds (default 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub respond_delay_ms: Option<u64>,
+    /// The body hookscope answers with (default `{"received":true,"delivery_id":N}`); some
+    /// senders read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub respond_body: Option<String>,
+    /// Headers to answer with, `{ "Name" = "value" }` (a `content-type` here overrides the
+    /// default one).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub respond_headers: std::collections::BTreeMap<String, String>,
     /// JSON pointer to the job id in the body (default: `/job_id`, `/data/job_id`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_id_pointer: Option<String>,
@@ -212,6 +220,8 @@ impl EndpointConfig {
             tolerance_secs: None,
             respond_status: None,
             respond_delay_ms: None,
+            respond_body: None,
+            respond_headers: Default::default(),
             job_id_pointer: None,
             status_pointer: None,
             created_at_pointer: None,
@@ -419,6 +429,8 @@ fn resolve_endpoint(file: &ConfigFile, config: &EndpointConfig) -> Result<Endpoi
         tolerance_secs: config.tolerance_secs,
         respond_status,
         respond_delay_ms: config.respond_delay_ms.unwrap_or(0),
+        respond_body: config.respond_body.clone(),
+        respond_headers: respond_headers(config)?,
         job_pointers: crate::domain::job::JobPointers {
             job_id: config.job_id_pointer.clone(),
             status: config.status_pointer.clone(),
@@ -426,6 +438,45 @@ fn resolve_endpoint(file: &ConfigFile, config: &EndpointConfig) -> Result<Endpoi
         },
         other_secrets: std::sync::Arc::from(Vec::new()),
     })
+}
+
+/// The answer headers of an endpoint, each a valid HTTP header; hop-by-hop and length headers
+/// are hookscope's to set.
+fn respond_headers(config: &EndpointConfig) -> Result<Vec<(String, String)>, ConfigError> {
+    let invalid = |reason: String| ConfigError::InvalidEndpoint {
+        path: config.path.clone(),
+        reason,
+    };
+    config
+        .respond_headers
+        .iter()
+        .map(|(name, value)| {
+            let lower = name.to_ascii_lowercase();
+            let valid_name = !lower.is_empty()
+                && lower
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+            if !valid_name {
+                return Err(invalid(format!(
+                    "respond_headers: \"{name}\" is not a header name"
+                )));
+            }
+            if matches!(
+                lower.as_str(),
+                "content-length" | "transfer-encoding" | "connection"
+            ) {
+                return Err(invalid(format!(
+                    "respond_headers: {name} is set by hookscope"
+                )));
+            }
+            if value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
+                return Err(invalid(format!(
+                    "respond_headers: the value of {name} has a line break"
+                )));
+            }
+            Ok((lower, value.clone()))
+        })
+        .collect()
 }
 
 /// Builds a custom scheme from its family's preset and the table's fields.

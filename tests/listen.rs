@@ -446,3 +446,82 @@ fn sigterm_finishes_the_delivery_in_flight_and_exits_zero() {
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].event_id.as_deref(), Some("evt_term"));
 }
+
+#[test]
+fn an_endpoint_answers_with_its_own_body_and_headers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[[endpoint]]\npath = \"/hooks/slack\"\nrespond_body = \"ok\"\nrespond_headers = { \"X-Slack-No-Retry\" = \"1\" }\n\n[[endpoint]]\npath = \"/hooks/json\"\nrespond_status = 202\nrespond_body = '{\"accepted\":true}'\n",
+    )
+    .expect("config");
+    let mut listener = Listener::start(dir.path(), &[]);
+    let rt = runtime();
+    let client = common::http_client();
+    let response = rt
+        .block_on(
+            client
+                .post(format!("{}/hooks/slack", listener.base_url))
+                .body("x")
+                .send(),
+        )
+        .expect("post");
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["x-slack-no-retry"], "1");
+    assert_eq!(
+        response.headers()["content-type"],
+        "text/plain; charset=utf-8"
+    );
+    assert!(response.headers().contains_key("x-hookscope-delivery-id"));
+    assert_eq!(rt.block_on(response.text()).expect("body"), "ok");
+    listener.next_json();
+
+    let response = rt
+        .block_on(
+            client
+                .post(format!("{}/hooks/json", listener.base_url))
+                .body("x")
+                .send(),
+        )
+        .expect("post");
+    assert_eq!(response.status(), 202);
+    assert_eq!(response.headers()["content-type"], "application/json");
+    assert_eq!(
+        rt.block_on(response.text()).expect("body"),
+        r#"{"accepted":true}"#
+    );
+
+    // Anything else keeps hookscope's own answer.
+    let response = rt
+        .block_on(
+            client
+                .post(format!("{}/other", listener.base_url))
+                .body("x")
+                .send(),
+        )
+        .expect("post");
+    assert!(
+        rt.block_on(response.text())
+            .expect("body")
+            .starts_with("{\"received\":true")
+    );
+}
+
+#[test]
+fn an_answer_header_that_http_cannot_carry_is_a_config_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[[endpoint]]\npath = \"/hooks\"\nrespond_headers = { \"Bad Name\" = \"1\" }\n",
+    )
+    .expect("config");
+    let out = run(dir.path(), &["listen", "--port", "0"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "endpoint /hooks is invalid: respond_headers: \"Bad Name\" is not a header name"
+        ),
+        "{stderr}"
+    );
+}

@@ -21,6 +21,10 @@ pub struct Endpoint {
     pub respond_status: u16,
     /// The delay before answering, in milliseconds.
     pub respond_delay_ms: u64,
+    /// The body to answer with, when not hookscope's own.
+    pub respond_body: Option<String>,
+    /// Extra headers to answer with (lower-case names).
+    pub respond_headers: Vec<(String, String)>,
     /// Where the job facts are in a body, when not the defaults.
     pub job_pointers: JobPointers,
     /// The other endpoints' secrets, labelled, for the diagnosis of a failed signature
@@ -38,6 +42,8 @@ impl Endpoint {
             tolerance_secs: None,
             respond_status: 200,
             respond_delay_ms: 0,
+            respond_body: None,
+            respond_headers: Vec::new(),
             job_pointers: JobPointers::default(),
             other_secrets: std::sync::Arc::from(Vec::new()),
         }

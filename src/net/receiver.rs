@@ -322,7 +322,27 @@ async fn handle(
     if delay_ms > 0 {
         tokio::time::sleep(Duration::from_millis(delay_ms)).await;
     }
-    answer(&shared, stored, status, settings.body_limit).await
+    let answer_as = Answer {
+        status,
+        body: settings
+            .endpoint_for(&stored.delivery.path)
+            .respond_body
+            .clone(),
+        headers: settings
+            .endpoint_for(&stored.delivery.path)
+            .respond_headers
+            .clone(),
+        limit: settings.body_limit,
+    };
+    answer(&shared, stored, answer_as).await
+}
+
+/// How to answer: the status, and the endpoint's own body and headers when it has them.
+struct Answer {
+    status: u16,
+    body: Option<String>,
+    headers: Vec<(String, String)>,
+    limit: usize,
 }
 
 /// Reads the request: headers as sent, the body whole up to `limit` (over it, or cut short, the
@@ -494,23 +514,48 @@ async fn forward(shared: &Shared, stored: &StoredDelivery, status: u16) -> u16 {
     mirrored
 }
 
-/// Reports the stored delivery to the front end, then answers the sender.
-async fn answer(shared: &Shared, stored: StoredDelivery, status: u16, limit: usize) -> Response {
+/// Reports the stored delivery to the front end, then answers the sender: the endpoint's body
+/// and headers when it has them (a refused body always gets hookscope's own explanation).
+async fn answer(shared: &Shared, stored: StoredDelivery, how: Answer) -> Response {
     let id = stored.id;
     if let Some(events) = &shared.events {
         // Waiting here (not dropping) keeps `--json` output complete under load.
         let _ = events.send(stored).await;
     }
-    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
-    let body = if status == StatusCode::PAYLOAD_TOO_LARGE {
-        format!(
-            "{{\"error\":\"body over the {} limit\",\"delivery_id\":{id}}}\n",
-            exact_size(limit)
-        )
-    } else {
-        format!("{{\"received\":true,\"delivery_id\":{id}}}\n")
+    let status = StatusCode::from_u16(how.status).unwrap_or(StatusCode::OK);
+    let (body, content_type) = match (status == StatusCode::PAYLOAD_TOO_LARGE, how.body) {
+        (true, _) => (
+            format!(
+                "{{\"error\":\"body over the {} limit\",\"delivery_id\":{id}}}\n",
+                exact_size(how.limit)
+            ),
+            "application/json",
+        ),
+        (false, Some(body)) => {
+            let json = body.trim_start().starts_with(['{', '[']);
+            let kind = if json {
+                "application/json"
+            } else {
+                "text/plain; charset=utf-8"
+            };
+            (body, kind)
+        }
+        (false, None) => (
+            format!("{{\"received\":true,\"delivery_id\":{id}}}\n"),
+            "application/json",
+        ),
     };
-    let mut response = (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
+    let mut response = (status, [(header::CONTENT_TYPE, content_type)], body).into_response();
+    if status != StatusCode::PAYLOAD_TOO_LARGE {
+        for (name, value) in &how.headers {
+            if let (Ok(name), Ok(value)) = (
+                axum::http::HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(value),
+            ) {
+                response.headers_mut().insert(name, value);
+            }
+        }
+    }
     if let Ok(value) = HeaderValue::from_str(&id.to_string()) {
         response
             .headers_mut()

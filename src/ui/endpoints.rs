@@ -19,6 +19,8 @@ pub struct Editor {
     saved: ConfigFile,
     draft: ConfigFile,
     revealed: HashSet<(usize, usize)>,
+    /// The answer-headers text of each endpoint, as typed.
+    header_text: std::collections::HashMap<usize, String>,
     error: Option<String>,
 }
 
@@ -30,6 +32,7 @@ impl Editor {
             saved: config.clone(),
             draft: config,
             revealed: HashSet::new(),
+            header_text: Default::default(),
             error: None,
         }
     }
@@ -39,6 +42,7 @@ impl Editor {
         // Keep edits made since the save was sent only if they differ from what was saved.
         if self.draft == self.saved {
             self.draft = config.clone();
+            self.header_text.clear();
         }
         self.saved = config;
         self.error = None;
@@ -87,7 +91,14 @@ pub fn endpoints_window(app: &mut HookscopeApp, ctx: &egui::Context) {
             egui::ScrollArea::vertical().max_height(360.0).show(ui, |ui| {
                 for (index, endpoint) in editor.draft.endpoints.iter_mut().enumerate() {
                     egui::Frame::group(ui.style()).show(ui, |ui| {
-                        endpoint_ui(ui, index, endpoint, &scheme_names, &mut editor.revealed);
+                        endpoint_ui(
+                            ui,
+                            index,
+                            endpoint,
+                            &scheme_names,
+                            &mut editor.revealed,
+                            &mut editor.header_text,
+                        );
                         if ui.button("Remove endpoint").clicked() {
                             remove = Some(index);
                         }
@@ -97,6 +108,7 @@ pub fn endpoints_window(app: &mut HookscopeApp, ctx: &egui::Context) {
             });
             if let Some(index) = remove {
                 editor.draft.endpoints.remove(index);
+                editor.header_text.clear();
                 editor.revealed.clear();
             }
             ui.add_space(4.0);
@@ -122,6 +134,7 @@ pub fn endpoints_window(app: &mut HookscopeApp, ctx: &egui::Context) {
                 }
                 if ui.add_enabled(dirty, egui::Button::new("Discard changes")).clicked() {
                     editor.draft = editor.saved.clone();
+                    editor.header_text.clear();
                     editor.error = None;
                 }
                 if dirty {
@@ -148,6 +161,7 @@ fn endpoint_ui(
     endpoint: &mut EndpointConfig,
     scheme_names: &[String],
     revealed: &mut HashSet<(usize, usize)>,
+    header_text: &mut std::collections::HashMap<usize, String>,
 ) {
     egui::Grid::new(("endpoint", index))
         .num_columns(2)
@@ -268,6 +282,50 @@ fn endpoint_ui(
                     endpoint.respond_delay_ms = (delay != 0).then_some(delay);
                 }
             });
+            ui.end_row();
+
+            let label = ui.label("Answer body");
+            let mut body = endpoint.respond_body.clone().unwrap_or_default();
+            let response = ui
+                .add(
+                    egui::TextEdit::multiline(&mut body)
+                        .desired_rows(1)
+                        .desired_width(420.0)
+                        .hint_text("default: {\"received\":true,\"delivery_id\":N}")
+                        .code_editor(),
+                )
+                .labelled_by(label.id);
+            if response.changed() {
+                endpoint.respond_body = (!body.is_empty()).then_some(body);
+            }
+            ui.end_row();
+
+            let label = ui.label("Answer headers");
+            // The text being typed is kept as typed; the headers are what parses of it.
+            let lines = header_text.entry(index).or_insert_with(|| {
+                endpoint
+                    .respond_headers
+                    .iter()
+                    .map(|(name, value)| format!("{name}: {value}\n"))
+                    .collect()
+            });
+            let response = ui
+                .add(
+                    egui::TextEdit::multiline(lines)
+                        .desired_rows(1)
+                        .desired_width(420.0)
+                        .hint_text("Name: value, one per line")
+                        .code_editor(),
+                )
+                .labelled_by(label.id);
+            if response.changed() {
+                endpoint.respond_headers = lines
+                    .lines()
+                    .filter_map(|line| line.split_once(':'))
+                    .map(|(name, value)| (name.trim().to_string(), value.trim().to_string()))
+                    .filter(|(name, _)| !name.is_empty())
+                    .collect();
+            }
             ui.end_row();
         });
 }

@@ -549,6 +549,64 @@ pub fn build_scheme(config: &SchemeConfig) -> Result<Scheme, ConfigError> {
 }
 
 /// Reads a config file; a missing file is an empty configuration.
+/// The new config `fresh` written over the text `old`: values, tables and endpoints present in
+/// both keep their place, comments and formatting in `old`; what is new is appended; what is
+/// gone is removed. `None` when `old` does not parse as TOML (then the fresh text is written).
+pub fn merge_preserving(old: &str, fresh: &str) -> Option<String> {
+    let mut doc: toml_edit::DocumentMut = old.parse().ok()?;
+    let new: toml_edit::DocumentMut = fresh.parse().ok()?;
+    merge_table(doc.as_table_mut(), new.as_table());
+    Some(doc.to_string())
+}
+
+fn merge_table(old: &mut toml_edit::Table, new: &toml_edit::Table) {
+    let gone: Vec<String> = old
+        .iter()
+        .map(|(k, _)| k.to_string())
+        .filter(|k| !new.contains_key(k))
+        .collect();
+    for key in gone {
+        old.remove(&key);
+    }
+    for (key, item) in new.iter() {
+        match old.get_mut(key) {
+            Some(existing) => merge_item(existing, item),
+            // An empty section the file never had stays out of it.
+            None if item.as_table().is_some_and(|t| t.is_empty()) => {}
+            None => {
+                old.insert(key, item.clone());
+            }
+        }
+    }
+}
+
+fn merge_item(old: &mut toml_edit::Item, new: &toml_edit::Item) {
+    use toml_edit::Item;
+    match (old, new) {
+        (Item::Table(old), Item::Table(new)) => merge_table(old, new),
+        (Item::ArrayOfTables(old), Item::ArrayOfTables(new)) => {
+            // Endpoints and schemes by position: the n-th keeps its comments while it is there.
+            while old.len() > new.len() {
+                old.remove(old.len() - 1);
+            }
+            for (i, table) in new.iter().enumerate() {
+                match old.get_mut(i) {
+                    Some(existing) => merge_table(existing, table),
+                    None => old.push(table.clone()),
+                }
+            }
+        }
+        (Item::Value(old), Item::Value(new)) => {
+            if old.to_string().trim() != new.to_string().trim() {
+                let decor = old.decor().clone();
+                *old = new.clone();
+                *old.decor_mut() = decor;
+            }
+        }
+        (old, new) => *old = new.clone(),
+    }
+}
+
 pub fn load_file(path: &Path) -> Result<ConfigFile, ConfigError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
@@ -607,8 +665,22 @@ pub fn save_file(path: &Path, file: &ConfigFile) -> Result<(), ConfigError> {
         path: path.to_path_buf(),
         source,
     };
-    let text = toml::to_string_pretty(file)
-        .map_err(|e| write_err(std::io::Error::other(e.to_string())))?;
+    let to_text = |pretty: bool| {
+        if pretty {
+            toml::to_string_pretty(file)
+        } else {
+            toml::to_string(file)
+        }
+        .map_err(|e| write_err(std::io::Error::other(e.to_string())))
+    };
+    // Keep what the person wrote around the values: comments, key order, formatting.
+    let text = match std::fs::read_to_string(path) {
+        Ok(old) => match merge_preserving(&old, &to_text(false)?) {
+            Some(merged) => merged,
+            None => to_text(true)?,
+        },
+        Err(_) => to_text(true)?,
+    };
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(write_err)?;
     }
@@ -739,5 +811,53 @@ mod tests {
             let mode = std::fs::metadata(&path).expect("meta").permissions().mode();
             assert_eq!(mode & 0o777, 0o600);
         }
+    }
+
+    #[test]
+    fn saving_keeps_the_comments_and_order_of_the_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("config.toml");
+        let original = r#"# hookscope for the OCR integration
+[jobs]
+stuck_after_minutes = 45   # needs_review can take a while
+
+# The OCR provider signs with Standard Webhooks.
+[[endpoint]]
+path = "/hooks/ocr"
+scheme = "standard-webhooks"
+secrets = ["whsec_old"]    # rotate in December
+tolerance_secs = 600
+"#;
+        std::fs::write(&path, original).expect("write");
+        let mut file = load_file(&path).expect("loads");
+        file.endpoints[0].secrets.push(Secret::new("whsec_new"));
+        file.endpoints[0].tolerance_secs = None;
+        file.endpoints.push(EndpointConfig::new("/hooks/github"));
+        save_file(&path, &file).expect("saves");
+        let saved = std::fs::read_to_string(&path).expect("read");
+        assert_eq!(load_file(&path).expect("reloads"), file);
+        for kept in [
+            "# hookscope for the OCR integration",
+            "# needs_review can take a while",
+            "# The OCR provider signs with Standard Webhooks.",
+            "# rotate in December",
+        ] {
+            assert!(saved.contains(kept), "lost {kept:?}:\n{saved}");
+        }
+        assert!(
+            saved.contains(r#"secrets = ["whsec_old", "whsec_new"]"#),
+            "{saved}"
+        );
+        assert!(!saved.contains("tolerance_secs"), "{saved}");
+        assert!(
+            saved.find("[jobs]") < saved.find("/hooks/ocr")
+                && saved.find("/hooks/ocr") < saved.find("/hooks/github"),
+            "{saved}"
+        );
+    }
+
+    #[test]
+    fn a_file_that_does_not_parse_is_replaced_by_a_fresh_one() {
+        assert_eq!(merge_preserving("not [toml", "a = 1\n"), None);
     }
 }

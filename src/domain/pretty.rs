@@ -163,6 +163,49 @@ pub fn hexdump(bytes: &[u8]) -> String {
     out
 }
 
+/// The fields of an `application/x-www-form-urlencoded` body (Slack's `payload=`, Twilio's
+/// parameters), decoded: `+` is a space, `%XX` a byte. `None` when the body is not form-shaped
+/// (empty, not UTF-8 after decoding, a JSON document, or a part without `=`).
+pub fn form_fields(body: &[u8]) -> Option<Vec<(String, String)>> {
+    let text = std::str::from_utf8(body)
+        .ok()?
+        .trim_end_matches(['\r', '\n']);
+    if text.is_empty() || text.starts_with(['{', '[']) {
+        return None;
+    }
+    text.split('&')
+        .filter(|part| !part.is_empty())
+        .map(|part| {
+            let (name, value) = part.split_once('=')?;
+            Some((percent_decode(name)?, percent_decode(value)?))
+        })
+        .collect()
+}
+
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let hex = text.get(i + 1..i + 3)?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 2;
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8(out).ok()
+}
+
+/// A JSON pointer segment for a key: `~` and `/` escaped as RFC 6901 says.
+pub fn pointer_segment(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,5 +247,22 @@ mod tests {
             dump,
             format!("00000000  00 41 ff {} .A.\n", " ".repeat(3 * 13 + 1))
         );
+    }
+
+    #[test]
+    fn form_bodies_decode_field_by_field() {
+        let body = b"token=abc&payload=%7B%22type%22%3A%22block_actions%22%7D&text=hello+world%21";
+        assert_eq!(
+            form_fields(body),
+            Some(vec![
+                ("token".into(), "abc".into()),
+                ("payload".into(), r#"{"type":"block_actions"}"#.into()),
+                ("text".into(), "hello world!".into()),
+            ])
+        );
+        assert_eq!(form_fields(br#"{"a":1}"#), None);
+        assert_eq!(form_fields(b"no-equals-sign"), None);
+        assert_eq!(form_fields(b"bad=%ZZ"), None);
+        assert_eq!(pointer_segment("a/b~c"), "a~1b~0c");
     }
 }

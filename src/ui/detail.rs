@@ -38,6 +38,10 @@ pub enum BodyView {
     Raw,
     /// A hex dump.
     Hex,
+    /// Form fields decoded one by one (`application/x-www-form-urlencoded`).
+    Form,
+    /// A collapsible JSON tree; a click on a key copies its JSON pointer.
+    Tree,
 }
 
 /// The laid-out body of the shown delivery, computed once per delivery and view.
@@ -233,6 +237,8 @@ fn request_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery
         });
     ui.add_space(6.0);
     let text = std::str::from_utf8(&d.body).ok();
+    let json = serde_json::from_slice::<serde_json::Value>(&d.body).ok();
+    let form = hookscope::domain::pretty::form_fields(&d.body);
     ui.horizontal(|ui| {
         ui.strong(format!("Body ({})", human_bytes(d.body_size)));
         ui.separator();
@@ -242,6 +248,15 @@ fn request_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery
             ui.selectable_value(view, BodyView::Raw, "Raw");
         });
         ui.selectable_value(view, BodyView::Hex, "Hex");
+        ui.add_enabled_ui(json.is_some(), |ui| {
+            ui.selectable_value(view, BodyView::Tree, "Tree")
+                .on_hover_text(
+                    "Click a key to copy its JSON pointer (for --redact, job_id_pointer…)",
+                );
+        });
+        ui.add_enabled_ui(form.is_some(), |ui| {
+            ui.selectable_value(view, BodyView::Form, "Form");
+        });
     });
     if !d.body_complete {
         ui.colored_label(
@@ -258,11 +273,23 @@ fn request_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery
         return;
     }
     let dark = ui.visuals().dark_mode;
-    let view = if text.is_none() {
-        BodyView::Hex
-    } else {
-        app.state.body_view
+    let view = match app.state.body_view {
+        _ if text.is_none() => BodyView::Hex,
+        BodyView::Tree if json.is_none() => BodyView::Pretty,
+        BodyView::Form if form.is_none() => BodyView::Pretty,
+        view => view,
     };
+    if let (BodyView::Tree, Some(json)) = (view, &json) {
+        if let Some(pointer) = json_tree_ui(ui, json, "", "body") {
+            ui.ctx().copy_text(pointer.clone());
+            app.notice(format!("copied the JSON pointer {pointer}"), false);
+        }
+        return;
+    }
+    if let (BodyView::Form, Some(fields)) = (view, &form) {
+        form_ui(ui, fields);
+        return;
+    }
     let cache = &mut app.body_cache;
     if cache.key != Some((stored.id, view, dark)) {
         let (job, note) = layout_body(&d.body, view, dark);
@@ -276,6 +303,110 @@ fn request_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery
     if let Some(job) = &cache.job {
         ui.add(egui::Label::new(job.clone()).selectable(true));
     }
+}
+
+/// A JSON value as a collapsible tree. Returns the pointer of a key that was clicked.
+fn json_tree_ui(
+    ui: &mut egui::Ui,
+    value: &serde_json::Value,
+    pointer: &str,
+    label: &str,
+) -> Option<String> {
+    use serde_json::Value;
+    let mut clicked = None;
+    let children: Vec<(String, &Value)> = match value {
+        Value::Object(map) => map.iter().map(|(k, v)| (k.clone(), v)).collect(),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (i.to_string(), v))
+            .collect(),
+        _ => Vec::new(),
+    };
+    for (key, child) in children {
+        let child_pointer = format!(
+            "{pointer}/{}",
+            hookscope::domain::pretty::pointer_segment(&key)
+        );
+        match child {
+            Value::Object(_) | Value::Array(_) => {
+                let size = match child {
+                    Value::Object(m) => format!("{{{}}}", m.len()),
+                    Value::Array(a) => format!("[{}]", a.len()),
+                    _ => String::new(),
+                };
+                let id = ui.make_persistent_id((label, &child_pointer));
+                egui::collapsing_header::CollapsingState::load_with_default_open(
+                    ui.ctx(),
+                    id,
+                    true,
+                )
+                .show_header(ui, |ui| {
+                    if ui
+                        .add(
+                            egui::Label::new(RichText::new(&key).monospace().strong())
+                                .sense(egui::Sense::click()),
+                        )
+                        .on_hover_text(format!("{child_pointer}\nclick to copy the pointer"))
+                        .clicked()
+                    {
+                        clicked = Some(child_pointer.clone());
+                    }
+                    ui.weak(size);
+                })
+                .body(|ui| {
+                    if let Some(p) = json_tree_ui(ui, child, &child_pointer, label) {
+                        clicked = Some(p);
+                    }
+                });
+            }
+            leaf => {
+                ui.horizontal(|ui| {
+                    ui.add_space(18.0);
+                    if ui
+                        .add(
+                            egui::Label::new(RichText::new(&key).monospace())
+                                .sense(egui::Sense::click()),
+                        )
+                        .on_hover_text(format!("{child_pointer}\nclick to copy the pointer"))
+                        .clicked()
+                    {
+                        clicked = Some(child_pointer.clone());
+                    }
+                    ui.add(
+                        egui::Label::new(RichText::new(leaf.to_string()).monospace())
+                            .selectable(true)
+                            .wrap(),
+                    );
+                });
+            }
+        }
+    }
+    clicked
+}
+
+/// Form fields one per row; a value that is JSON (Slack's `payload`) is shown pretty.
+fn form_ui(ui: &mut egui::Ui, fields: &[(String, String)]) {
+    egui::Grid::new("form_fields")
+        .num_columns(2)
+        .spacing([16.0, 4.0])
+        .striped(true)
+        .show(ui, |ui| {
+            for (name, value) in fields {
+                ui.monospace(name);
+                let shown = serde_json::from_str::<serde_json::Value>(value)
+                    .ok()
+                    .filter(|v| v.is_object() || v.is_array())
+                    .and_then(|v| serde_json::to_string_pretty(&v).ok())
+                    .unwrap_or_else(|| value.clone());
+                ui.add(
+                    egui::Label::new(RichText::new(shown).monospace())
+                        .selectable(true)
+                        .wrap(),
+                );
+                ui.end_row();
+            }
+        });
 }
 
 fn layout_body(body: &[u8], view: BodyView, dark: bool) -> (LayoutJob, Option<String>) {
@@ -298,7 +429,8 @@ fn layout_body(body: &[u8], view: BodyView, dark: bool) -> (LayoutJob, Option<St
     match view {
         BodyView::Hex => job.append(&hexdump(shown), 0.0, format(&font, plain)),
         BodyView::Raw => job.append(&text_of(shown), 0.0, format(&font, plain)),
-        BodyView::Pretty => {
+        // Drawn as widgets by `request_ui`; as text they read like the pretty view.
+        BodyView::Pretty | BodyView::Tree | BodyView::Form => {
             let text = text_of(shown);
             match pretty_json(&text).filter(|_| body.len() <= BODY_VIEW_LIMIT) {
                 Some(pretty) => {

@@ -843,3 +843,45 @@ fn a_rows_context_menu_filters_by_its_job_and_deletes_after_asking() {
     harness.get_by_label("Yes, delete").click();
     wait_until(&mut harness, "the deletion", |h| h.state().list.total == 0);
 }
+
+#[test]
+fn the_tree_view_copies_a_pointer_and_the_form_view_decodes_fields() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut harness = harness(dir.path());
+    let addr = receiver_addr(&mut harness);
+    let json = r#"{"type":"job.completed","data":{"job_id":"job_tree","result":{"pages":3}}}"#;
+    assert_eq!(post_signed(addr, "/hooks", "msg_tree", json, false), 200);
+    let form = "token=abc&payload=%7B%22type%22%3A%22block_actions%22%7D&text=hello+world";
+    assert_eq!(post_signed(addr, "/hooks", "msg_form", form, false), 200);
+    wait_until(&mut harness, "both rows", |h| h.state().list.total == 2);
+
+    harness.get_by_label("msg_tree").click();
+    wait_until(&mut harness, "the detail", |h| h.state().detail.is_some());
+    harness.get_by_label("Request").click();
+    harness.run();
+    harness.get_by_label("Tree").click();
+    harness.run();
+    harness.get_by_label("job_id").click();
+    harness.run();
+    assert!(
+        harness
+            .query_by_label_contains("copied the JSON pointer /data/job_id")
+            .is_some()
+    );
+
+    harness.get_by_label("msg_form").click();
+    wait_until(&mut harness, "the form delivery", |h| {
+        h.state()
+            .detail
+            .as_ref()
+            .is_some_and(|d| d.event_id.as_deref() == Some("msg_form"))
+    });
+    harness.get_by_label("Form").click();
+    harness.run();
+    assert!(harness.query_by_label("hello world").is_some());
+    assert!(
+        harness
+            .query_by_label_contains("\"block_actions\"")
+            .is_some()
+    );
+}

@@ -2,7 +2,6 @@
 
 use std::io::Write as _;
 use std::net::IpAddr;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, RwLock};
 
@@ -32,12 +31,8 @@ pub struct ListenArgs {
     /// A signing secret; repeat for a rotation
     #[arg(long = "secret", value_name = "S")]
     pub secrets: Vec<String>,
-    /// Read a secret from this environment variable (repeatable; kept off the command line)
-    #[arg(long = "secret-env", value_name = "NAME")]
-    pub secret_env: Vec<String>,
-    /// Read a secret from this file (repeatable; one secret per file, a final newline ignored)
-    #[arg(long = "secret-file", value_name = "FILE")]
-    pub secret_file: Vec<PathBuf>,
+    #[command(flatten)]
+    pub secret_sources: super::SecretSources,
     /// Timestamp tolerance in seconds (default: the scheme's)
     #[arg(long, value_name = "SECS")]
     pub tolerance: Option<u64>,
@@ -67,7 +62,9 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
     let file = load_config(&paths)?.file;
     let overrides = Overrides {
         scheme: args.scheme.clone(),
-        secrets: super::secrets(&args.secrets, &args.secret_env, &args.secret_file)?
+        secrets: args
+            .secret_sources
+            .with(&args.secrets)?
             .into_iter()
             .map(Secret::new)
             .collect(),

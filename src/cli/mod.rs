@@ -156,46 +156,55 @@ fn body_file(path: Option<&std::path::Path>) -> Result<Option<Vec<u8>>, AppError
     .transpose()
 }
 
-/// Every secret given: `--secret` values, then `--secret-env` variables, then `--secret-file`
-/// contents (a final newline dropped). A missing variable, an unreadable or empty file is a
-/// usage error that names it, never its value.
-fn secrets(
-    values: &[String],
-    env: &[String],
-    files: &[std::path::PathBuf],
-) -> Result<Vec<String>, AppError> {
-    let mut out = values.to_vec();
-    for name in env {
-        match std::env::var(name) {
-            Ok(value) if !value.is_empty() => out.push(value),
-            Ok(_) => {
-                return Err(AppError::Usage(format!(
-                    "--secret-env {name}: the variable is empty"
-                )));
-            }
-            Err(_) => {
-                return Err(AppError::Usage(format!(
-                    "--secret-env {name}: the variable is not set"
-                )));
+/// `--secret-env` and `--secret-file`, wherever `--secret` is accepted.
+#[derive(Debug, Args, Clone, Default)]
+pub struct SecretSources {
+    /// Read a secret from this environment variable (repeatable; kept off the command line)
+    #[arg(long = "secret-env", value_name = "NAME")]
+    pub secret_env: Vec<String>,
+    /// Read a secret from this file (repeatable; one secret per file, a final newline ignored)
+    #[arg(long = "secret-file", value_name = "FILE")]
+    pub secret_file: Vec<PathBuf>,
+}
+
+impl SecretSources {
+    /// Every secret given: `--secret` values, then `--secret-env` variables, then
+    /// `--secret-file` contents (a final newline dropped). A missing variable, an unreadable or
+    /// empty file is a usage error that names it, never its value.
+    pub fn with(&self, values: &[String]) -> Result<Vec<String>, AppError> {
+        let mut out = values.to_vec();
+        for name in &self.secret_env {
+            match std::env::var(name) {
+                Ok(value) if !value.is_empty() => out.push(value),
+                Ok(_) => {
+                    return Err(AppError::Usage(format!(
+                        "--secret-env {name}: the variable is empty"
+                    )));
+                }
+                Err(_) => {
+                    return Err(AppError::Usage(format!(
+                        "--secret-env {name}: the variable is not set"
+                    )));
+                }
             }
         }
-    }
-    for path in files {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| AppError::Usage(format!("--secret-file {}: {e}", path.display())))?;
-        let secret = text
-            .strip_suffix('\n')
-            .map(|s| s.strip_suffix('\r').unwrap_or(s))
-            .unwrap_or(&text);
-        if secret.is_empty() {
-            return Err(AppError::Usage(format!(
-                "--secret-file {}: the file is empty",
-                path.display()
-            )));
+        for path in &self.secret_file {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| AppError::Usage(format!("--secret-file {}: {e}", path.display())))?;
+            let secret = text
+                .strip_suffix('\n')
+                .map(|s| s.strip_suffix('\r').unwrap_or(s))
+                .unwrap_or(&text);
+            if secret.is_empty() {
+                return Err(AppError::Usage(format!(
+                    "--secret-file {}: the file is empty",
+                    path.display()
+                )));
+            }
+            out.push(secret.to_string());
         }
-        out.push(secret.to_string());
+        Ok(out)
     }
-    Ok(out)
 }
 
 /// `0` when `ok`, else `1`.

@@ -26,12 +26,8 @@ pub struct ProbeArgs {
         required_unless_present_any = ["secret_env", "secret_file"]
     )]
     pub secrets: Vec<String>,
-    /// Read a secret from this environment variable (repeatable; kept off the command line)
-    #[arg(long = "secret-env", value_name = "NAME")]
-    pub secret_env: Vec<String>,
-    /// Read a secret from this file (repeatable; one secret per file, a final newline ignored)
-    #[arg(long = "secret-file", value_name = "FILE")]
-    pub secret_file: Vec<PathBuf>,
+    #[command(flatten)]
+    pub secret_sources: super::SecretSources,
     /// A body to send (JSON; its top-level "id" is replaced in each case)
     #[arg(long, value_name = "FILE")]
     pub body_file: Option<PathBuf>,
@@ -52,7 +48,7 @@ pub fn run(common: &Common, args: ProbeArgs) -> Result<ExitCode, AppError> {
     let request = ProbeRequest {
         url: args.url,
         scheme: args.scheme,
-        secrets: super::secrets(&args.secrets, &args.secret_env, &args.secret_file)?,
+        secrets: args.secret_sources.with(&args.secrets)?,
         body: body_file(args.body_file.as_deref())?,
         timeout: std::time::Duration::from_secs(args.timeout_secs),
         insecure: args.insecure,

@@ -30,12 +30,8 @@ pub struct ResendArgs {
     /// The secret to sign with; repeat for several signatures (default: its endpoint's)
     #[arg(long = "secret", value_name = "S")]
     pub secrets: Vec<String>,
-    /// Read a secret from this environment variable (repeatable; kept off the command line)
-    #[arg(long = "secret-env", value_name = "NAME")]
-    pub secret_env: Vec<String>,
-    /// Read a secret from this file (repeatable; one secret per file, a final newline ignored)
-    #[arg(long = "secret-file", value_name = "FILE")]
-    pub secret_file: Vec<PathBuf>,
+    #[command(flatten)]
+    pub secret_sources: super::SecretSources,
     /// Send this body instead (the signature is computed over it)
     #[arg(long, value_name = "FILE")]
     pub body_file: Option<PathBuf>,
@@ -59,7 +55,7 @@ pub fn run(common: &Common, args: ResendArgs) -> Result<ExitCode, AppError> {
         url: args.to,
         resign: args.resign,
         scheme: args.scheme,
-        secrets: super::secrets(&args.secrets, &args.secret_env, &args.secret_file)?,
+        secrets: args.secret_sources.with(&args.secrets)?,
         new_id: args.new_id,
         body: body_file(args.body_file.as_deref())?,
         timeout: std::time::Duration::from_secs(args.timeout_secs),

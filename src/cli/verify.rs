@@ -23,12 +23,8 @@ pub struct VerifyArgs {
         required_unless_present_any = ["fixture", "secret_env", "secret_file"]
     )]
     pub secrets: Vec<String>,
-    /// Read a secret from this environment variable (repeatable; kept off the command line)
-    #[arg(long = "secret-env", value_name = "NAME")]
-    pub secret_env: Vec<String>,
-    /// Read a secret from this file (repeatable; one secret per file, a final newline ignored)
-    #[arg(long = "secret-file", value_name = "FILE")]
-    pub secret_file: Vec<PathBuf>,
+    #[command(flatten)]
+    pub secret_sources: super::SecretSources,
     /// Check a fixture exported by hookscope (its scheme, its test secret, its recorded time)
     #[arg(long, value_name = "FILE", conflicts_with_all = ["data", "body_file", "headers"])]
     pub fixture: Option<PathBuf>,
@@ -80,7 +76,7 @@ pub fn run(common: &Common, args: VerifyArgs) -> Result<ExitCode, AppError> {
         &file,
         VerifyRequest {
             scheme: args.scheme,
-            secrets: super::secrets(&args.secrets, &args.secret_env, &args.secret_file)?,
+            secrets: args.secret_sources.with(&args.secrets)?,
             now: args.now,
             tolerance_secs: args.tolerance,
             source,

@@ -115,7 +115,16 @@ pub fn detail_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
         .show(ui, |ui| match app.state.detail_tab {
             Tab::Checks => checks_ui(app, ui, &stored),
             Tab::Request => request_ui(app, ui, &stored),
-            Tab::Response => response_ui(ui, &stored, app.zone()),
+            Tab::Response => {
+                // The body hookscope answers with is the endpoint's, when it has one configured.
+                let configured = hookscope::config::Settings::resolve(
+                    app.endpoints.saved_config(),
+                    &Default::default(),
+                )
+                .ok()
+                .and_then(|s| s.endpoint_for(&stored.delivery.path).respond_body.clone());
+                response_ui(ui, &stored, app.zone(), configured)
+            }
             Tab::Resend => super::send::resend_ui(app, ui, &stored),
         });
 }
@@ -475,7 +484,12 @@ fn format(font: &egui::FontId, color: Color32) -> egui::TextFormat {
     egui::TextFormat::simple(font.clone(), color)
 }
 
-fn response_ui(ui: &mut egui::Ui, stored: &StoredDelivery, zone: &Zone) {
+fn response_ui(
+    ui: &mut egui::Ui,
+    stored: &StoredDelivery,
+    zone: &Zone,
+    configured: Option<String>,
+) {
     egui::Grid::new("response_grid")
         .num_columns(2)
         .spacing([12.0, 6.0])
@@ -505,6 +519,9 @@ fn response_ui(ui: &mut egui::Ui, stored: &StoredDelivery, zone: &Zone) {
                     "{{\"error\":\"body over the limit\",\"delivery_id\":{}}}",
                     stored.id
                 ));
+            } else if let Some(body) = configured {
+                ui.monospace(body)
+                    .on_hover_text("the endpoint's respond_body, as configured now");
             } else {
                 ui.monospace(format!(
                     "{{\"received\":true,\"delivery_id\":{}}}",

@@ -108,30 +108,7 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
         controls,
     )
     .map_err(|e| AppError::Failed(e.to_string()))?;
-    let addr = receiver.local_addr();
-    if !bind.is_loopback() {
-        eprintln!(
-            "hookscope: warning: listening on {bind}, reachable from other machines; captured deliveries and their signatures are visible to anyone who can reach this port"
-        );
-    }
-    eprintln!("listening on http://{addr}");
-    for endpoint in &settings.endpoints {
-        eprintln!("  {}", describe_endpoint(endpoint));
-    }
-    eprintln!("  store: {}", store.path().display());
-    if let Some(url) = &args.forward_to {
-        let answer = if args.mirror_response {
-            "the handler's status"
-        } else {
-            "its own status"
-        };
-        eprintln!("  forwarding every delivery to {url}; the sender gets {answer}");
-        if args.insecure {
-            eprintln!(
-                "hookscope: warning: forwarding accepts any TLS certificate (--insecure): use it for a development certificate only"
-            );
-        }
-    }
+    print_banner(&args, bind, receiver.local_addr(), &settings, store.path());
 
     let runtime = app::small_runtime()?;
     let json = args.json;
@@ -160,6 +137,40 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
     receiver.stop();
     store.shutdown();
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `listen` prints on stderr once it listens: the address (scripts wait for this line),
+/// the endpoints, the store, forwarding, and warnings about exposure.
+fn print_banner(
+    args: &ListenArgs,
+    bind: IpAddr,
+    addr: std::net::SocketAddr,
+    settings: &Settings,
+    store: &std::path::Path,
+) {
+    if !bind.is_loopback() {
+        eprintln!(
+            "hookscope: warning: listening on {bind}, reachable from other machines; captured deliveries and their signatures are visible to anyone who can reach this port"
+        );
+    }
+    eprintln!("listening on http://{addr}");
+    for endpoint in &settings.endpoints {
+        eprintln!("  {}", describe_endpoint(endpoint));
+    }
+    eprintln!("  store: {}", store.display());
+    if let Some(url) = &args.forward_to {
+        let answer = if args.mirror_response {
+            "the handler's status"
+        } else {
+            "its own status"
+        };
+        eprintln!("  forwarding every delivery to {url}; the sender gets {answer}");
+        if args.insecure {
+            eprintln!(
+                "hookscope: warning: forwarding accepts any TLS certificate (--insecure): use it for a development certificate only"
+            );
+        }
+    }
 }
 
 fn describe_endpoint(endpoint: &Endpoint) -> String {

@@ -75,8 +75,8 @@ pub fn rfc3339_ms(ms: i64) -> String {
         .unwrap_or_else(|| ms.to_string())
 }
 
-/// The time zone times are shown in to people: local by default (`TZ` honoured, see
-/// [`crate::domain::clock::local_zone`]), or UTC when asked (`--utc`, the window's UTC switch).
+/// The time zone times are shown in to people: local by default (`TZ` honoured; the clock
+/// module's `local_zone` reads it), or UTC when asked (`--utc`, the window's UTC switch).
 /// JSON, NDJSON, HAR and fixtures are always RFC 3339 in UTC ([`rfc3339_ms`]).
 #[derive(Debug, Clone)]
 pub struct Zone(jiff::tz::TimeZone);

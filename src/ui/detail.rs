@@ -1,6 +1,8 @@
 //! The detail pane of the selected delivery: its checks explained, the request (headers and
 //! body as pretty JSON, raw text or hex), and what hookscope answered.
 
+use std::sync::Arc;
+
 use eframe::egui::{self, Color32, RichText, text::LayoutJob};
 use hookscope::app::report::delivery_json;
 use hookscope::domain::fmt::{Zone, full_time, human_bytes, rfc3339_ms};
@@ -44,12 +46,41 @@ pub enum BodyView {
     Tree,
 }
 
-/// The laid-out body of the shown delivery, computed once per delivery and view.
+/// The laid-out body of the shown delivery, computed once per delivery and view, and the body
+/// parsed as JSON and as form fields, once per delivery (not once per frame).
 #[derive(Default)]
 pub struct BodyCache {
     key: Option<(i64, BodyView, bool)>,
     job: Option<LayoutJob>,
     note: Option<String>,
+    parsed_for: Option<i64>,
+    json: Option<Arc<serde_json::Value>>,
+    form: Option<FormFields>,
+}
+
+/// A form body's fields, shared between the cache and the frame that draws them.
+type FormFields = Arc<Vec<(String, String)>>;
+
+impl BodyCache {
+    /// The body as JSON and as form fields (each `None` when it is not one), parsed on the first
+    /// call for a delivery. Bodies past the view limit are not parsed, as the pretty view is not.
+    fn parsed(
+        &mut self,
+        id: i64,
+        body: &[u8],
+    ) -> (Option<Arc<serde_json::Value>>, Option<FormFields>) {
+        if self.parsed_for != Some(id) {
+            let small = body.len() <= BODY_VIEW_LIMIT;
+            self.parsed_for = Some(id);
+            self.json = small
+                .then(|| serde_json::from_slice(body).ok().map(Arc::new))
+                .flatten();
+            self.form = small
+                .then(|| hookscope::domain::pretty::form_fields(body).map(Arc::new))
+                .flatten();
+        }
+        (self.json.clone(), self.form.clone())
+    }
 }
 
 /// Draws the detail pane.
@@ -117,12 +148,12 @@ pub fn detail_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
             Tab::Request => request_ui(app, ui, &stored),
             Tab::Response => {
                 // The body hookscope answers with is the endpoint's, when it has one configured.
-                let configured = hookscope::config::Settings::resolve(
-                    app.endpoints.saved_config(),
-                    &Default::default(),
-                )
-                .ok()
-                .and_then(|s| s.endpoint_for(&stored.delivery.path).respond_body.clone());
+                let configured = app
+                    .endpoints
+                    .saved_settings()
+                    .endpoint_for(&stored.delivery.path)
+                    .respond_body
+                    .clone();
                 response_ui(ui, &stored, app.zone(), configured)
             }
             Tab::Resend => super::send::resend_ui(app, ui, &stored),
@@ -246,8 +277,7 @@ fn request_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery
         });
     ui.add_space(6.0);
     let text = std::str::from_utf8(&d.body).ok();
-    let json = serde_json::from_slice::<serde_json::Value>(&d.body).ok();
-    let form = hookscope::domain::pretty::form_fields(&d.body);
+    let (json, form) = app.body_cache.parsed(stored.id, &d.body);
     ui.horizontal(|ui| {
         ui.strong(format!("Body ({})", human_bytes(d.body_size)));
         ui.separator();
@@ -288,14 +318,14 @@ fn request_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery
         BodyView::Form if form.is_none() => BodyView::Pretty,
         view => view,
     };
-    if let (BodyView::Tree, Some(json)) = (view, &json) {
+    if let (BodyView::Tree, Some(json)) = (view, json.as_deref()) {
         if let Some(pointer) = json_tree_ui(ui, json, "", "body") {
             ui.ctx().copy_text(pointer.clone());
             app.notice(format!("copied the JSON pointer {pointer}"), false);
         }
         return;
     }
-    if let (BodyView::Form, Some(fields)) = (view, &form) {
+    if let (BodyView::Form, Some(fields)) = (view, form.as_deref()) {
         form_ui(ui, fields);
         return;
     }

@@ -17,6 +17,7 @@ pub struct Editor {
     /// Whether the window is open.
     pub open: bool,
     saved: ConfigFile,
+    saved_settings: Settings,
     draft: ConfigFile,
     revealed: HashSet<(usize, usize)>,
     /// The answer-headers text of each endpoint, as typed.
@@ -24,11 +25,18 @@ pub struct Editor {
     error: Option<String>,
 }
 
+/// A saved config resolved; the engine refuses to save or start on one that does not resolve,
+/// so the default is only a guard.
+fn resolved(config: &ConfigFile) -> Settings {
+    Settings::resolve(config, &Overrides::default()).unwrap_or_default()
+}
+
 impl Editor {
     /// An editor over the config as loaded.
     pub fn new(config: ConfigFile) -> Self {
         Self {
             open: false,
+            saved_settings: resolved(&config),
             saved: config.clone(),
             draft: config,
             revealed: HashSet::new(),
@@ -44,8 +52,15 @@ impl Editor {
             self.draft = config.clone();
             self.header_text.clear();
         }
+        self.saved_settings = resolved(&config);
         self.saved = config;
         self.error = None;
+    }
+
+    /// The saved config resolved (endpoints with their schemes), resolved once per save rather
+    /// than by every panel that needs an endpoint's defaults.
+    pub fn saved_settings(&self) -> &Settings {
+        &self.saved_settings
     }
 
     /// The config as last saved.

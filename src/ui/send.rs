@@ -6,7 +6,6 @@ use std::sync::atomic::Ordering;
 use eframe::egui::{self, RichText};
 use hookscope::app::probe::ProbeRequest;
 use hookscope::app::resend::{self, ResendRequest};
-use hookscope::config::{Overrides, Settings};
 use hookscope::domain::attempt::Attempt;
 use hookscope::domain::fmt::human_bytes;
 use hookscope::domain::fmt::{Zone, time_of_day};
@@ -111,9 +110,7 @@ pub fn resend_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDeliv
         app.resend.body = String::from_utf8_lossy(&stored.delivery.body).into_owned();
         app.resend.edit_body = false;
         app.resend.secret.clear();
-        let settings = Settings::resolve(app.endpoints.saved_config(), &Overrides::default())
-            .unwrap_or_default();
-        let defaults = resend::resign_defaults(&settings, stored);
+        let defaults = resend::resign_defaults(app.endpoints.saved_settings(), stored);
         if let Some(scheme) = defaults.scheme {
             app.resend.scheme = scheme;
         }

@@ -324,24 +324,18 @@ async fn handle(
     }
     let answer_as = Answer {
         status,
-        body: settings
-            .endpoint_for(&stored.delivery.path)
-            .respond_body
-            .clone(),
-        headers: settings
-            .endpoint_for(&stored.delivery.path)
-            .respond_headers
-            .clone(),
+        body: endpoint.respond_body.as_deref(),
+        headers: &endpoint.respond_headers,
         limit: settings.body_limit,
     };
     answer(&shared, stored, answer_as).await
 }
 
 /// How to answer: the status, and the endpoint's own body and headers when it has them.
-struct Answer {
+struct Answer<'a> {
     status: u16,
-    body: Option<String>,
-    headers: Vec<(String, String)>,
+    body: Option<&'a str>,
+    headers: &'a [(String, String)],
     limit: usize,
 }
 
@@ -516,7 +510,7 @@ async fn forward(shared: &Shared, stored: &StoredDelivery, status: u16) -> u16 {
 
 /// Reports the stored delivery to the front end, then answers the sender: the endpoint's body
 /// and headers when it has them (a refused body always gets hookscope's own explanation).
-async fn answer(shared: &Shared, stored: StoredDelivery, how: Answer) -> Response {
+async fn answer(shared: &Shared, stored: StoredDelivery, how: Answer<'_>) -> Response {
     let id = stored.id;
     if let Some(events) = &shared.events {
         // Waiting here (not dropping) keeps `--json` output complete under load.
@@ -538,7 +532,7 @@ async fn answer(shared: &Shared, stored: StoredDelivery, how: Answer) -> Respons
             } else {
                 "text/plain; charset=utf-8"
             };
-            (body, kind)
+            (body.to_string(), kind)
         }
         (false, None) => (
             format!("{{\"received\":true,\"delivery_id\":{id}}}\n"),
@@ -547,7 +541,7 @@ async fn answer(shared: &Shared, stored: StoredDelivery, how: Answer) -> Respons
     };
     let mut response = (status, [(header::CONTENT_TYPE, content_type)], body).into_response();
     if status != StatusCode::PAYLOAD_TOO_LARGE {
-        for (name, value) in &how.headers {
+        for (name, value) in how.headers {
             if let (Ok(name), Ok(value)) = (
                 axum::http::HeaderName::from_bytes(name.as_bytes()),
                 HeaderValue::from_str(value),

@@ -275,20 +275,19 @@ fn timeline_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, job: &JobTimeline) {
     // Markers closer than a marker's width are spread apart, keeping their order, so each one
     // can be seen and clicked (a burst arrives within milliseconds).
     const GAP: f32 = 16.0;
-    let mut created_xs: Vec<(i64, f32)> = Vec::new();
-    for d in deliveries {
-        let same_event = d.event_id.is_some()
-            && deliveries
-                .iter()
-                .take_while(|o| o.delivery_id != d.delivery_id)
-                .any(|o| o.event_id == d.event_id);
-        if !same_event {
-            created_xs.push((
+    // How high each delivery stacks on the creation lane; level 0 is an event's first delivery.
+    let levels = stack_levels(deliveries);
+    let mut created_xs: Vec<(i64, f32)> = deliveries
+        .iter()
+        .zip(&levels)
+        .filter(|(_, level)| **level == 0)
+        .map(|(d, _)| {
+            (
                 d.delivery_id,
                 x_in(created_span, d.created_at_ms.unwrap_or(d.received_at_ms)),
-            ));
-        }
-    }
+            )
+        })
+        .collect();
     spread(&mut created_xs, left, right, GAP);
     let mut arrival_xs: Vec<(i64, f32)> = job
         .arrival_order
@@ -317,9 +316,11 @@ fn timeline_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, job: &JobTimeline) {
             .map(|(_, x)| *x)
             .unwrap_or(left)
     };
-    let labels = layout_labels(ui, deliveries, &created_x, &font, origin, full_width);
+    let labels = layout_labels(
+        ui, deliveries, &levels, &created_x, &font, origin, full_width,
+    );
     let label_rows = labels.iter().map(|l| l.row + 1).max().unwrap_or(1);
-    let max_stack = stack_levels(deliveries).into_iter().max().unwrap_or(0);
+    let max_stack = levels.iter().copied().max().unwrap_or(0);
     let created_lane_offset = 20.0 + 14.0 * label_rows as f32 + 12.0 * max_stack as f32;
     let height = created_lane_offset + 108.0;
     let (rect, _) = ui.allocate_exact_size(egui::vec2(full_width, height), Sense::hover());
@@ -358,22 +359,8 @@ fn timeline_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, job: &JobTimeline) {
         );
     }
     // Retries of one event stack up on the creation lane.
-    let mut stacked: Vec<(Option<String>, usize)> = Vec::new();
     let mut open = None;
-    for d in deliveries {
-        let level = match stacked
-            .iter_mut()
-            .find(|(e, _)| e.is_some() && *e == d.event_id)
-        {
-            Some((_, n)) => {
-                *n += 1;
-                *n
-            }
-            None => {
-                stacked.push((d.event_id.clone(), 0));
-                0
-            }
-        };
+    for (d, &level) in deliveries.iter().zip(&levels) {
         let created = egui::pos2(created_x(d), created_lane - level as f32 * 12.0);
         let arrived = egui::pos2(arrival_x(d), arrival_lane);
         let color = marker_color(d);
@@ -486,17 +473,17 @@ fn stack_levels(deliveries: &[JobDelivery]) -> Vec<usize> {
 fn layout_labels(
     ui: &egui::Ui,
     deliveries: &[JobDelivery],
+    levels: &[usize],
     created_x: &dyn Fn(&JobDelivery) -> f32,
     font: &egui::FontId,
     origin: f32,
     width: f32,
 ) -> Vec<Label> {
     let mut placed: Vec<(Label, f32)> = Vec::new();
-    let levels = stack_levels(deliveries);
     let mut firsts: Vec<(&JobDelivery, f32)> = deliveries
         .iter()
         .zip(levels)
-        .filter(|(_, level)| *level == 0)
+        .filter(|(_, level)| **level == 0)
         .map(|(d, _)| (d, created_x(d)))
         .collect();
     firsts.sort_by(|a, b| a.1.total_cmp(&b.1));

@@ -61,12 +61,10 @@ pub fn prepare(file: &ConfigFile, request: ProbeRequest) -> Result<PreparedProbe
 
 /// Runs every case against the handler.
 pub async fn run(prepared: &PreparedProbe) -> Result<ProbeReport, AppError> {
-    let tls = if prepared.request.insecure {
-        Tls::AcceptInvalid
-    } else {
-        Tls::Verify
-    };
-    let client = Client::with_tls(prepared.request.timeout, tls)?;
+    let client = Client::with_tls(
+        prepared.request.timeout,
+        Tls::insecure_if(prepared.request.insecure),
+    )?;
     Ok(probe::probe(
         &client,
         &prepared.request.url,

@@ -120,11 +120,7 @@ pub fn prepare(
         outgoing,
         resigned: request.resign,
         timeout: request.timeout,
-        tls: if request.insecure {
-            Tls::AcceptInvalid
-        } else {
-            Tls::Verify
-        },
+        tls: Tls::insecure_if(request.insecure),
     })
 }
 

@@ -68,6 +68,17 @@ pub enum Tls {
     AcceptInvalid,
 }
 
+impl Tls {
+    /// The policy an `--insecure` switch (or the window's checkbox) asks for.
+    pub fn insecure_if(insecure: bool) -> Tls {
+        if insecure {
+            Tls::AcceptInvalid
+        } else {
+            Tls::Verify
+        }
+    }
+}
+
 /// An HTTP client for the developer's handlers.
 #[derive(Debug, Clone)]
 pub struct Client {

@@ -342,7 +342,7 @@ impl Engine {
                 }),
                 Err(e) => self.emit(Event::QueryFailed {
                     generation,
-                    message: inner_sentence(e),
+                    message: e.to_string(),
                 }),
             },
             Command::Jobs {
@@ -602,13 +602,4 @@ impl Engine {
             ))),
         }
     }
-}
-
-/// The sentence of a usage error without the "filter: " prefix the CLI adds (the window shows
-/// it beside the filter box).
-fn inner_sentence(err: AppError) -> String {
-    let text = err.to_string();
-    text.strip_prefix("filter: ")
-        .map(str::to_string)
-        .unwrap_or(text)
 }

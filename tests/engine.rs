@@ -330,3 +330,33 @@ fn the_cli_and_the_engine_resend_alike_with_the_same_fallbacks_and_refusals() {
     assert_eq!(engine_missing, "no delivery #999 in the store");
     assert_eq!(handler.handler.received.lock().expect("lock").len(), 2);
 }
+
+#[test]
+fn a_bad_filter_reads_the_same_in_the_window_and_on_the_command_line() {
+    let dir = data_dir();
+    let engine = start(dir.path());
+    running(&engine);
+    assert!(engine.send(Command::Query {
+        generation: 3,
+        filter: "sgi:fail".into(),
+        offset: 0,
+        limit: 10,
+    }));
+    let in_window = wait_for(&engine, "query failure", |e| match e {
+        Event::QueryFailed {
+            generation: 3,
+            message,
+        } => Some(message),
+        _ => None,
+    });
+    assert!(
+        in_window.starts_with("sgi: is not a filter key"),
+        "{in_window}"
+    );
+    let out = common::run(dir.path(), &["list", "--filter", "sgi:fail"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        format!("hookscope: --filter: {in_window}")
+    );
+}

@@ -13,6 +13,10 @@ pub enum AppError {
     /// The sentence says what to change.
     #[error("{0}")]
     Usage(String),
+    /// The filter text does not parse; the sentence says which term and what it takes. A usage
+    /// error too: the CLI names the flag it came from, the window shows it beside the filter.
+    #[error(transparent)]
+    Filter(#[from] crate::domain::filter::FilterError),
     /// The config file could not be read, parsed or written.
     #[error(transparent)]
     Config(#[from] ConfigError),
@@ -27,7 +31,7 @@ pub enum AppError {
 impl AppError {
     /// Whether the request was wrong (exit status 2) rather than the machine (1).
     pub fn is_usage(&self) -> bool {
-        matches!(self, AppError::Usage(_))
+        matches!(self, AppError::Usage(_) | AppError::Filter(_))
     }
 }
 

@@ -7,7 +7,7 @@ use crate::store::{ListRow, Reader, StoredDelivery};
 
 /// Parses filter text, or says what is wrong with it.
 pub fn parse_filter(text: &str) -> Result<Filter, AppError> {
-    Filter::parse(text).map_err(|e| AppError::Usage(format!("filter: {e}")))
+    Ok(Filter::parse(text)?)
 }
 
 /// The newest `limit` deliveries under a filter (all when `None`), newest first.

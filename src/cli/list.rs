@@ -46,10 +46,7 @@ pub fn run(common: &Common, args: ListArgs) -> Result<ExitCode, AppError> {
 /// A filter error names the flag it came from.
 pub fn with_flag(err: AppError) -> AppError {
     match err {
-        AppError::Usage(text) => AppError::Usage(match text.strip_prefix("filter: ") {
-            Some(rest) => format!("--filter: {rest}"),
-            None => text,
-        }),
+        AppError::Filter(e) => AppError::Usage(format!("--filter: {e}")),
         other => other,
     }
 }

@@ -12,16 +12,7 @@ rounds=${3:-3}
 secs=${4:-5}
 cargo build --release --quiet --bin hookscope-dev
 dev=target/release/hookscope-dev
-secret=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
-field() { python3 -c "import json,sys; print(round(json.load(sys.stdin)['$1'], 2))"; }
-port_of() {
-  for _ in $(seq 100); do
-    p=$(grep -o 'listening on http://127.0.0.1:[0-9]*' "$1" 2>/dev/null | grep -o '[0-9]*$' || true)
-    [ -n "$p" ] && { echo "$p"; return; }
-    sleep 0.1
-  done
-  echo "no listening line in $1" >&2; exit 1
-}
+. bench/common.sh
 load() { $dev load --url "http://127.0.0.1:$1/hooks" --connections "$2" --seconds "$3" "${@:4}" \
   --scheme standard-webhooks --secret "$secret"; }
 for round in $(seq "$rounds"); do

@@ -11,21 +11,12 @@ secs=${1:-10}
 cargo build --release --quiet
 bin=target/release/hookscope
 dev=target/release/hookscope-dev
-secret=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+. bench/common.sh
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
 
-port_of() { # wait for "listening on http://127.0.0.1:PORT" in a log
-  for _ in $(seq 100); do
-    p=$(grep -o 'listening on http://127.0.0.1:[0-9]*' "$1" 2>/dev/null | grep -o '[0-9]*$' || true)
-    [ -n "$p" ] && { echo "$p"; return; }
-    sleep 0.1
-  done
-  echo "no listening line in $1" >&2; exit 1
-}
-field() { python3 -c "import json,sys; print(round(json.load(sys.stdin)['$1'], 2))"; }
 rss_mib() { echo $(( $(awk '/VmRSS/ {print $2}' "/proc/$1/status") / 1024 )); }
 
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {print int($2/1048576)}' /proc/meminfo) GiB; $(date -u +%Y-%m-%dT%H:%MZ)"

@@ -94,6 +94,19 @@ pub struct ConfigFile {
     /// Job timelines.
     #[serde(default)]
     pub jobs: JobsSection,
+    /// Payload advice.
+    #[serde(default)]
+    pub advice: AdviceSection,
+}
+
+/// `[advice]`: what the payload advice judges.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdviceSection {
+    /// A body over this many bytes gets the size advice (default 20480, the Standard Webhooks
+    /// thin-payload guideline).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_body_bytes: Option<usize>,
 }
 
 /// `[jobs]`: how job timelines are judged.
@@ -208,6 +221,12 @@ pub struct EndpointConfig {
     /// JSON pointer to the event's creation time (default: `/created_at`, `/timestamp`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at_pointer: Option<String>,
+    /// The URL the sender posts to, as it sees it (a tunnel's): Twilio signs it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_url: Option<String>,
+    /// `false` turns the payload advice off for this endpoint (default on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advice: Option<bool>,
 }
 
 impl EndpointConfig {
@@ -225,6 +244,8 @@ impl EndpointConfig {
             job_id_pointer: None,
             status_pointer: None,
             created_at_pointer: None,
+            public_url: None,
+            advice: None,
         }
     }
 }
@@ -382,7 +403,7 @@ fn resolve_endpoint(file: &ConfigFile, config: &EndpointConfig) -> Result<Endpoi
             reason: "the path must start with `/`".into(),
         });
     }
-    let scheme = match &config.scheme {
+    let mut scheme = match &config.scheme {
         None => None,
         Some(name) => Some(
             find_scheme(file, name)?.ok_or_else(|| ConfigError::UnknownScheme {
@@ -392,6 +413,22 @@ fn resolve_endpoint(file: &ConfigFile, config: &EndpointConfig) -> Result<Endpoi
             })?,
         ),
     };
+    if let Some(url) = &config.public_url {
+        let has_host = crate::domain::scheme::twilio::origin(url).is_some_and(|(proto, host)| {
+            matches!(proto.as_str(), "http" | "https") && !host.is_empty()
+        });
+        if !has_host {
+            return Err(ConfigError::InvalidEndpoint {
+                path: config.path.clone(),
+                reason: format!(
+                    "public_url \"{url}\" is not an http:// or https:// URL with a host"
+                ),
+            });
+        }
+        if let Some(s) = scheme.as_mut() {
+            s.public_url = Some(url.clone());
+        }
+    }
     if config.secrets.iter().any(|s| s.expose().trim().is_empty()) {
         return Err(ConfigError::InvalidEndpoint {
             path: config.path.clone(),
@@ -435,6 +472,14 @@ fn resolve_endpoint(file: &ConfigFile, config: &EndpointConfig) -> Result<Endpoi
             job_id: config.job_id_pointer.clone(),
             status: config.status_pointer.clone(),
             created_at: config.created_at_pointer.clone(),
+        },
+        public_url: config.public_url.clone(),
+        advice: crate::domain::advice::Rules {
+            enabled: config.advice.unwrap_or(true),
+            max_body_bytes: file
+                .advice
+                .max_body_bytes
+                .unwrap_or(crate::domain::advice::DEFAULT_MAX_BODY_BYTES),
         },
         other_secrets: std::sync::Arc::from(Vec::new()),
     })
@@ -487,6 +532,9 @@ pub fn build_scheme(config: &SchemeConfig) -> Result<Scheme, ConfigError> {
         Family::Slack => "slack",
         Family::Paddle => "paddle",
         Family::HmacBody => "github",
+        Family::Twilio => "twilio",
+        Family::Token => "gitlab",
+        Family::Discord => "discord",
     };
     let mut scheme = Scheme::preset(base).ok_or_else(|| ConfigError::InvalidScheme {
         name: config.name.clone(),
@@ -494,7 +542,7 @@ pub fn build_scheme(config: &SchemeConfig) -> Result<Scheme, ConfigError> {
     })?;
     scheme.name = config.name.clone();
     scheme.label = config.name.clone();
-    if config.family == Family::HmacBody {
+    if matches!(config.family, Family::HmacBody | Family::Token) {
         // A plain body HMAC has no provider defaults worth inheriting: everything is the table's.
         scheme.prefix = String::new();
         scheme.event_id_header = None;
@@ -502,7 +550,10 @@ pub fn build_scheme(config: &SchemeConfig) -> Result<Scheme, ConfigError> {
         if config.signature_header.is_none() {
             return Err(ConfigError::InvalidScheme {
                 name: config.name.clone(),
-                reason: "the hmac-body family needs signature_header".into(),
+                reason: format!(
+                    "the {} family needs signature_header",
+                    config.family.config_name()
+                ),
             });
         }
     }
@@ -528,7 +579,10 @@ pub fn build_scheme(config: &SchemeConfig) -> Result<Scheme, ConfigError> {
         scheme.event_id_header = Some(h.to_ascii_lowercase());
     }
     if let Some(h) = &config.timestamp_header {
-        if !matches!(config.family, Family::StandardWebhooks | Family::Slack) {
+        if !matches!(
+            config.family,
+            Family::StandardWebhooks | Family::Slack | Family::Discord
+        ) {
             return Err(ConfigError::InvalidScheme {
                 name: config.name.clone(),
                 reason: format!(

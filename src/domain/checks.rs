@@ -7,12 +7,13 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::domain::advice::{self, AdviceCheck};
 use crate::domain::delivery::Delivery;
 use crate::domain::diagnose::{self, Diagnosis, LabelledSecret};
 use crate::domain::endpoint::Endpoint;
 use crate::domain::fmt::human_duration;
 use crate::domain::job::{JobRef, extract_job, first_text};
-use crate::domain::scheme::{self, FuturePolicy, HeaderError, Scheme, Verification};
+use crate::domain::scheme::{self, Family, FuturePolicy, HeaderError, Scheme, Verification};
 
 /// Verdict of the signature check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -178,6 +179,9 @@ pub struct Checks {
     pub timestamp: TimestampCheck,
     /// Duplicate verdict.
     pub duplicate: DuplicateCheck,
+    /// Payload advice (never a failure); absent in captures older than the check.
+    #[serde(default)]
+    pub advice: AdviceCheck,
 }
 
 /// What the pure checks learn from one delivery.
@@ -195,6 +199,8 @@ pub struct Evaluation {
     pub signature: SignatureCheck,
     /// The timestamp verdict.
     pub timestamp: TimestampCheck,
+    /// The payload advice.
+    pub advice: AdviceCheck,
 }
 
 impl DuplicateCheck {
@@ -261,7 +267,10 @@ pub fn evaluate_with(
 ) -> Evaluation {
     let configured = endpoint.scheme.as_ref();
     let detected = if configured.is_none() {
-        scheme::detect(delivery)
+        scheme::detect(delivery).map(|mut s| {
+            s.public_url.clone_from(&endpoint.public_url);
+            s
+        })
     } else {
         None
     };
@@ -307,6 +316,8 @@ pub fn evaluate_with(
                 "x-github-delivery",
                 "x-shopify-webhook-id",
                 "x-event-id",
+                "i-twilio-idempotency-token",
+                "idempotency-key",
             ]
             .iter()
             .find_map(|h| delivery.header_str(h))
@@ -333,6 +344,7 @@ pub fn evaluate_with(
         job,
         signature,
         timestamp,
+        advice: advice::advise(delivery, &endpoint.advice),
     }
 }
 
@@ -370,9 +382,17 @@ fn signature_check(
             signature_index,
         } => verified(
             scheme,
+            delivery,
             endpoint.secrets.len(),
             secret_index,
             signature_index,
+        ),
+        Verification::BodyHashMismatch { signed, received } => failed(
+            SignatureStatus::Fail,
+            format!(
+                "The URL's bodySHA256 is {signed}, but the body received hashes to {received}: the body changed after {label} signed it (re-serialised JSON, or a proxy rewrote it), so the request fails validation even if the URL's signature matches."
+            ),
+            endpoint.secrets.len(),
         ),
         Verification::NoMatch {
             secrets_tried,
@@ -459,6 +479,7 @@ fn not_verified(
 /// A verified signature: which secret (and which signature of the header) matched.
 fn verified(
     scheme: &Scheme,
+    delivery: &Delivery,
     total: usize,
     secret_index: usize,
     signature_index: usize,
@@ -478,12 +499,30 @@ fn verified(
     } else {
         String::new()
     };
-    SignatureCheck {
-        status: SignatureStatus::Pass,
-        detail: format!(
+    let detail = if scheme.family == Family::Token {
+        // GitLab signs nothing: say what a matching token does and does not prove.
+        let ids: Vec<String> = ["x-gitlab-event-uuid", "x-gitlab-webhook-uuid"]
+            .iter()
+            .filter_map(|h| delivery.header_str(h).map(|v| format!("{h} {}", v.trim())))
+            .collect();
+        let ids = if ids.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", ids.join(", "))
+        };
+        format!(
+            "The {} header equals {which} (compared in constant time). {} signs nothing: this shows the sender knows the token, not that the body is unchanged, and a copy of one request replays.{rotation}{ids}",
+            scheme.signature_header, scheme.label
+        )
+    } else {
+        format!(
             "{} signature verified with {which}{position}.{rotation}",
             scheme.label
-        ),
+        )
+    };
+    SignatureCheck {
+        status: SignatureStatus::Pass,
+        detail,
         scheme: Some(scheme.name.clone()),
         secret: Some(format!("secret #{}", secret_index + 1)),
         secrets_tried: secret_index + 1,
@@ -509,12 +548,29 @@ fn no_match_detail(
     } else {
         format!("{secrets_tried} secrets")
     };
-    let mut detail = format!(
-        "No {} signature matches: {sigs} in {} checked against {secrets} over the exact {} body bytes; the body was changed after signing (e.g. re-serialised JSON) or the secret differs from the sender's.",
-        scheme.label,
-        scheme.signature_header,
-        delivery.body.len()
-    );
+    let mut detail = match scheme.family {
+        Family::Token => format!(
+            "The {} header equals none of the {secrets} (compared in constant time): the token set at the sender differs from this endpoint's.",
+            scheme.signature_header
+        ),
+        Family::Twilio => format!(
+            "No {} signature matches: the {} header checked against {secrets} over the URL {} (with and without its port) and the sorted form parameters; the public URL differs from the one the sender posts to, the body changed, or the auth token differs.",
+            scheme.label,
+            scheme.signature_header,
+            scheme.signed_url(delivery)
+        ),
+        _ => format!(
+            "No {} signature matches: {sigs} in {} checked against {secrets} over the exact {} body bytes; the body was changed after signing (e.g. re-serialised JSON) or the {} differs from the sender's.",
+            scheme.label,
+            scheme.signature_header,
+            delivery.body.len(),
+            if scheme.family == Family::Discord {
+                "public key"
+            } else {
+                "secret"
+            }
+        ),
+    };
     for (index, err) in unusable_secrets {
         detail.push_str(&format!(" Secret #{} could not be used: {err}.", index + 1));
     }
@@ -549,7 +605,24 @@ fn timestamp_check(
         return skipped("No scheme recognised, so there is no signed timestamp to check.".into());
     };
     let label = &scheme.label;
-    let Some(default_tolerance) = scheme.tolerance_secs else {
+    let tolerance = scheme
+        .tolerance_secs
+        .or(tolerance_override.filter(|_| scheme.signs_timestamp()));
+    let Some(default_tolerance) = tolerance else {
+        if scheme.signs_timestamp() {
+            let header = scheme
+                .timestamp_header
+                .clone()
+                .unwrap_or_else(|| scheme.signature_header.clone());
+            let age = scheme
+                .timestamp_text(delivery)
+                .and_then(|t| t.parse::<i64>().ok())
+                .map(|ts| format!(" It is {}.", describe_skew(ts.saturating_sub(now_secs))))
+                .unwrap_or_default();
+            return skipped(format!(
+                "{label} signs the timestamp in {header}, but its libraries apply no tolerance, so its age is not judged (set tolerance_secs on the endpoint to judge it).{age}"
+            ));
+        }
         let id = scheme
             .event_id_header
             .as_deref()

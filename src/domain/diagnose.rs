@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::domain::delivery::Delivery;
 use crate::domain::pretty::pretty_json;
 use crate::domain::scheme::{
-    self, Encoding, Family, Scheme, Secret, constant_time_eq, hmac_sha256,
+    self, Encoding, Family, Key, Scheme, Secret, SigKind, constant_time_eq, twilio,
 };
 
 /// What the diagnosis found, as a code scripts can branch on.
@@ -42,6 +42,12 @@ pub enum Cause {
     OtherSecret,
     /// Another hash algorithm.
     Algorithm,
+    /// The URL signed is not the one checked: the public URL, its scheme or its host differ
+    /// (Twilio signs the URL it posts to).
+    PublicUrlMismatch,
+    /// The header's signatures are of another kind than the keys: `v1a` (ed25519) entries
+    /// with only HMAC secrets, or `v1` entries with only public keys.
+    KeyKind,
     /// Nothing reproduced the signature (also what an unknown code reads as).
     #[serde(other)]
     Unknown,
@@ -49,7 +55,7 @@ pub enum Cause {
 
 impl Cause {
     /// Every cause, for listings and tests.
-    pub const ALL: [Cause; 11] = [
+    pub const ALL: [Cause; 13] = [
         Cause::BodyReserialized,
         Cause::KeyDerivation,
         Cause::Encoding,
@@ -60,6 +66,8 @@ impl Cause {
         Cause::WrongScheme,
         Cause::OtherSecret,
         Cause::Algorithm,
+        Cause::PublicUrlMismatch,
+        Cause::KeyKind,
         Cause::Unknown,
     ];
 
@@ -76,6 +84,8 @@ impl Cause {
             Cause::WrongScheme => "wrong_scheme",
             Cause::OtherSecret => "other_secret",
             Cause::Algorithm => "algorithm",
+            Cause::PublicUrlMismatch => "public_url_mismatch",
+            Cause::KeyKind => "key_kind",
             Cause::Unknown => "unknown",
         }
     }
@@ -148,6 +158,16 @@ impl Written {
         }
     }
 
+    fn read(self, token: &str) -> Option<Vec<u8>> {
+        match self {
+            Written::HexLower | Written::HexUpper => hex::decode(token).ok(),
+            Written::Base64 => STANDARD.decode(token).ok(),
+            Written::Base64NoPad => STANDARD_NO_PAD.decode(token).ok(),
+            Written::Base64Url => URL_SAFE.decode(token).ok(),
+            Written::Base64UrlNoPad => URL_SAFE_NO_PAD.decode(token).ok(),
+        }
+    }
+
     fn name(self) -> &'static str {
         match self {
             Written::HexLower => "lowercase hex",
@@ -191,21 +211,40 @@ impl Tokens {
                 .map(|t| (*w, t.as_str()))
         })
     }
+
+    /// Which token (and in which writing) is an ed25519 signature of `message` by `key`.
+    fn find_ed25519(
+        &self,
+        key: &scheme::ed25519::PublicKey,
+        message: &[u8],
+    ) -> Option<(Written, &str)> {
+        Written::ALL.iter().find_map(|w| {
+            self.0
+                .iter()
+                .find(|t| w.read(t).is_some_and(|sig| key.verifies(message, &sig)))
+                .map(|t| (*w, t.as_str()))
+        })
+    }
 }
 
 /// The scheme's own way of writing its signature.
 fn native_writing(scheme: &Scheme) -> Written {
     match (scheme.family, scheme.encoding) {
-        (Family::StandardWebhooks, _) | (Family::HmacBody, Encoding::Base64) => Written::Base64,
+        (Family::StandardWebhooks | Family::Twilio, _) | (Family::HmacBody, Encoding::Base64) => {
+            Written::Base64
+        }
         _ => Written::HexLower,
     }
 }
 
-/// The signature value as the scheme writes it in its header, for one MAC.
-fn header_form(scheme: &Scheme, mac: &[u8]) -> String {
+/// The signature value as the scheme writes it in its header, for one MAC (or ed25519
+/// signature, for `ed25519`).
+fn header_form(scheme: &Scheme, mac: &[u8], ed25519: bool) -> String {
     let encoded = native_writing(scheme).write(mac);
     match scheme.family {
+        Family::StandardWebhooks if ed25519 => format!("v1a,{encoded}"),
         Family::StandardWebhooks => format!("v1,{encoded}"),
+        Family::Twilio | Family::Discord | Family::Token => encoded,
         Family::Stripe => format!("v1={encoded}"),
         Family::Paddle => format!("h1={encoded}"),
         Family::Slack => format!("v0={encoded}"),
@@ -219,7 +258,11 @@ fn received_form(scheme: &Scheme, header: &str) -> String {
         Family::StandardWebhooks => (char::is_whitespace, "v1,"),
         Family::Stripe => (|c| c == ',', "v1="),
         Family::Paddle => (|c| c == ';', "h1="),
-        Family::Slack | Family::HmacBody => return header.trim().to_string(),
+        Family::Slack | Family::HmacBody | Family::Twilio | Family::Discord => {
+            return header.trim().to_string();
+        }
+        // A GitLab token is the secret itself: never shown.
+        Family::Token => return String::new(),
     };
     header
         .split(separator)
@@ -351,10 +394,22 @@ struct Found {
 
 impl Attempt {
     /// Tries one hypothesis: a key and signed bytes; returns the writing that matched.
-    fn test(&mut self, what: String, key: &[u8], payload: &[u8]) -> Option<(Written, String)> {
+    fn test(
+        &mut self,
+        what: String,
+        ctx: &Context<'_>,
+        key: &Key,
+        payload: &[u8],
+    ) -> Option<(Written, String)> {
         self.tried.push(what);
-        let mac = hmac_sha256(key, &[payload]);
-        self.tokens.find(&mac).map(|(w, t)| (w, t.to_string()))
+        let found = match key {
+            Key::Mac(k) => self
+                .tokens
+                .find(&ctx.scheme.mac(k, payload, Some(ctx.delivery))),
+            Key::Public(_) | Key::Signing(_) => self.tokens.find_ed25519(key.public()?, payload),
+            Key::Token(_) => None,
+        };
+        found.map(|(w, t)| (w, t.to_string()))
     }
 }
 
@@ -376,16 +431,32 @@ pub fn diagnose(
         .header(&scheme.signature_header)
         .map(|v| String::from_utf8_lossy(v).into_owned());
     let (event_id, timestamp) = signing_inputs(scheme, delivery);
-    let expected_payload = scheme.signed_payload(&event_id, &timestamp, &delivery.body);
+    let expected_payload = match scheme.family {
+        Family::Twilio => scheme
+            .signed_strings(delivery)
+            .ok()
+            .and_then(|s| s.into_iter().next())
+            .unwrap_or_default(),
+        _ => scheme.signed_payload(&event_id, &timestamp, &delivery.body),
+    };
     let first_key = secrets.first().and_then(|s| scheme.key(s).ok());
-    let expected = first_key
-        .as_ref()
-        .map(|k| header_form(scheme, &hmac_sha256(k, &[&expected_payload])));
+    let expected = first_key.as_ref().and_then(|k| match k {
+        Key::Mac(k) => Some(header_form(
+            scheme,
+            &scheme.mac(k, &expected_payload, Some(delivery)),
+            false,
+        )),
+        Key::Signing(k) => Some(header_form(scheme, &k.sign(&expected_payload), true)),
+        Key::Public(_) | Key::Token(_) => None,
+    });
     let mut diagnosis = Diagnosis {
         cause: Cause::Unknown,
         detail: String::new(),
         tried: Vec::new(),
-        expected_signed: Some(escape_folded(&expected_payload, 400)),
+        // GitLab signs nothing: there is no signed string, and the token is a secret.
+        expected_signed: scheme
+            .signs_body()
+            .then(|| escape_folded(&expected_payload, 400)),
         sender_signed: None,
         expected,
         received: header.as_deref().map(|h| received_form(scheme, h)),
@@ -444,7 +515,16 @@ struct Context<'a> {
     /// The string the scheme signs, as hookscope computes it.
     payload: Vec<u8>,
     /// Each usable secret as the scheme turns it into a key, with its label.
-    keys: Vec<(String, Vec<u8>)>,
+    keys: Vec<(String, Key)>,
+}
+
+impl Context<'_> {
+    /// The HMAC keys, with their labels.
+    fn mac_keys(&self) -> impl Iterator<Item = (&String, &[u8])> {
+        self.keys
+            .iter()
+            .filter_map(|(label, key)| key.mac().map(|k| (label, k)))
+    }
 }
 
 impl Context<'_> {
@@ -475,9 +555,17 @@ const PAYLOAD_HYPOTHESES: &[(Cause, VariantsOf)] = &[
     (Cause::LineEndings, line_endings),
 ];
 
-/// The hypotheses tried once (not per key), in order, before the per-key ones.
-const WHOLE_HYPOTHESES: &[fn(&mut Attempt, &Context<'_>) -> Option<Found>] =
-    &[other_secret, other_encoding, key_derivation];
+/// The hypotheses tried once (not per key), in order, before the per-key ones. Each one that
+/// does not apply to the scheme's family returns `None` without trying anything.
+const WHOLE_HYPOTHESES: &[fn(&mut Attempt, &Context<'_>) -> Option<Found>] = &[
+    key_kind,
+    other_secret,
+    token_whitespace,
+    public_url,
+    twilio_body_hash,
+    other_encoding,
+    key_derivation,
+];
 
 fn find_cause(attempt: &mut Attempt, ctx: &Context<'_>, header_present: bool) -> Option<Found> {
     if let Some(found) = wrong_scheme(attempt, ctx) {
@@ -491,10 +579,17 @@ fn find_cause(attempt: &mut Attempt, ctx: &Context<'_>, header_present: bool) ->
             return Some(found);
         }
     }
+    // Twilio signs a URL and GitLab nothing: the body-template hypotheses do not apply.
+    if matches!(ctx.scheme.family, Family::Twilio | Family::Token) {
+        return None;
+    }
     for (secret_label, key) in &ctx.keys {
         for (cause, variants) in PAYLOAD_HYPOTHESES {
             for variant in variants(ctx) {
-                if attempt.test(variant.what, key, &variant.payload).is_some() {
+                if attempt
+                    .test(variant.what, ctx, key, &variant.payload)
+                    .is_some()
+                {
                     return Some(Found {
                         cause: *cause,
                         detail: variant.detail.replace("{secret}", secret_label),
@@ -503,7 +598,10 @@ fn find_cause(attempt: &mut Attempt, ctx: &Context<'_>, header_present: bool) ->
                 }
             }
         }
-        if let Some(found) = other_algorithm(attempt, ctx, secret_label, key) {
+        if let Some(found) = key
+            .mac()
+            .and_then(|k| other_algorithm(attempt, ctx, secret_label, k))
+        {
             return Some(found);
         }
     }
@@ -563,8 +661,8 @@ fn other_secret(attempt: &mut Attempt, ctx: &Context<'_>) -> Option<Found> {
 /// The right signature, written another way (encoding, case, prefix).
 fn other_encoding(attempt: &mut Attempt, ctx: &Context<'_>) -> Option<Found> {
     let (scheme, label) = (ctx.scheme, &ctx.scheme.label);
-    for (secret_label, key) in &ctx.keys {
-        let mac = hmac_sha256(key, &[&ctx.payload]);
+    for (secret_label, key) in ctx.mac_keys() {
+        let mac = ctx.scheme.mac(key, &ctx.payload, Some(ctx.delivery));
         attempt.tried.push(format!(
             "the expected signature with {secret_label} in any encoding"
         ));
@@ -578,7 +676,7 @@ fn other_encoding(attempt: &mut Attempt, ctx: &Context<'_>) -> Option<Found> {
                 "The signature itself is right ({secret_label}), but the {} header is not laid out as {label} expects: it reads `{}` where `{}` is expected (a missing or extra prefix such as `sha256=`, `v1,` or `v0=`).",
                 scheme.signature_header,
                 fold(&token, 80),
-                fold(&header_form(scheme, &mac), 80)
+                fold(&header_form(scheme, &mac, false), 80)
             )
         } else {
             format!(
@@ -592,6 +690,165 @@ fn other_encoding(attempt: &mut Attempt, ctx: &Context<'_>) -> Option<Found> {
             detail,
             sender_signed: None,
         });
+    }
+    None
+}
+
+/// Signatures of one kind, keys of another: `v1a` (ed25519) entries checked with HMAC secrets,
+/// or `v1` entries with public keys only.
+fn key_kind(attempt: &mut Attempt, ctx: &Context<'_>) -> Option<Found> {
+    let scheme = ctx.scheme;
+    if scheme.family != Family::StandardWebhooks || ctx.keys.is_empty() {
+        return None;
+    }
+    let value = ctx.delivery.header(&scheme.signature_header)?;
+    let parsed = scheme.parse_header(value).ok()?;
+    attempt
+        .tried
+        .push("the kinds of the header's signatures against the kinds of the keys".into());
+    let kinds = |kind| parsed.signatures.iter().any(|(k, _)| *k == kind);
+    let keys_check = |kind| ctx.keys.iter().any(|(_, key)| key.checks(kind));
+    let (macs, ed25519) = (kinds(SigKind::Mac), kinds(SigKind::Ed25519));
+    let detail = if ed25519 && !macs && !keys_check(SigKind::Ed25519) {
+        format!(
+            "The {} header carries only `v1a` (ed25519) signatures, and this endpoint's secrets are HMAC secrets (`whsec_`), which never accept one: add the sender's public key (`whpk_…`) to the endpoint's secrets.",
+            scheme.signature_header
+        )
+    } else if macs && !ed25519 && !keys_check(SigKind::Mac) {
+        format!(
+            "The {} header carries only `v1` (HMAC) signatures, and this endpoint's keys are ed25519 keys (`whpk_`/`whsk_`), which never accept one: add the sender's `whsec_` secret.",
+            scheme.signature_header
+        )
+    } else {
+        return None;
+    };
+    Some(Found {
+        cause: Cause::KeyKind,
+        detail,
+        sender_signed: None,
+    })
+}
+
+/// GitLab: the token received equals a secret apart from whitespace at its ends (a copied
+/// token that kept its newline). Neither token is shown.
+fn token_whitespace(attempt: &mut Attempt, ctx: &Context<'_>) -> Option<Found> {
+    if ctx.scheme.family != Family::Token {
+        return None;
+    }
+    let received = ctx.delivery.header(&ctx.scheme.signature_header)?;
+    let received = String::from_utf8_lossy(received);
+    for (index, secret) in ctx.secrets.iter().enumerate() {
+        attempt.tried.push(format!(
+            "the token against secret #{} with whitespace at the ends ignored",
+            index + 1
+        ));
+        let (sent, configured) = (received.trim(), secret.expose().trim());
+        if !sent.is_empty() && constant_time_eq(sent.as_bytes(), configured.as_bytes()) {
+            let side = if received.len() != sent.len() {
+                "the token the sender sends"
+            } else {
+                "the configured secret"
+            };
+            return Some(Found {
+                cause: Cause::TrailingNewline,
+                detail: format!(
+                    "The {} header equals secret #{} except for spaces or a newline at its ends, in {side}: a token copied with its line break; trim it where it is set.",
+                    ctx.scheme.signature_header,
+                    index + 1
+                ),
+                sender_signed: None,
+            });
+        }
+    }
+    None
+}
+
+/// Twilio: the signature verifies for another URL than the one checked: the local one, the
+/// other scheme (http/https), or another host.
+fn public_url(attempt: &mut Attempt, ctx: &Context<'_>) -> Option<Found> {
+    let (scheme, delivery) = (ctx.scheme, ctx.delivery);
+    if scheme.family != Family::Twilio {
+        return None;
+    }
+    let checked = scheme.signed_url(delivery);
+    let mut candidates = vec![twilio::local_url(delivery, None, None)];
+    for proto in ["https", "http"] {
+        candidates.push(twilio::local_url(delivery, Some(proto), None));
+    }
+    let hosts: Vec<&str> = ["host", "x-forwarded-host", "x-original-host"]
+        .iter()
+        .filter_map(|h| delivery.header_str(h))
+        .collect();
+    if let Some((proto, _)) = twilio::origin(&checked) {
+        let other = if proto == "https" { "http" } else { "https" };
+        for host in &hosts {
+            candidates.push(twilio::local_url(delivery, Some(&proto), Some(host)));
+            candidates.push(twilio::local_url(delivery, Some(other), Some(host)));
+        }
+        let mut flipped = scheme.clone();
+        flipped.public_url =
+            Some(checked.replacen(&format!("{proto}://"), &format!("{other}://"), 1));
+        candidates.push(flipped.signed_url(delivery));
+    }
+    candidates.retain(|c| *c != checked);
+    candidates.dedup();
+    let params = if twilio::body_hash_param(&checked).is_some() {
+        Vec::new()
+    } else {
+        twilio::signed_params(&checked, &delivery.body)
+    };
+    for candidate in candidates {
+        for url in twilio::port_variants(&candidate) {
+            let payload = twilio::signed_string(&url, &params);
+            for (label, key) in &ctx.keys {
+                if attempt
+                    .test(format!("the URL {url} with {label}"), ctx, key, &payload)
+                    .is_none()
+                {
+                    continue;
+                }
+                let fix = match twilio::origin(&url) {
+                    Some((proto, host)) => format!(
+                        "set this endpoint's public_url to \"{proto}://{host}\" (or pass --url)"
+                    ),
+                    None => "set this endpoint's public_url (or pass --url)".to_string(),
+                };
+                return Some(Found {
+                    cause: Cause::PublicUrlMismatch,
+                    detail: format!(
+                        "The signature verifies with {label} for the URL {url}, not for {checked}, the one checked: Twilio signs the URL it posts to (a tunnel's public URL, with its scheme and host), so {fix}."
+                    ),
+                    sender_signed: Some(payload),
+                });
+            }
+        }
+    }
+    None
+}
+
+/// Twilio: a JSON body whose `bodySHA256` does not match; say which re-serialisation does.
+fn twilio_body_hash(attempt: &mut Attempt, ctx: &Context<'_>) -> Option<Found> {
+    if ctx.scheme.family != Family::Twilio {
+        return None;
+    }
+    let signed = twilio::body_hash_param(&ctx.scheme.signed_url(ctx.delivery))?;
+    let signed = signed.to_ascii_lowercase();
+    if twilio::body_hash(&ctx.delivery.body) == signed {
+        return None;
+    }
+    for (how, body) in reserialisations(&ctx.delivery.body) {
+        attempt
+            .tried
+            .push(format!("bodySHA256 of the body as {how}"));
+        if twilio::body_hash(&body) == signed {
+            return Some(Found {
+                cause: Cause::BodyReserialized,
+                detail: format!(
+                    "The URL's bodySHA256 is the hash of the body re-serialised as {how}, not of the bytes received: something between Twilio and the verifier parsed and re-serialised the JSON. Hash the raw body bytes."
+                ),
+                sender_signed: Some(body),
+            });
+        }
     }
     None
 }
@@ -637,10 +894,19 @@ fn key_variants(family: Family, raw: &str) -> Vec<(&'static str, Vec<u8>)> {
 /// Key derivation: the same secret turned into a key another way.
 fn key_derivation(attempt: &mut Attempt, ctx: &Context<'_>) -> Option<Found> {
     let scheme = ctx.scheme;
+    if matches!(scheme.family, Family::Token | Family::Discord) {
+        return None;
+    }
     for (index, secret) in ctx.secrets.iter().enumerate() {
+        if !matches!(scheme.key(secret), Ok(Key::Mac(_)) | Err(_)) {
+            continue; // an ed25519 key has no other derivation worth trying
+        }
         for (how, key) in key_variants(scheme.family, secret.expose()) {
             let what = format!("secret #{} used as {how}", index + 1);
-            if attempt.test(what, &key, &ctx.payload).is_none() {
+            if attempt
+                .test(what, ctx, &Key::Mac(key), &ctx.payload)
+                .is_none()
+            {
                 continue;
             }
             let expected_how = match scheme.family {
@@ -684,6 +950,7 @@ fn other_templates(ctx: &Context<'_>) -> Vec<Variant> {
         Family::Slack,
         Family::Paddle,
         Family::HmacBody,
+        Family::Discord,
     ]
     .into_iter()
     .filter(|family| *family != scheme.family)
@@ -853,6 +1120,9 @@ fn template_name(family: Family) -> &'static str {
         Family::Slack => "`v0:{timestamp}:{body}`",
         Family::Paddle => "`{timestamp}:{body}`",
         Family::HmacBody => "the raw body alone",
+        Family::Discord => "`{timestamp}{body}`",
+        Family::Twilio => "the URL followed by the sorted form parameters",
+        Family::Token => "nothing (a token is sent as it is)",
     }
 }
 

@@ -2,6 +2,7 @@
 //! tolerance and answer. The config layer resolves these from `config.toml`; nothing here reads
 //! a file.
 
+use crate::domain::advice;
 use crate::domain::diagnose::LabelledSecret;
 use crate::domain::job::JobPointers;
 use crate::domain::scheme::{Scheme, Secret};
@@ -27,6 +28,10 @@ pub struct Endpoint {
     pub respond_headers: Vec<(String, String)>,
     /// Where the job facts are in a body, when not the defaults.
     pub job_pointers: JobPointers,
+    /// The URL the sender posts to (a tunnel's), for schemes that sign it (Twilio).
+    pub public_url: Option<String>,
+    /// What the payload advice looks for.
+    pub advice: advice::Rules,
     /// The other endpoints' secrets, labelled, for the diagnosis of a failed signature
     /// ("another endpoint's secret"); computed once when the settings are resolved.
     pub other_secrets: std::sync::Arc<[LabelledSecret]>,
@@ -45,6 +50,8 @@ impl Endpoint {
             respond_body: None,
             respond_headers: Vec::new(),
             job_pointers: JobPointers::default(),
+            public_url: None,
+            advice: advice::Rules::default(),
             other_secrets: std::sync::Arc::from(Vec::new()),
         }
     }

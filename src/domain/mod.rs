@@ -4,6 +4,7 @@
 //! Nothing here reads a file, opens a socket or asks the clock (except [`clock`], the one place
 //! that does). Every function is tested on plain values.
 
+pub mod advice;
 pub mod attempt;
 pub mod checks;
 pub mod clock;

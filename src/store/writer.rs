@@ -459,6 +459,7 @@ fn write_batch(
                 signature: evaluation.signature.clone(),
                 timestamp: evaluation.timestamp.clone(),
                 duplicate,
+                advice: evaluation.advice.clone(),
             };
             let checks_json = serde_json::to_string(&checks)
                 .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;

@@ -7,8 +7,9 @@ use hookscope::domain::checks;
 use hookscope::domain::delivery::{Delivery, Header, decode_headers, encode_headers};
 use hookscope::domain::endpoint::Endpoint;
 use hookscope::domain::filter::Filter;
-use hookscope::domain::scheme::{Scheme, Secret, Verification, presets};
+use hookscope::domain::scheme::{Family, Scheme, Secret, Verification, ed25519, presets};
 use proptest::prelude::*;
+use sha2::Digest as _;
 
 fn delivery(headers: Vec<Header>, body: Vec<u8>) -> Delivery {
     Delivery {
@@ -35,6 +36,11 @@ fn header_name() -> impl Strategy<Value = String> {
         Just("x-slack-request-timestamp".to_string()),
         Just("paddle-signature".to_string()),
         Just("x-shopify-hmac-sha256".to_string()),
+        Just("x-twilio-signature".to_string()),
+        Just("x-gitlab-token".to_string()),
+        Just("x-signature-ed25519".to_string()),
+        Just("x-signature-timestamp".to_string()),
+        Just("host".to_string()),
         "[a-z-]{1,20}",
     ]
 }
@@ -60,7 +66,7 @@ proptest! {
     }
 
     #[test]
-    fn structured_garbage_headers_survive_too(text in "(t=|ts=|v1=|v1,|h1=|v0=|sha256=|[0-9a-fA-F+/=,; ]){0,40}") {
+    fn structured_garbage_headers_survive_too(text in "(t=|ts=|v1=|v1,|v1a,|h1=|v0=|sha256=|[0-9a-fA-F+/=,; ]){0,40}") {
         for scheme in presets() {
             let _ = scheme.parse_header(text.as_bytes());
         }
@@ -87,24 +93,37 @@ proptest! {
         ts in 1_000_000_000i64..4_000_000_000,
         flip in any::<prop::sample::Index>(),
     ) {
-        for scheme in presets() {
-            // Standard Webhooks keys are base64; any alphanumeric string of a length divisible by 4 is.
-            let secret = match scheme.family {
-                hookscope::domain::scheme::Family::StandardWebhooks => format!("whsec_{}", &secret[..secret.len() / 4 * 4].to_string()),
-                _ => secret.clone(),
+        for mut scheme in presets() {
+            scheme.public_url = Some("https://hooks.example.com/hooks?src=prop".into());
+            // Standard Webhooks keys are base64; any alphanumeric string of a length divisible by
+            // 4 is. Discord's are ed25519: a signing key from the secret's hash, and its public key.
+            let (signing, verifying) = match scheme.family {
+                Family::StandardWebhooks => {
+                    let s = format!("whsec_{}", &secret[..secret.len() / 4 * 4]);
+                    (s.clone(), s)
+                }
+                Family::Discord => {
+                    let seed = sha2::Sha256::digest(secret.as_bytes());
+                    let key = ed25519::SigningKey::from_bytes(&seed).expect("seed");
+                    (format!("{}{}", hex::encode(seed), hex::encode(key.public().0)), hex::encode(key.public().0))
+                }
+                _ => (secret.clone(), secret.clone()),
             };
-            if secret == "whsec_" { continue; }
-            let secrets = [Secret::new(secret)];
-            let headers = scheme.sign(&secrets, &event_id, ts, &body).expect("sign");
-            let good = delivery(headers, body.clone());
+            if signing == "whsec_" { continue; }
+            let headers = scheme.sign(&[Secret::new(signing)], &event_id, ts, &body).expect("sign");
+            let sent_to = scheme.request_url("https://hooks.example.com/hooks?src=prop", &body);
+            let mut good = delivery(headers, body.clone());
+            good.query = sent_to.split_once('?').map(|(_, q)| q.to_string()).unwrap_or_default();
+            let secrets = [Secret::new(verifying)];
             let verified = matches!(scheme.verify(&good, &secrets), Verification::Verified { .. });
             prop_assert!(verified, "{} did not verify its own signature", scheme.name);
-            let mut changed = body.clone();
-            let i = flip.index(changed.len());
-            changed[i] ^= 0x01;
-            let bad = delivery(good.headers.clone(), changed);
-            let rejected = !matches!(scheme.verify(&bad, &secrets), Verification::Verified { .. });
-            prop_assert!(rejected, "{} verified a changed body", scheme.name);
+            let mut bad = good.clone();
+            let i = flip.index(bad.body.len());
+            bad.body[i] ^= 0x01;
+            let accepted = matches!(scheme.verify(&bad, &secrets), Verification::Verified { .. });
+            // GitLab's token signs nothing: a changed body still passes, which is why its
+            // sentence says so.
+            prop_assert_eq!(accepted, !scheme.signs_body(), "{} and a changed body", scheme.name);
         }
     }
 
@@ -188,7 +207,10 @@ fn the_scheme_table_is_complete() {
             "github",
             "shopify",
             "slack",
-            "paddle"
+            "paddle",
+            "twilio",
+            "gitlab",
+            "discord"
         ]
     );
     assert!(Scheme::preset("nope").is_none());

@@ -17,7 +17,7 @@ fn headers_json(delivery: &Delivery) -> Value {
         delivery
             .headers
             .iter()
-            .map(|h| json!([h.name, h.value_lossy()]))
+            .map(|h| json!([h.name, h.shown_lossy()]))
             .collect(),
     )
 }

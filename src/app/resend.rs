@@ -104,7 +104,10 @@ pub fn prepare(
     })?;
     let settings = Settings::resolve(file, &Default::default())?;
     let resign = if request.resign {
-        Some(resign_with(file, &settings, &stored, request)?)
+        let (mut scheme, secrets) = resign_with(file, &settings, &stored, request)?;
+        // A scheme that signs the URL (Twilio) signs the handler's.
+        scheme.public_url = Some(request.url.clone());
+        Some((scheme, secrets))
     } else {
         None
     };
@@ -114,9 +117,14 @@ pub fn prepare(
         body: request.body.clone(),
     };
     let outgoing = client::prepare_resend(&stored, &options, now_secs())?;
+    // Twilio puts a JSON body's hash in the URL it signs: send to that URL.
+    let url = match &options.resign {
+        Some((scheme, _)) => scheme.request_url(&request.url, &outgoing.body),
+        None => request.url.clone(),
+    };
     Ok(PreparedResend {
         delivery_id: stored.id,
-        url: request.url.clone(),
+        url,
         outgoing,
         resigned: request.resign,
         timeout: request.timeout,

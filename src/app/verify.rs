@@ -59,6 +59,11 @@ pub struct Verified {
 
 /// Checks one request or fixture.
 pub fn verify(file: &ConfigFile, request: VerifyRequest) -> Result<Verified, AppError> {
+    // An absolute URL is the one the sender posted to: schemes that sign it (Twilio) use it.
+    let public_url = match &request.source {
+        Source::Request { url: Some(url), .. } if url.contains("://") => Some(url.clone()),
+        _ => None,
+    };
     let (delivery, fixture_scheme, fixture_secret) = match request.source {
         Source::Fixture { text, name } => {
             let loaded = crate::export::load_fixture(&text)
@@ -72,7 +77,10 @@ pub fn verify(file: &ConfigFile, request: VerifyRequest) -> Result<Verified, App
         ),
     };
     let scheme_name = request.scheme.or(fixture_scheme).unwrap_or_default();
-    let scheme = scheme_named(file, &scheme_name)?;
+    let mut scheme = scheme_named(file, &scheme_name)?;
+    if public_url.is_some() {
+        scheme.public_url.clone_from(&public_url);
+    }
     let secrets: Vec<Secret> = match fixture_secret {
         Some(secret) if request.secrets.is_empty() => match secret {
             Some(secret) => vec![secret],
@@ -92,6 +100,7 @@ pub fn verify(file: &ConfigFile, request: VerifyRequest) -> Result<Verified, App
         scheme: Some(scheme),
         secrets,
         tolerance_secs: request.tolerance_secs,
+        public_url,
         ..Endpoint::catch_all()
     };
     let evaluation = checks::evaluate(&delivery, &endpoint, now);

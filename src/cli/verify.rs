@@ -13,7 +13,7 @@ use super::{Common, body_file, exit_if, load_config};
 /// `hookscope verify`.
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
-    /// The scheme: a preset (standard-webhooks, svix, stripe, github, shopify, slack, paddle) or a [[scheme]] name
+    /// The scheme: a preset (standard-webhooks, svix, stripe, github, shopify, slack, paddle, twilio, gitlab, discord) or a [[scheme]] name
     #[arg(long, value_name = "NAME", required_unless_present = "fixture")]
     pub scheme: Option<String>,
     /// A signing secret; repeat to try several (rotation)
@@ -45,7 +45,7 @@ pub struct VerifyArgs {
     /// Read the body's exact bytes from a file ('-' for stdin)
     #[arg(long, value_name = "FILE")]
     pub body_file: Option<PathBuf>,
-    /// The URL the request was sent to (its path and query are recorded)
+    /// The URL the request was sent to, as the sender saw it (its path and query are recorded; Twilio signs it whole)
     #[arg(long)]
     pub url: Option<String>,
     /// Timestamp tolerance in seconds (default: the scheme's)

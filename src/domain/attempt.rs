@@ -74,7 +74,7 @@ fn headers_as_pairs<S: serde::Serializer>(headers: &[Header], s: S) -> Result<S:
     use serde::ser::SerializeSeq as _;
     let mut seq = s.serialize_seq(Some(headers.len()))?;
     for h in headers {
-        seq.serialize_element(&(&h.name, h.value_lossy()))?;
+        seq.serialize_element(&(&h.name, h.shown_lossy()))?;
     }
     seq.end()
 }

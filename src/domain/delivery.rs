@@ -28,7 +28,26 @@ impl Header {
     pub fn value_lossy(&self) -> String {
         String::from_utf8_lossy(&self.value).into_owned()
     }
+
+    /// Whether the value is a credential: a shared token sent as it is (GitLab's), which is
+    /// the endpoint's secret itself rather than a signature.
+    pub fn is_credential(&self) -> bool {
+        CREDENTIAL_HEADERS.contains(&self.name.as_str())
+    }
+
+    /// The value as shown and exported: [`Header::value_lossy`], or a mask for a credential.
+    /// The store keeps the exact bytes, so a resend as captured still carries it.
+    pub fn shown_lossy(&self) -> String {
+        if self.is_credential() {
+            format!("[redacted: {} bytes]", self.value.len())
+        } else {
+            self.value_lossy()
+        }
+    }
 }
+
+/// Headers whose value is a secret, masked wherever a delivery is shown or exported.
+pub const CREDENTIAL_HEADERS: &[&str] = &["x-gitlab-token"];
 
 /// A request as hookscope received it.
 #[derive(Debug, Clone, PartialEq, Eq)]

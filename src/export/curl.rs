@@ -23,7 +23,7 @@ pub fn curl(stored: &StoredDelivery, body_file: &str) -> (String, bool) {
             continue;
         }
         parts.push("-H".into());
-        parts.push(shell_quote(&format!("{}: {}", h.name, h.value_lossy())));
+        parts.push(shell_quote(&format!("{}: {}", h.name, h.shown_lossy())));
     }
     let plain = std::str::from_utf8(&d.body).is_ok_and(|t| {
         !t.chars()

@@ -61,6 +61,20 @@ pub(crate) fn headers_from_json(value: &Value) -> Option<Vec<Header>> {
 pub fn test_secret(scheme: &Scheme) -> Secret {
     match scheme.family {
         Family::StandardWebhooks => generate_secret(),
+        // A signing key (seed then public key, in hex): it signs, and verifies as Discord's
+        // public key would.
+        Family::Discord => {
+            let mut seed = [0u8; 32];
+            let _ = getrandom::fill(&mut seed);
+            match crate::domain::scheme::ed25519::SigningKey::from_bytes(&seed) {
+                Some(key) => Secret::new(format!(
+                    "{}{}",
+                    hex::encode(seed),
+                    hex::encode(key.public().0)
+                )),
+                None => Secret::new(hex::encode([seed, seed].concat())),
+            }
+        }
         _ => {
             let mut bytes = [0u8; 24];
             let _ = getrandom::fill(&mut bytes);
@@ -86,6 +100,7 @@ pub fn fixture(stored: &StoredDelivery, options: &FixtureOptions) -> Result<Valu
     let d = &stored.delivery;
     let mut headers = d.headers.clone();
     let mut body = d.body.clone();
+    let mut query = d.query.clone();
     if !options.redact.is_empty() {
         body = redact(&body, &options.redact).map_err(|reason| ExportError::Redact {
             id: stored.id,
@@ -103,6 +118,18 @@ pub fn fixture(stored: &StoredDelivery, options: &FixtureOptions) -> Result<Valu
                     .and_then(|n| Scheme::preset(n.split(' ').next().unwrap_or(n)))
             })
             .ok_or(ExportError::NoScheme(stored.id))?;
+        let mut scheme = scheme;
+        if scheme.public_url.is_none() {
+            // Twilio signs the URL: the capture's own, as its headers tell it.
+            scheme.public_url = Some(scheme.signed_url(d));
+        }
+        if let Some(url) = &scheme.public_url {
+            let sent_to = scheme.request_url(url, &body);
+            query = sent_to
+                .split_once('?')
+                .map(|(_, q)| q.split('#').next().unwrap_or(q).to_string())
+                .unwrap_or(query);
+        }
         let secret = test_secret(&scheme);
         let timestamp = d.received_at_ms.div_euclid(1000);
         let event_id = stored.event_id.clone().unwrap_or_else(new_event_id);
@@ -125,6 +152,13 @@ pub fn fixture(stored: &StoredDelivery, options: &FixtureOptions) -> Result<Valu
             "note": "The original signature headers; no secret is written. Verify with your own secret, at the recorded time.",
         })
     };
+    // A captured credential (GitLab's token) is the endpoint's secret: never written. A test
+    // token written by re-signing is the fixture's own and stays.
+    if !options.resign_with_test_secret {
+        for h in headers.iter_mut().filter(|h| h.is_credential()) {
+            h.value = h.shown_lossy().into_bytes();
+        }
+    }
     // The length header must describe the body as exported.
     for h in headers.iter_mut() {
         if h.name == "content-length" {
@@ -138,7 +172,7 @@ pub fn fixture(stored: &StoredDelivery, options: &FixtureOptions) -> Result<Valu
         "received_at_unix": d.received_at_ms.div_euclid(1000),
         "method": d.method,
         "path": d.path,
-        "query": d.query,
+        "query": query,
         "headers": headers_json(&headers),
         "body": bytes_json(&body),
         "scheme": stored.scheme,

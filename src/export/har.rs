@@ -56,7 +56,7 @@ pub fn har(deliveries: &[StoredDelivery]) -> Value {
                     "url": url_of(d),
                     "httpVersion": "HTTP/1.1",
                     "cookies": [],
-                    "headers": d.headers.iter().map(|h| json!({ "name": h.name, "value": h.value_lossy() })).collect::<Vec<_>>(),
+                    "headers": d.headers.iter().map(|h| json!({ "name": h.name, "value": h.shown_lossy() })).collect::<Vec<_>>(),
                     "queryString": query,
                     "postData": post_data,
                     "headersSize": -1,

@@ -239,6 +239,10 @@ fn not_applicable(build: Build, scheme: &Scheme, body: &[u8]) -> Option<(&'stati
         Build::Shifted(_) if !scheme.signs_timestamp() => {
             Some(("4xx", format!("{} signs no timestamp.", scheme.label)))
         }
+        Build::Shifted(_) if scheme.tolerance_secs.is_none() => Some((
+            "any",
+            format!("{}'s own libraries check no timestamp age.", scheme.label),
+        )),
         Build::Shifted(offset) if offset > 0 && scheme.future == FuturePolicy::Warn => Some((
             "any",
             format!("{}'s own libraries accept future timestamps.", scheme.label),
@@ -395,6 +399,10 @@ pub async fn probe(
     body: Option<Vec<u8>>,
 ) -> Result<ProbeReport, SendError> {
     check_url(url)?;
+    // A scheme that signs the URL (Twilio) signs the handler's.
+    let mut scheme = scheme.clone();
+    scheme.public_url = Some(url.to_string());
+    let scheme = &scheme;
     let now = now_secs();
     let base_body = body.unwrap_or_else(|| sample_body("msg_probe_template", now));
     let original_id = serde_json::from_slice::<serde_json::Value>(&base_body)
@@ -424,7 +432,12 @@ pub async fn probe(
         for outgoing in probe.requests(spec.build)? {
             attempts.push(
                 client
-                    .send(url, &outgoing, AttemptKind::Probe, None)
+                    .send(
+                        &scheme.request_url(url, &outgoing.body),
+                        &outgoing,
+                        AttemptKind::Probe,
+                        None,
+                    )
                     .await?,
             );
         }

@@ -267,7 +267,7 @@ fn request_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery
                     for h in &d.headers {
                         ui.monospace(&h.name);
                         ui.add(
-                            egui::Label::new(RichText::new(h.value_lossy()).monospace())
+                            egui::Label::new(RichText::new(h.shown_lossy()).monospace())
                                 .selectable(true)
                                 .wrap(),
                         );

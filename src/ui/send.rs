@@ -257,7 +257,7 @@ fn attempts_ui(ui: &mut egui::Ui, attempts: &[Attempt], zone: &Zone) {
         .show(ui, |ui| {
             ui.colored_label(color, format!("answered: {outcome}"));
             for h in &attempt.response_headers {
-                ui.monospace(format!("{}: {}", h.name, h.value_lossy()));
+                ui.monospace(format!("{}: {}", h.name, h.shown_lossy()));
             }
             let body = String::from_utf8_lossy(&attempt.response_body);
             if !body.is_empty() {

@@ -39,6 +39,9 @@ impl From<SendError> for AppError {
     fn from(err: SendError) -> Self {
         match err {
             SendError::BadUrl(message) => AppError::Usage(message),
+            // The secret came from the user (an argument or the config): exit 2 like any bad
+            // argument.
+            sign @ SendError::Sign(_) => AppError::Usage(sign.to_string()),
             other => AppError::Failed(other.to_string()),
         }
     }

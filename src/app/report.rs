@@ -61,7 +61,7 @@ pub fn evaluation_json(delivery: &Delivery, evaluation: &Evaluation, ok: bool) -
         "scheme": evaluation.scheme,
         "event_id": evaluation.event_id,
         "event_type": evaluation.event_type,
-        "checks": {"signature": evaluation.signature, "timestamp": evaluation.timestamp},
+        "checks": {"signature": evaluation.signature, "timestamp": evaluation.timestamp, "advice": evaluation.advice},
         "job": evaluation.job,
     })
 }

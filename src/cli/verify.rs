@@ -135,6 +135,11 @@ fn print_verdict(verified: &Verified, json: bool) {
         evaluation.timestamp.detail
     );
     println!(
+        "advice     {:<8} {}",
+        evaluation.advice.status.as_str(),
+        evaluation.advice.detail
+    );
+    println!(
         "event id   {}",
         evaluation.event_id.as_deref().unwrap_or("(none found)")
     );

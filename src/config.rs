@@ -158,7 +158,8 @@ pub struct ReceiverSection {
 pub struct SchemeConfig {
     /// The name endpoints refer to.
     pub name: String,
-    /// The family (`standard-webhooks`, `stripe`, `hmac-body`, `slack`, `paddle`).
+    /// The family (`standard-webhooks`, `stripe`, `hmac-body`, `slack`, `paddle`, `twilio`, `token`,
+    /// `discord`).
     pub family: Family,
     /// The header carrying the signature.
     #[serde(default, skip_serializing_if = "Option::is_none")]

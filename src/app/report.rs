@@ -131,6 +131,9 @@ pub fn human_lines(stored: &StoredDelivery, zone: &Zone) -> String {
     ) {
         out.push_str(&format!("\n    timestamp: {}", checks.timestamp.detail));
     }
+    if checks.advice.status == crate::domain::advice::AdviceStatus::Advice {
+        out.push_str(&format!("\n    advice: {}", checks.advice.detail));
+    }
     if let Some(note) = &stored.note {
         out.push_str(&format!("\n    note: {note}"));
     }

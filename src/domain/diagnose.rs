@@ -495,8 +495,22 @@ pub fn diagnose(
             diagnosis.sender_signed = found.sender_signed.map(|p| escape_folded(&p, 400));
         }
         None => {
+            let (kinds, secret) = match scheme.family {
+                Family::Twilio => (
+                    "other URLs (the local one, http and https, other hosts, with and without the port), the body's hash, other secrets, other schemes, encodings",
+                    "the auth token differs from the sender's, or the form parameters differ from what was signed",
+                ),
+                Family::Token => (
+                    "whitespace around the token, other secrets, other schemes",
+                    "the token set at the sender differs from this endpoint's",
+                ),
+                _ => (
+                    "re-serialised bodies, key derivations, encodings, templates, millisecond timestamps, newlines, line endings, other schemes, other secrets, other algorithms",
+                    "the secret differs from the sender's, or the bytes differ from what was signed in a way no common mistake explains",
+                ),
+            };
             diagnosis.detail = format!(
-                "None of {} hypotheses reproduces the received signature (re-serialised bodies, key derivations, encodings, templates, millisecond timestamps, newlines, line endings, other schemes, other secrets, other algorithms): the secret differs from the sender's, or the bytes differ from what was signed in a way no common mistake explains.",
+                "None of {} hypotheses reproduces the received signature ({kinds}): {secret}.",
                 diagnosis.tried.len()
             );
         }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use eframe::egui::{self, Color32, RichText, text::LayoutJob};
 use hookscope::app::report::delivery_json;
+use hookscope::domain::advice::AdviceStatus;
 use hookscope::domain::fmt::{Zone, full_time, human_bytes, rfc3339_ms};
 use hookscope::domain::pretty::{Token, hexdump, pretty_json};
 use hookscope::store::StoredDelivery;
@@ -180,7 +181,41 @@ fn checks_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery)
             check_row(ui, "Timestamp", color, word, &checks.timestamp.detail);
             let (color, word) = widgets::duplicate_look(checks.duplicate.status);
             check_row(ui, "Duplicate", color, word, &checks.duplicate.detail);
+            let color = match checks.advice.status {
+                AdviceStatus::Advice => widgets::ADVICE,
+                AdviceStatus::Clear => widgets::SKIPPED,
+            };
+            check_row(
+                ui,
+                "Advice",
+                color,
+                checks.advice.status.as_str(),
+                &checks.advice.detail,
+            );
         });
+    if !checks.advice.items.is_empty() {
+        egui::CollapsingHeader::new(format!("Advice ({})", checks.advice.items.len()))
+            .id_salt("advice_items")
+            .default_open(true)
+            .show(ui, |ui| {
+                egui::Grid::new("advice_grid")
+                    .num_columns(2)
+                    .spacing([12.0, 4.0])
+                    .show(ui, |ui| {
+                        for item in &checks.advice.items {
+                            ui.add(
+                                egui::Label::new(
+                                    RichText::new(item.pointer.as_deref().unwrap_or("(body)"))
+                                        .monospace(),
+                                )
+                                .selectable(true),
+                            );
+                            ui.add(egui::Label::new(&item.detail).wrap());
+                            ui.end_row();
+                        }
+                    });
+            });
+    }
     if let Some(diagnosis) = &checks.signature.diagnosis {
         ui.add_space(8.0);
         diagnosis_ui(ui, diagnosis);

@@ -275,6 +275,33 @@ fn endpoint_ui(
             });
             ui.end_row();
 
+            let label = ui.label("Public URL");
+            let mut public_url = endpoint.public_url.clone().unwrap_or_default();
+            let response = ui
+                .add(
+                    egui::TextEdit::singleline(&mut public_url)
+                        .desired_width(420.0)
+                        .hint_text("the URL the sender posts to (a tunnel's); Twilio signs it"),
+                )
+                .labelled_by(label.id);
+            if response.changed() {
+                let trimmed = public_url.trim();
+                endpoint.public_url = (!trimmed.is_empty()).then(|| trimmed.to_string());
+            }
+            ui.end_row();
+
+            ui.label("Payload advice");
+            ui.horizontal(|ui| {
+                let mut on = endpoint.advice.unwrap_or(true);
+                if ui
+                    .checkbox(&mut on, "size and personal-data advice")
+                    .changed()
+                {
+                    endpoint.advice = (!on).then_some(false);
+                }
+            });
+            ui.end_row();
+
             ui.label("Answer with");
             ui.horizontal(|ui| {
                 let mut status = endpoint.respond_status.unwrap_or(200);

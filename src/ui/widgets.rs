@@ -1,6 +1,7 @@
 //! Small pieces shared by the panels: verdict colours and badges.
 
 use eframe::egui::{self, Color32, RichText};
+use hookscope::domain::advice::AdviceStatus;
 use hookscope::domain::checks::{Checks, DuplicateStatus, SignatureStatus, TimestampStatus};
 
 /// A check that passed.
@@ -11,6 +12,8 @@ pub const WARN: Color32 = Color32::from_rgb(200, 140, 20);
 pub const FAIL: Color32 = Color32::from_rgb(210, 50, 50);
 /// A check that did not run.
 pub const SKIPPED: Color32 = Color32::from_rgb(120, 120, 128);
+/// Payload advice: never a failure, so grey, a shade apart from "skipped".
+pub const ADVICE: Color32 = Color32::from_rgb(96, 104, 122);
 
 /// The colour and word of a signature verdict.
 pub fn signature_look(status: SignatureStatus) -> (Color32, &'static str) {
@@ -63,6 +66,9 @@ pub fn check_badges(ui: &mut egui::Ui, checks: &Checks) {
     badge(ui, &format!("ts {word}"), color, &checks.timestamp.detail);
     let (color, word) = duplicate_look(checks.duplicate.status);
     badge(ui, word, color, &checks.duplicate.detail);
+    if checks.advice.status == AdviceStatus::Advice {
+        badge(ui, "advice", ADVICE, &checks.advice.detail);
+    }
 }
 
 /// A coloured dot followed by a label, for states (the default fonts have no "●").

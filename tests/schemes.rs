@@ -653,3 +653,142 @@ fn twilio_python_request_validator_accepts_what_hookscope_signs() {
     let _ = handler.kill();
     let _ = handler.wait();
 }
+
+fn stdout_of(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn fixtures_of_the_new_schemes_verify_in_hookscope_python_and_node_and_hold_no_token() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut listener = receiver(dir.path());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let client = common::http_client();
+    let mut post = |path: &str, headers: &[(&str, &str)], body: &str| {
+        let mut request = client
+            .post(format!("{}{path}", listener.base_url))
+            .body(body.to_string());
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        assert_eq!(rt.block_on(request.send()).expect("post").status(), 200);
+        listener.next_json()["id"].as_i64().expect("id")
+    };
+    let gitlab = post(
+        "/gl/hooks",
+        &[
+            ("x-gitlab-token", GITLAB_TOKEN),
+            ("idempotency-key", "b1c2"),
+            ("content-type", "application/json"),
+        ],
+        r#"{"object_kind":"push"}"#,
+    );
+    let twilio = post(
+        "/tw/sms",
+        &[
+            ("x-twilio-signature", "captured-signature"),
+            ("content-type", FORM),
+        ],
+        "MessageSid=SM1&Body=hello+there&To=%2B15558675310",
+    );
+    let discord = post(
+        "/dc/interactions",
+        &[
+            ("x-signature-ed25519", &"ab".repeat(64)),
+            ("x-signature-timestamp", "1700000000"),
+            ("content-type", "application/json"),
+        ],
+        r#"{"id":"987","type":1}"#,
+    );
+    let out = tempfile::tempdir().expect("out");
+    let target = format!("{}/", out.path().display());
+    for id in [gitlab, twilio, discord] {
+        let id = id.to_string();
+        let export = run(
+            dir.path(),
+            &[
+                "export",
+                "--format",
+                "fixture",
+                "--ids",
+                &id,
+                "--resign-with-test-secret",
+                "--snippets",
+                "--out",
+                &target,
+            ],
+        );
+        assert!(export.status.success(), "{}", stdout_of(&export));
+        let fixture = out.path().join(format!("delivery-{id}.json"));
+        let verified = run(
+            dir.path(),
+            &["verify", "--fixture", &fixture.to_string_lossy()],
+        );
+        assert_eq!(
+            verified.status.code(),
+            Some(0),
+            "#{id}: {}",
+            stdout_of(&verified)
+        );
+
+        let python = Command::new("python3")
+            .arg(out.path().join(format!("test_delivery_{id}.py")))
+            .output()
+            .expect("python3 runs");
+        let said = stdout_of(&python);
+        let skipped_ed25519 =
+            id == discord.to_string() && said.contains("ed25519 needs the cryptography package");
+        let skipped_token =
+            id == gitlab.to_string() && said.contains("skipped: a token (GitLab) signs nothing");
+        assert!(
+            python.status.success()
+                && (said.contains("ok: 2 tests passed") || skipped_ed25519 || skipped_token),
+            "#{id} python: {said}"
+        );
+        let node = Command::new("node")
+            .arg("--test")
+            .arg(out.path().join(format!("delivery_{id}.test.mjs")))
+            .output()
+            .expect("node runs");
+        let report = stdout_of(&node);
+        assert!(report.contains("# fail 0"), "#{id} node: {report}");
+        let passes = if id == gitlab.to_string() {
+            "# pass 1"
+        } else {
+            "# pass 2"
+        };
+        assert!(report.contains(passes), "#{id} node: {report}");
+    }
+    // As captured, the GitLab token is in no export, while the store keeps it for resends.
+    for format in ["fixture", "har", "curl"] {
+        let file = out.path().join(format!("captured-{format}"));
+        let export = run(
+            dir.path(),
+            &[
+                "export",
+                "--format",
+                format,
+                "--ids",
+                &gitlab.to_string(),
+                "--out",
+                &file.to_string_lossy(),
+            ],
+        );
+        assert!(export.status.success(), "{format}: {}", stdout_of(&export));
+        let text = std::fs::read_to_string(&file).expect("export written");
+        assert!(
+            !text.contains(GITLAB_TOKEN),
+            "{format} holds the token: {text}"
+        );
+        assert!(text.contains("[redacted: 27 bytes]"), "{format}: {text}");
+    }
+    let listed = run(dir.path(), &["list", "--json"]);
+    assert!(!String::from_utf8_lossy(&listed.stdout).contains(GITLAB_TOKEN));
+}

@@ -4,13 +4,15 @@ It loads the captured delivery, rebuilds the exact request (raw body bytes and h
 hands it to `handle`. Replace `handle` with a call into your own webhook handler. The example
 `handle` verifies the signature the way the scheme's official libraries do, with the test secret
 hookscope wrote into the fixture (export with --resign-with-test-secret), so no real secret is
-needed. Runs under pytest, or directly: python3 this_file.py
+needed. Runs under pytest, or directly: python3 this_file.py. Discord's ed25519 needs the
+`cryptography` package (or PyNaCl); without either, that check is skipped and says so.
 """
 import base64
 import hashlib
 import hmac
 import json
 import pathlib
+from urllib.parse import parse_qsl, urlsplit
 
 FIXTURE = pathlib.Path(__file__).with_name("{{FIXTURE}}")
 TOLERANCE_SECS = 300
@@ -34,11 +36,71 @@ def _mac(key, message):
     return hmac.new(key, message, hashlib.sha256).digest()
 
 
+def _skip(reason):
+    try:
+        import pytest
+    except ImportError:
+        print("skipped: " + reason)
+        raise SystemExit(0)
+    pytest.skip(reason)
+
+
+def _ed25519_verifies(public_hex, message, signature_hex):
+    """Whether a Discord-style signature verifies, with whichever ed25519 library is installed."""
+    public, signature = bytes.fromhex(public_hex), bytes.fromhex(signature_hex)
+    try:
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+    except ImportError:
+        try:
+            from nacl.exceptions import BadSignatureError
+            from nacl.signing import VerifyKey
+        except ImportError:
+            _skip("ed25519 needs the cryptography package (or PyNaCl)")
+        try:
+            VerifyKey(public).verify(message, signature)
+            return True
+        except BadSignatureError:
+            return False
+    try:
+        Ed25519PublicKey.from_public_bytes(public).verify(signature, message)
+        return True
+    except InvalidSignature:
+        return False
+
+
+def _twilio(signing, headers, body):
+    """Twilio: HMAC-SHA1 of the URL, then the sorted form fields (or bodySHA256 in the URL)."""
+    url = signing["url"]
+    query = dict(parse_qsl(urlsplit(url).query, keep_blank_values=True))
+    signed = url.encode()
+    if "bodySHA256" in query:
+        if not hmac.compare_digest(query["bodySHA256"], hashlib.sha256(body).hexdigest()):
+            return "", [""], None  # the body changed after signing
+    elif headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
+        fields = parse_qsl(body.decode(), keep_blank_values=True)
+        for name in sorted({n for n, _ in fields}):
+            for value in sorted({v for n, v in fields if n == name}):
+                signed += (name + value).encode()
+    digest = hmac.new(signing["secret"].encode(), signed, hashlib.sha1).digest()
+    return base64.b64encode(digest).decode(), [headers.get("x-twilio-signature", "")], None
+
+
 def expected_signature(signing, headers, body):
     """The signature entry a sender of this scheme writes, and the timestamp it signed."""
     scheme = signing["scheme"]
     family, secret = scheme["family"], signing["secret"]
     value = headers.get(scheme["signature_header"].lower(), "")
+    if family == "twilio":
+        return _twilio(signing, headers, body)
+    if family == "token":
+        # GitLab signs nothing: the token itself is compared.
+        return secret, [value], None
+    if family == "discord":
+        ts = headers[scheme["timestamp_header"]]
+        ok = _ed25519_verifies(secret[64:], ts.encode() + body, value)
+        # An ed25519 signature is checked, not recomputed: stand for it by itself when it verifies.
+        return (value if ok else "invalid"), [value], int(ts)
     if family == "standard-webhooks":
         key = base64.b64decode(secret.removeprefix("whsec_"))
         ts = headers[scheme["timestamp_header"]]
@@ -88,6 +150,8 @@ def test_the_captured_delivery_is_accepted():
 def test_a_tampered_body_is_refused():
     fixture, headers, body = load()
     signing = _signing(fixture)
+    if signing["scheme"]["family"] == "token":
+        _skip("a token (GitLab) signs nothing, so a changed body cannot be detected")
     assert handle(headers, body + b" ", signing, now=fixture["received_at_unix"]) == 401
 
 

@@ -138,13 +138,20 @@ pub fn fixture(stored: &StoredDelivery, options: &FixtureOptions) -> Result<Valu
         drop.extend(scheme.event_id_header.clone());
         headers.retain(|h| !drop.iter().any(|n| n.eq_ignore_ascii_case(&h.name)));
         headers.extend(scheme.sign(std::slice::from_ref(&secret), &event_id, timestamp, &body)?);
-        json!({
+        let mut signing = json!({
             "mode": "test_secret",
             "scheme": scheme_json(&scheme),
             "secret": secret.expose(),
             "timestamp": timestamp,
             "event_id": event_id,
-        })
+        });
+        if scheme.family == Family::Twilio
+            && let (Some(url), Some(obj)) = (&scheme.public_url, signing.as_object_mut())
+        {
+            // The URL Twilio's signature covers, for tests that verify it.
+            obj.insert("url".into(), json!(scheme.request_url(url, &body)));
+        }
+        signing
     } else {
         json!({
             "mode": "as_captured",

@@ -330,7 +330,8 @@ impl Settings {
             .iter()
             .any(|e| e.path.trim_end_matches('/').is_empty())
         {
-            endpoints.push(Endpoint::catch_all());
+            // The catch-all with every default, and the file's sections (`[advice]`) applied.
+            endpoints.push(resolve_endpoint(file, &EndpointConfig::new("/"))?);
         }
         endpoints.sort_by_key(|e| std::cmp::Reverse(e.path.trim_end_matches('/').len()));
         let others: Vec<std::sync::Arc<[crate::domain::diagnose::LabelledSecret]>> = endpoints
@@ -378,6 +379,17 @@ fn other_secrets(
 fn catch_all_ref() -> &'static Endpoint {
     static CATCH_ALL: std::sync::OnceLock<Endpoint> = std::sync::OnceLock::new();
     CATCH_ALL.get_or_init(Endpoint::catch_all)
+}
+
+/// The payload advice's rules: the file's `[advice]` section and an endpoint's `advice` switch.
+pub fn advice_rules(file: &ConfigFile, enabled: Option<bool>) -> crate::domain::advice::Rules {
+    crate::domain::advice::Rules {
+        enabled: enabled.unwrap_or(true),
+        max_body_bytes: file
+            .advice
+            .max_body_bytes
+            .unwrap_or(crate::domain::advice::DEFAULT_MAX_BODY_BYTES),
+    }
 }
 
 /// Looks up a scheme by name: the file's `[[scheme]]` tables first, then the presets.
@@ -475,13 +487,7 @@ fn resolve_endpoint(file: &ConfigFile, config: &EndpointConfig) -> Result<Endpoi
             created_at: config.created_at_pointer.clone(),
         },
         public_url: config.public_url.clone(),
-        advice: crate::domain::advice::Rules {
-            enabled: config.advice.unwrap_or(true),
-            max_body_bytes: file
-                .advice
-                .max_body_bytes
-                .unwrap_or(crate::domain::advice::DEFAULT_MAX_BODY_BYTES),
-        },
+        advice: advice_rules(file, config.advice),
         other_secrets: std::sync::Arc::from(Vec::new()),
     })
 }

@@ -792,3 +792,179 @@ fn fixtures_of_the_new_schemes_verify_in_hookscope_python_and_node_and_hold_no_t
     let listed = run(dir.path(), &["list", "--json"]);
     assert!(!String::from_utf8_lossy(&listed.stdout).contains(GITLAB_TOKEN));
 }
+
+#[test]
+fn the_probe_signs_its_cases_the_new_ways() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut listener = receiver(dir.path());
+    let discord_signing = format!("{SEED_HEX}{PUBLIC_HEX}");
+    // What listen (holding the verifying keys) makes of each request the probe sends, in order:
+    // valid, tampered, missing, [stale, future,] the retry twice, respaced, [rotation].
+    for (path, scheme, secret, expected) in [
+        (
+            "/gl",
+            "gitlab",
+            GITLAB_TOKEN.to_string(),
+            vec!["pass", "fail", "fail", "pass", "pass", "pass"],
+        ),
+        (
+            "/tw",
+            "twilio",
+            "twilio-live-token".to_string(),
+            vec!["pass", "fail", "fail", "pass", "pass", "pass"],
+        ),
+        (
+            "/dc",
+            "discord",
+            discord_signing,
+            vec!["pass", "fail", "fail", "pass", "pass", "pass"],
+        ),
+        (
+            "/sw",
+            "standard-webhooks",
+            whsk(),
+            vec![
+                "pass", "fail", "fail", "pass", "pass", "pass", "pass", "pass", "pass",
+            ],
+        ),
+    ] {
+        let url = format!("{}{path}", listener.base_url);
+        let out = run(
+            dir.path(),
+            &[
+                "probe", &url, "--scheme", scheme, "--secret", &secret, "--json",
+            ],
+        );
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{scheme}: {e}: {}", stdout_of(&out)));
+        let sent: usize = report["cases"]
+            .as_array()
+            .expect("cases")
+            .iter()
+            .map(|c| c["statuses"].as_array().map_or(0, Vec::len))
+            .sum();
+        let seen: Vec<serde_json::Value> = (0..sent).map(|_| listener.next_json()).collect();
+        let statuses: Vec<&str> = seen
+            .iter()
+            .map(|d| d["checks"]["signature"]["status"].as_str().unwrap_or("?"))
+            .collect();
+        assert_eq!(statuses, expected, "{scheme}: {report}");
+        if scheme == "standard-webhooks" {
+            // Stale and future: signed right, judged on the timestamp.
+            assert_eq!(seen[3]["checks"]["timestamp"]["status"], "fail");
+            assert_eq!(seen[4]["checks"]["timestamp"]["status"], "fail");
+            // The rotation: a stranger's v1 entry first, the real v1a second.
+            let last = seen.last().expect("rotation");
+            let header = last["headers"]
+                .as_array()
+                .and_then(|h| h.iter().find(|h| h[0] == "webhook-signature"))
+                .map(|h| h[1].as_str().unwrap_or("").to_string())
+                .unwrap_or_default();
+            assert!(
+                header.starts_with("v1,") && header.contains(" v1a,"),
+                "{header}"
+            );
+            assert!(
+                last["checks"]["signature"]["detail"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("signature 2 in the header"),
+                "{last}"
+            );
+        } else {
+            let skipped: Vec<&str> = report["cases"]
+                .as_array()
+                .expect("cases")
+                .iter()
+                .filter(|c| c["verdict"] == "skipped")
+                .map(|c| c["name"].as_str().unwrap_or(""))
+                .collect();
+            assert_eq!(
+                skipped,
+                [
+                    "stale_timestamp",
+                    "future_timestamp",
+                    "rotation_two_signatures"
+                ],
+                "{scheme}"
+            );
+        }
+    }
+}
+
+#[test]
+fn listen_gives_payload_advice_by_endpoint_and_never_fails_a_delivery_for_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("config.toml"),
+        r#"
+[advice]
+max_body_bytes = 1024
+
+[[endpoint]]
+path = "/quiet"
+advice = false
+"#,
+    )
+    .expect("config");
+    let mut listener = Listener::start(dir.path(), &[]);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let client = common::http_client();
+    let body = format!(
+        r#"{{"id":"evt_a","data":{{"member_id":"M-1","email":"pat@example.org","notes":"{}"}}}}"#,
+        "x".repeat(1500)
+    );
+    for path in ["/loud", "/quiet"] {
+        let response = rt
+            .block_on(
+                client
+                    .post(format!("{}{path}", listener.base_url))
+                    .body(body.clone())
+                    .send(),
+            )
+            .expect("post");
+        assert_eq!(response.status(), 200, "advice never refuses a delivery");
+    }
+    let loud = listener.next_json();
+    let advice = &loud["checks"]["advice"];
+    assert_eq!(advice["status"], "advice", "{loud}");
+    let kinds: Vec<(&str, &str)> = advice["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|i| {
+            (
+                i["kind"].as_str().unwrap_or(""),
+                i["pointer"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("size", ""),
+            ("sensitive_field", "/data/member_id"),
+            ("email", "/data/email")
+        ],
+        "{advice}"
+    );
+    assert!(
+        advice["items"][0]["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("1 KiB"),
+        "{advice}"
+    );
+    assert!(!advice.to_string().contains("pat@example.org"), "{advice}");
+    let quiet = listener.next_json();
+    assert_eq!(quiet["checks"]["advice"]["status"], "none", "{quiet}");
+    assert_eq!(quiet["checks"]["advice"]["items"], serde_json::json!([]));
+    // The human line says it too.
+    drop(listener);
+    let listed = run(dir.path(), &["list"]);
+    let text = String::from_utf8_lossy(&listed.stdout);
+    assert_eq!(text.matches("advice: ").count(), 1, "{text}");
+}

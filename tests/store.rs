@@ -103,6 +103,7 @@ fn a_recheck_replaces_the_signature_verdict_and_keeps_the_duplicate_one() {
             scheme: row.scheme.clone(),
             signature: Box::new(signature),
             timestamp: Box::new(row.checks.timestamp.clone()),
+            advice: Box::new(row.checks.advice.clone()),
         };
         assert_eq!(store.writer().maintain_blocking(task).expect("recheck"), 1);
     }

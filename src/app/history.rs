@@ -36,7 +36,7 @@ pub fn clear(writer: &StoreWriter) -> Result<usize, AppError> {
     Ok(writer.maintain_blocking(Maintenance::Clear)?)
 }
 
-/// Re-runs a delivery's signature and timestamp checks with the current endpoints, at the time
+/// Re-runs a delivery's signature and timestamp checks and its advice with the current endpoints, at the time
 /// it was received, and stores the new verdicts. `Ok(false)` when it is no longer stored.
 pub fn recheck(
     reader: &Reader,
@@ -58,6 +58,7 @@ pub fn recheck(
         scheme: evaluation.scheme,
         signature: Box::new(evaluation.signature),
         timestamp: Box::new(evaluation.timestamp),
+        advice: Box::new(evaluation.advice),
     })?;
     Ok(true)
 }

@@ -101,6 +101,7 @@ pub fn verify(file: &ConfigFile, request: VerifyRequest) -> Result<Verified, App
         secrets,
         tolerance_secs: request.tolerance_secs,
         public_url,
+        advice: crate::config::advice_rules(file, None),
         ..Endpoint::catch_all()
     };
     let evaluation = checks::evaluate(&delivery, &endpoint, now);

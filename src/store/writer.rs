@@ -71,6 +71,8 @@ pub enum Maintenance {
         signature: Box<crate::domain::checks::SignatureCheck>,
         /// The new timestamp verdict.
         timestamp: Box<crate::domain::checks::TimestampCheck>,
+        /// The new payload advice (its endpoint's `advice` switch may have changed).
+        advice: Box<crate::domain::advice::AdviceCheck>,
     },
     /// Records the status hookscope actually answered (when it mirrored a forwarded handler).
     SetResponse {
@@ -248,7 +250,8 @@ fn maintain(conn: &mut Connection, task: &Maintenance) -> Result<usize, rusqlite
             scheme,
             signature,
             timestamp,
-        } => recheck(&tx, *id, scheme.as_deref(), signature, timestamp)?,
+            advice,
+        } => recheck(&tx, *id, scheme.as_deref(), signature, timestamp, advice)?,
         Maintenance::SetResponse { id, status, note } => tx.execute(
             "UPDATE deliveries SET response_status = ?2, note = COALESCE(note || ' ', '') || ?3 WHERE id = ?1",
             params![id, status, note],
@@ -273,13 +276,15 @@ fn maintain(conn: &mut Connection, task: &Maintenance) -> Result<usize, rusqlite
     Ok(touched)
 }
 
-/// Replaces a delivery's signature and timestamp verdicts; the duplicate verdict stays.
+/// Replaces a delivery's signature and timestamp verdicts and its advice; the duplicate
+/// verdict stays.
 fn recheck(
     tx: &rusqlite::Transaction<'_>,
     id: i64,
     scheme: Option<&str>,
     signature: &SignatureCheck,
     timestamp: &TimestampCheck,
+    advice: &crate::domain::advice::AdviceCheck,
 ) -> Result<usize, rusqlite::Error> {
     let json: Option<String> = tx
         .query_row(
@@ -294,6 +299,7 @@ fn recheck(
             Some(mut checks) => {
                 checks.signature = signature.clone();
                 checks.timestamp = timestamp.clone();
+                checks.advice = advice.clone();
                 let json = serde_json::to_string(&checks)
                     .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
                 tx.execute(

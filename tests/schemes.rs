@@ -707,9 +707,20 @@ fn fixtures_of_the_new_schemes_verify_in_hookscope_python_and_node_and_hold_no_t
         ],
         r#"{"id":"987","type":1}"#,
     );
+    let v1a = format!("v1a,{}", B64.encode([7u8; 64]));
+    let asymmetric = post(
+        "/sw/jobs",
+        &[
+            ("webhook-id", "msg_v1a"),
+            ("webhook-timestamp", "1700000000"),
+            ("webhook-signature", &v1a),
+            ("content-type", "application/json"),
+        ],
+        r#"{"type":"job.completed","data":{"job_id":"j9"}}"#,
+    );
     let out = tempfile::tempdir().expect("out");
     let target = format!("{}/", out.path().display());
-    for id in [gitlab, twilio, discord] {
+    for id in [gitlab, twilio, discord, asymmetric] {
         let id = id.to_string();
         let export = run(
             dir.path(),
@@ -727,6 +738,24 @@ fn fixtures_of_the_new_schemes_verify_in_hookscope_python_and_node_and_hold_no_t
         );
         assert!(export.status.success(), "{}", stdout_of(&export));
         let fixture = out.path().join(format!("delivery-{id}.json"));
+        if id == asymmetric.to_string() {
+            let text = std::fs::read_to_string(&fixture).expect("fixture");
+            let json: serde_json::Value = serde_json::from_str(&text).expect("json");
+            let secret = json["signing"]["secret"].as_str().unwrap_or("");
+            assert!(
+                secret.starts_with("whsk_"),
+                "a v1a capture is re-signed with a whsk_ key: {json}"
+            );
+            let header = json["headers"]
+                .as_array()
+                .and_then(|h| h.iter().find(|h| h[0] == "webhook-signature"))
+                .and_then(|h| h[1].as_str())
+                .unwrap_or("");
+            assert!(
+                header.starts_with("v1a,") && !header.contains(&v1a),
+                "{header}"
+            );
+        }
         let verified = run(
             dir.path(),
             &["verify", "--fixture", &fixture.to_string_lossy()],
@@ -743,8 +772,8 @@ fn fixtures_of_the_new_schemes_verify_in_hookscope_python_and_node_and_hold_no_t
             .output()
             .expect("python3 runs");
         let said = stdout_of(&python);
-        let skipped_ed25519 =
-            id == discord.to_string() && said.contains("ed25519 needs the cryptography package");
+        let skipped_ed25519 = (id == discord.to_string() || id == asymmetric.to_string())
+            && said.contains("ed25519 needs the cryptography package");
         let skipped_token =
             id == gitlab.to_string() && said.contains("skipped: a token (GitLab) signs nothing");
         assert!(

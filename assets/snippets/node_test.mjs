@@ -50,14 +50,20 @@ function twilio(signing, headers, body) {
   return { expected, received, ts: null };
 }
 
+// An ed25519 public key from its 32 bytes in hex (the fixture's `public_key`).
+const ed25519Key = (publicHex) =>
+  createPublicKey({
+    key: Buffer.concat([Buffer.from("302a300506032b6570032100", "hex"), Buffer.from(publicHex, "hex")]),
+    format: "der",
+    type: "spki",
+  });
+
 // Discord: ed25519 over the timestamp then the body, under the application's public key.
 function discord(signing, headers, body) {
-  const { scheme, secret } = signing;
+  const { scheme } = signing;
   const value = headers[scheme.signature_header.toLowerCase()] ?? "";
   const ts = headers[scheme.timestamp_header];
-  const spki = Buffer.concat([Buffer.from("302a300506032b6570032100", "hex"), Buffer.from(secret.slice(64), "hex")]);
-  const key = createPublicKey({ key: spki, format: "der", type: "spki" });
-  const ok = verify(null, Buffer.concat([Buffer.from(ts), body]), key, Buffer.from(value, "hex"));
+  const ok = verify(null, Buffer.concat([Buffer.from(ts), body]), ed25519Key(signing.public_key), Buffer.from(value, "hex"));
   // An ed25519 signature is checked, not recomputed: stand for it by itself when it verifies.
   return { expected: ok ? value : "invalid", received: [value], ts: Number(ts) };
 }
@@ -74,8 +80,18 @@ function expectedSignature(signing, headers, body) {
       // GitLab signs nothing: the token itself is compared.
       return { expected: secret, received: [value], ts: null };
     case "standard-webhooks": {
-      const key = Buffer.from(secret.replace(/^whsec_/, ""), "base64");
       const ts = headers[scheme.timestamp_header];
+      if (secret.startsWith("whsk_")) {
+        // An asymmetric (v1a) key: check each ed25519 entry with the public key.
+        const entries = value.split(" ");
+        const signed = Buffer.concat([Buffer.from(`${headers[scheme.event_id_header]}.${ts}.`), body]);
+        const key = ed25519Key(signing.public_key);
+        const good = entries.find(
+          (e) => e.startsWith("v1a,") && verify(null, signed, key, Buffer.from(e.slice(4), "base64")),
+        );
+        return { expected: good ?? "invalid", received: entries, ts: Number(ts) };
+      }
+      const key = Buffer.from(secret.replace(/^whsec_/, ""), "base64");
       const sig = mac(key, `${headers[scheme.event_id_header]}.${ts}.`, body).toString("base64");
       return { expected: `v1,${sig}`, received: value.split(" "), ts: Number(ts) };
     }

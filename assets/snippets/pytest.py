@@ -98,13 +98,22 @@ def expected_signature(signing, headers, body):
         return secret, [value], None
     if family == "discord":
         ts = headers[scheme["timestamp_header"]]
-        ok = _ed25519_verifies(secret[64:], ts.encode() + body, value)
+        ok = _ed25519_verifies(signing["public_key"], ts.encode() + body, value)
         # An ed25519 signature is checked, not recomputed: stand for it by itself when it verifies.
         return (value if ok else "invalid"), [value], int(ts)
     if family == "standard-webhooks":
-        key = base64.b64decode(secret.removeprefix("whsec_"))
         ts = headers[scheme["timestamp_header"]]
         signed = f'{headers[scheme["event_id_header"]]}.{ts}.'.encode() + body
+        if secret.startswith("whsk_"):
+            # An asymmetric (v1a) key: check each ed25519 entry with the public key.
+            entries = value.split(" ")
+            for entry in entries:
+                if entry.startswith("v1a,"):
+                    sig = base64.b64decode(entry[4:]).hex()
+                    if _ed25519_verifies(signing["public_key"], signed, sig):
+                        return entry, entries, int(ts)
+            return "invalid", entries, int(ts)
+        key = base64.b64decode(secret.removeprefix("whsec_"))
         return "v1," + base64.b64encode(_mac(key, signed)).decode(), value.split(" "), int(ts)
     if family == "stripe":
         parts = value.split(",")

@@ -57,23 +57,28 @@ pub(crate) fn headers_from_json(value: &Value) -> Option<Vec<Header>> {
         .collect()
 }
 
-/// A test secret of the shape the scheme's family uses.
-pub fn test_secret(scheme: &Scheme) -> Secret {
+/// A test secret of the shape the scheme's family uses. `asymmetric` asks Standard Webhooks
+/// for a `whsk_` signing key (a capture signed with `v1a` only) instead of a `whsec_` secret.
+pub fn test_secret(scheme: &Scheme, asymmetric: bool) -> Secret {
+    let seed = || {
+        let mut seed = [0u8; 32];
+        let _ = getrandom::fill(&mut seed);
+        seed
+    };
     match scheme.family {
+        Family::StandardWebhooks if asymmetric => Secret::new(format!(
+            "whsk_{}",
+            base64::engine::general_purpose::STANDARD.encode(seed())
+        )),
         Family::StandardWebhooks => generate_secret(),
         // A signing key (seed then public key, in hex): it signs, and verifies as Discord's
         // public key would.
         Family::Discord => {
-            let mut seed = [0u8; 32];
-            let _ = getrandom::fill(&mut seed);
-            match crate::domain::scheme::ed25519::SigningKey::from_bytes(&seed) {
-                Some(key) => Secret::new(format!(
-                    "{}{}",
-                    hex::encode(seed),
-                    hex::encode(key.public().0)
-                )),
-                None => Secret::new(hex::encode([seed, seed].concat())),
-            }
+            let seed = seed();
+            let public = crate::domain::scheme::ed25519::SigningKey::from_bytes(&seed)
+                .map(|k| k.public().0)
+                .unwrap_or_default();
+            Secret::new(format!("{}{}", hex::encode(seed), hex::encode(public)))
         }
         _ => {
             let mut bytes = [0u8; 24];
@@ -130,7 +135,17 @@ pub fn fixture(stored: &StoredDelivery, options: &FixtureOptions) -> Result<Valu
                 .map(|(_, q)| q.split('#').next().unwrap_or(q).to_string())
                 .unwrap_or(query);
         }
-        let secret = test_secret(&scheme);
+        // A capture signed only with ed25519 (`v1a`) is re-signed the same way.
+        let asymmetric = d
+            .header(&scheme.signature_header)
+            .and_then(|v| scheme.parse_header(v).ok())
+            .is_some_and(|p| {
+                !p.signatures.is_empty()
+                    && p.signatures
+                        .iter()
+                        .all(|(kind, _)| *kind == crate::domain::scheme::SigKind::Ed25519)
+            });
+        let secret = test_secret(&scheme, asymmetric);
         let timestamp = d.received_at_ms.div_euclid(1000);
         let event_id = stored.event_id.clone().unwrap_or_else(new_event_id);
         let mut drop = vec![scheme.signature_header.clone()];
@@ -150,6 +165,12 @@ pub fn fixture(stored: &StoredDelivery, options: &FixtureOptions) -> Result<Valu
         {
             // The URL Twilio's signature covers, for tests that verify it.
             obj.insert("url".into(), json!(scheme.request_url(url, &body)));
+        }
+        if let (Ok(crate::domain::scheme::Key::Signing(key)), Some(obj)) =
+            (scheme.key(&secret), signing.as_object_mut())
+        {
+            // The ed25519 public key, in hex, for tests that verify without deriving it.
+            obj.insert("public_key".into(), json!(hex::encode(key.public().0)));
         }
         signing
     } else {

@@ -364,6 +364,22 @@ fn gitlab_compares_the_token_says_it_signs_nothing_and_never_prints_it() {
     assert!(!json.to_string().contains(GITLAB_TOKEN), "{json}");
 }
 
+/// `hookscope resend ID --to URL --resign --scheme SCHEME --secret SECRET --json`.
+fn resend_resigned(
+    dir: &std::path::Path,
+    id: &str,
+    url: &str,
+    scheme: &str,
+    secret: &str,
+) -> std::process::Output {
+    run(
+        dir,
+        &[
+            "resend", id, "--to", url, "--resign", "--scheme", scheme, "--secret", secret, "--json",
+        ],
+    )
+}
+
 /// Starts `listen` with one endpoint per new scheme, each holding the verifying key.
 fn receiver(dir: &std::path::Path) -> Listener {
     std::fs::write(
@@ -425,13 +441,7 @@ fn each_new_scheme_round_trips_hookscope_resigns_and_listen_verifies() {
         ("/sw", "standard-webhooks", whsk()),
     ] {
         let url = format!("{}{path}", listener.base_url);
-        let out = run(
-            dir.path(),
-            &[
-                "resend", &id, "--to", &url, "--resign", "--scheme", scheme, "--secret", &secret,
-                "--json",
-            ],
-        );
+        let out = resend_resigned(dir.path(), &id, &url, scheme, &secret);
         assert_eq!(
             out.status.code(),
             Some(0),
@@ -616,38 +626,10 @@ fn twilio_python_request_validator_accepts_what_hookscope_signs() {
         .expect("post");
     assert_eq!(posted.status(), 200);
     let id = listener.next_json()["id"].as_i64().expect("id").to_string();
-    let resent = run(
-        dir.path(),
-        &[
-            "resend",
-            &id,
-            "--to",
-            &url,
-            "--resign",
-            "--scheme",
-            "twilio",
-            "--secret",
-            "live-auth-token",
-            "--json",
-        ],
-    );
+    let resent = resend_resigned(dir.path(), &id, &url, "twilio", "live-auth-token");
     let attempt: serde_json::Value = serde_json::from_slice(&resent.stdout).expect("json");
     assert_eq!(attempt["status"], 204, "{attempt}");
-    let wrong = run(
-        dir.path(),
-        &[
-            "resend",
-            &id,
-            "--to",
-            &url,
-            "--resign",
-            "--scheme",
-            "twilio",
-            "--secret",
-            "another-token",
-            "--json",
-        ],
-    );
+    let wrong = resend_resigned(dir.path(), &id, &url, "twilio", "another-token");
     let attempt: serde_json::Value = serde_json::from_slice(&wrong.stdout).expect("json");
     assert_eq!(attempt["status"], 403, "{attempt}");
     let _ = handler.kill();

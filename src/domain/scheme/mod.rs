@@ -359,11 +359,7 @@ impl Scheme {
         match self.family {
             Family::StandardWebhooks => {
                 if let Some(b64) = raw.strip_prefix("whpk_") {
-                    return BASE64
-                        .decode(b64.trim())
-                        .ok()
-                        .and_then(|b| ed25519::PublicKey::from_bytes(&b))
-                        .map(Key::Public)
+                    return base64_key(b64, |b| ed25519::PublicKey::from_bytes(b).map(Key::Public))
                         .ok_or_else(|| {
                             KeyError::BadKey(
                                 "the `whpk_` key is not the base64 of a 32-byte ed25519 public key"
@@ -372,11 +368,7 @@ impl Scheme {
                         });
                 }
                 if let Some(b64) = raw.strip_prefix("whsk_") {
-                    return BASE64
-                        .decode(b64.trim())
-                        .ok()
-                        .and_then(|b| ed25519::SigningKey::from_bytes(&b))
-                        .map(Key::Signing)
+                    return base64_key(b64, |b| ed25519::SigningKey::from_bytes(b).map(Key::Signing))
                         .ok_or_else(|| {
                             KeyError::BadKey(
                                 "the `whsk_` key is not the base64 of a 32-byte ed25519 seed (or of a 64-byte seed and public key)"
@@ -868,6 +860,14 @@ impl Scheme {
             }
         })
     }
+}
+
+/// A key from base64 text (after its `whpk_`/`whsk_` prefix), if it decodes and makes one.
+fn base64_key(text: &str, make: impl Fn(&[u8]) -> Option<Key>) -> Option<Key> {
+    BASE64
+        .decode(text.trim())
+        .ok()
+        .and_then(|bytes| make(&bytes))
 }
 
 /// Whether the delivery's body is a form Twilio signs the fields of.

@@ -135,8 +135,9 @@ const SENSITIVE_NAMES: &[(&str, &str)] = &[
     ("cvv", "a card security code"),
 ];
 
-/// The advice for one delivery under an endpoint's rules.
-pub fn advise(delivery: &Delivery, rules: &Rules) -> AdviceCheck {
+/// The advice for one delivery under an endpoint's rules; `json` is its body parsed (once, by
+/// the caller, who parses it for the other checks too).
+pub fn advise(delivery: &Delivery, json: Option<&Value>, rules: &Rules) -> AdviceCheck {
     if !rules.enabled {
         return AdviceCheck {
             status: AdviceStatus::Clear,
@@ -157,8 +158,8 @@ pub fn advise(delivery: &Delivery, rules: &Rules) -> AdviceCheck {
             ),
         });
     }
-    if let Some(json) = delivery.body_json() {
-        walk(&json, &mut String::new(), &mut items);
+    if let Some(json) = json {
+        walk(json, &mut String::new(), &mut items);
     }
     let total = items.len();
     items.truncate(MAX_ITEMS);
@@ -213,13 +214,12 @@ fn walk(value: &Value, pointer: &mut String, items: &mut Vec<AdviceItem>) {
             for (key, child) in map {
                 let len = pointer.len();
                 pointer.push('/');
-                pointer.push_str(&pointer_segment(key));
-                let name: String = key
-                    .chars()
-                    .filter(|c| !matches!(c, '_' | '-' | ' ' | '.'))
-                    .flat_map(char::to_lowercase)
-                    .collect();
-                if let Some((_, what)) = SENSITIVE_NAMES.iter().find(|(n, _)| *n == name)
+                if key.contains(['~', '/']) {
+                    pointer.push_str(&pointer_segment(key));
+                } else {
+                    pointer.push_str(key);
+                }
+                if let Some(what) = sensitive_name(key)
                     && !child.is_null()
                 {
                     items.push(AdviceItem {
@@ -269,6 +269,28 @@ fn walk(value: &Value, pointer: &mut String, items: &mut Vec<AdviceItem>) {
     }
 }
 
+/// What a field name usually holds, when it is one of [`SENSITIVE_NAMES`]: compared in lower
+/// case with `_`, `-`, `.` and spaces left out, without allocating (this runs on every key).
+fn sensitive_name(key: &str) -> Option<&'static str> {
+    let mut buf = [0u8; 24];
+    let mut len = 0;
+    for b in key.bytes() {
+        if matches!(b, b'_' | b'-' | b' ' | b'.') {
+            continue;
+        }
+        if len == buf.len() || !b.is_ascii() {
+            return None; // longer than any name in the table, or not ASCII
+        }
+        buf[len] = b.to_ascii_lowercase();
+        len += 1;
+    }
+    let name = &buf[..len];
+    SENSITIVE_NAMES
+        .iter()
+        .find(|(n, _)| n.as_bytes() == name)
+        .map(|(_, what)| *what)
+}
+
 /// `local@domain.tld`, with no spaces, as a whole value.
 fn looks_like_email(text: &str) -> bool {
     let text = text.trim();
@@ -288,9 +310,10 @@ fn looks_like_email(text: &str) -> bool {
 
 /// 13 to 19 digits (spaces and dashes allowed) with a card network's prefix, passing Luhn.
 fn looks_like_card(text: &str) -> bool {
-    if !text
-        .chars()
-        .all(|c| c.is_ascii_digit() || c == ' ' || c == '-')
+    if !(13..=23).contains(&text.len())
+        || !text
+            .chars()
+            .all(|c| c.is_ascii_digit() || c == ' ' || c == '-')
     {
         return false;
     }
@@ -327,19 +350,26 @@ fn luhn(digits: &[u32]) -> bool {
 
 /// `123-45-6789`.
 fn looks_like_ssn(text: &str) -> bool {
-    let parts: Vec<&str> = text.split('-').collect();
-    parts.len() == 3
-        && [3, 2, 4]
-            .iter()
-            .zip(&parts)
-            .all(|(n, p)| p.len() == *n && p.chars().all(|c| c.is_ascii_digit()))
-        && parts[0] != "000"
-        && parts[1] != "00"
+    let b = text.as_bytes();
+    b.len() == 11
+        && b.iter().enumerate().all(|(i, c)| {
+            if i == 3 || i == 6 {
+                *c == b'-'
+            } else {
+                c.is_ascii_digit()
+            }
+        })
+        && &b[..3] != b"000"
+        && &b[4..6] != b"00"
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn advise_body(delivery: &Delivery, rules: &Rules) -> AdviceCheck {
+        advise(delivery, delivery.body_json().as_ref(), rules)
+    }
 
     fn delivery(body: &str) -> Delivery {
         Delivery {
@@ -373,7 +403,7 @@ mod tests {
 
     #[test]
     fn fields_and_values_are_named_by_pointer_and_never_quoted() {
-        let advice = advise(
+        let advice = advise_body(
             &delivery(
                 r#"{"job_id":"j1","patient":{"name":"Ann"},"data":{"Date_Of_Birth":"1990-01-01","contact":["x","ann@example.org"],"card":"4242 4242 4242 4242","ref":"078-05-1120","a/b":{"ssn":null}}}"#,
             ),
@@ -410,7 +440,7 @@ mod tests {
     #[test]
     fn size_is_judged_against_the_configured_threshold_and_off_means_off() {
         let body = format!(r#"{{"pad":"{}"}}"#, "x".repeat(30_000));
-        let advice = advise(&delivery(&body), &Rules::default());
+        let advice = advise_body(&delivery(&body), &Rules::default());
         assert_eq!(advice.items[0].kind, AdviceKind::Size);
         assert!(advice.items[0].detail.contains("20 KiB"), "{advice:?}");
         let raised = Rules {
@@ -418,14 +448,14 @@ mod tests {
             ..Rules::default()
         };
         assert_eq!(
-            advise(&delivery(&body), &raised).status,
+            advise_body(&delivery(&body), &raised).status,
             AdviceStatus::Clear
         );
         let off = Rules {
             enabled: false,
             ..Rules::default()
         };
-        let quiet = advise(&delivery(r#"{"ssn":"078-05-1120"}"#), &off);
+        let quiet = advise_body(&delivery(r#"{"ssn":"078-05-1120"}"#), &off);
         assert_eq!(quiet.status, AdviceStatus::Clear);
         assert!(quiet.items.is_empty());
         assert_eq!(

@@ -344,7 +344,7 @@ pub fn evaluate_with(
         job,
         signature,
         timestamp,
-        advice: advice::advise(delivery, &endpoint.advice),
+        advice: advice::advise(delivery, body_json.as_ref(), &endpoint.advice),
     }
 }
 

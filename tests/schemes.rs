@@ -179,6 +179,46 @@ fn twilio_diagnosis_names_the_public_url_that_was_signed() {
         "{detail}"
     );
     assert!(detail.contains("public_url"), "{detail}");
+
+    // Configured for the tunnel, but the sender signed the local URL (it posted straight to
+    // the laptop): the diagnosis finds the URL from the Host header.
+    let mut local = hookscope::domain::scheme::Scheme::preset("twilio").expect("preset");
+    local.public_url = Some("http://127.0.0.1:7878/sms?x=1".into());
+    let headers = local
+        .sign(
+            &[hookscope::domain::scheme::Secret::new(TW_TOKEN)],
+            "",
+            0,
+            TW_FORM.as_bytes(),
+        )
+        .expect("sign");
+    let value = headers[headers.len() - 1].value_lossy();
+    let (code, json) = verify(&[
+        "--scheme",
+        "twilio",
+        "--secret",
+        TW_TOKEN,
+        "--url",
+        "https://abc123.ngrok.app/sms?x=1",
+        "-H",
+        &format!("X-Twilio-Signature: {value}"),
+        "-H",
+        "Host: 127.0.0.1:7878",
+        "-H",
+        &format!("Content-Type: {FORM}"),
+        "--data",
+        TW_FORM,
+    ]);
+    assert_eq!(code, 1);
+    let diagnosis = &json["checks"]["signature"]["diagnosis"];
+    assert_eq!(diagnosis["cause"], "public_url_mismatch", "{json}");
+    assert!(
+        diagnosis["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("http://127.0.0.1"),
+        "{diagnosis}"
+    );
 }
 
 #[test]

@@ -228,6 +228,52 @@ pub struct EndpointConfig {
     /// `false` turns the payload advice off for this endpoint (default on).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub advice: Option<bool>,
+    /// `[endpoint.reconcile]`: how to ask the job API what webhooks missed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reconcile: Option<ReconcileConfig>,
+}
+
+/// `[endpoint.reconcile]`: the job API hookscope asks about jobs that went quiet. The API key
+/// is named by its environment variable, never written here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReconcileConfig {
+    /// The job resource, with `{job_id}`: `https://api.example.com/v1/jobs/{job_id}`.
+    pub job_url: String,
+    /// The in-flight listing, paged with `cursor_param` (optional).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list_url: Option<String>,
+    /// The listing's cursor parameter (default `after`); the next cursor is read from
+    /// `/next_cursor` while `/has_more` is true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor_param: Option<String>,
+    /// JSON pointer to the state in the job resource (default `/status`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_pointer: Option<String>,
+    /// JSON pointer to the result URL (default `/result_url`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_pointer: Option<String>,
+    /// JSON pointer to the output's expiry (default `/expires_at`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_pointer: Option<String>,
+    /// The header carrying the API key (default `Authorization` when `auth_env` is set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth_header: Option<String>,
+    /// The environment variable holding the API key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth_env: Option<String>,
+    /// The header's value, `{value}` standing for the key (default `Bearer {value}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth_template: Option<String>,
+    /// The first wait between polls of one job, in milliseconds (default 2000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poll_initial_ms: Option<u64>,
+    /// The longest wait between polls, in milliseconds (default 30000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poll_max_ms: Option<u64>,
+    /// How long to keep polling one job before surfacing it instead, in seconds (default 3600).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_secs: Option<u64>,
 }
 
 impl EndpointConfig {
@@ -247,6 +293,7 @@ impl EndpointConfig {
             created_at_pointer: None,
             public_url: None,
             advice: None,
+            reconcile: None,
         }
     }
 }
@@ -381,6 +428,89 @@ fn catch_all_ref() -> &'static Endpoint {
     CATCH_ALL.get_or_init(Endpoint::catch_all)
 }
 
+/// An endpoint's job API, checked: http(s) URLs, `{job_id}` in the job URL, JSON pointers.
+fn reconcile_api(
+    path: &str,
+    config: &ReconcileConfig,
+) -> Result<crate::domain::reconcile::ApiConfig, ConfigError> {
+    use crate::domain::reconcile::{ApiConfig, Auth, Pacing};
+    let invalid = |reason: String| ConfigError::InvalidEndpoint {
+        path: path.to_string(),
+        reason: format!("reconcile: {reason}"),
+    };
+    let http = |url: &str| {
+        crate::domain::scheme::twilio::origin(url).is_some_and(|(proto, host)| {
+            matches!(proto.as_str(), "http" | "https") && !host.is_empty()
+        })
+    };
+    if !http(&config.job_url) || !config.job_url.contains("{job_id}") {
+        return Err(invalid(format!(
+            "job_url \"{}\" must be an http:// or https:// URL with {{job_id}} where the id goes",
+            config.job_url
+        )));
+    }
+    if let Some(list) = &config.list_url
+        && !http(list)
+    {
+        return Err(invalid(format!(
+            "list_url \"{list}\" is not an http:// or https:// URL"
+        )));
+    }
+    let pointer = |name: &str, value: &Option<String>, default: &str| {
+        let p = value.clone().unwrap_or_else(|| default.to_string());
+        if p.starts_with('/') {
+            Ok(p)
+        } else {
+            Err(invalid(format!(
+                "{name} \"{p}\" is not a JSON pointer (it starts with /)"
+            )))
+        }
+    };
+    let defaults = Pacing::default();
+    let pacing = Pacing {
+        initial: config
+            .poll_initial_ms
+            .map(std::time::Duration::from_millis)
+            .unwrap_or(defaults.initial),
+        max: config
+            .poll_max_ms
+            .map(std::time::Duration::from_millis)
+            .unwrap_or(defaults.max),
+        deadline: config
+            .deadline_secs
+            .map(std::time::Duration::from_secs)
+            .unwrap_or(defaults.deadline),
+    };
+    if pacing.initial.is_zero() || pacing.max < pacing.initial {
+        return Err(invalid(
+            "poll_initial_ms must be above 0 and poll_max_ms at least as long".into(),
+        ));
+    }
+    Ok(ApiConfig {
+        job_url: config.job_url.clone(),
+        list_url: config.list_url.clone(),
+        cursor_param: config
+            .cursor_param
+            .clone()
+            .unwrap_or_else(|| "after".into()),
+        state_pointer: pointer("state_pointer", &config.state_pointer, "/status")?,
+        result_pointer: pointer("result_pointer", &config.result_pointer, "/result_url")?,
+        expires_pointer: pointer("expires_pointer", &config.expires_pointer, "/expires_at")?,
+        auth: config.auth_env.as_ref().map(|env| Auth {
+            header: config
+                .auth_header
+                .clone()
+                .unwrap_or_else(|| "Authorization".into()),
+            env: env.clone(),
+            template: config
+                .auth_template
+                .clone()
+                .unwrap_or_else(|| "Bearer {value}".into()),
+        }),
+        pacing,
+    })
+}
+
 /// The payload advice's rules: the file's `[advice]` section and an endpoint's `advice` switch.
 pub fn advice_rules(file: &ConfigFile, enabled: Option<bool>) -> crate::domain::advice::Rules {
     crate::domain::advice::Rules {
@@ -488,6 +618,11 @@ fn resolve_endpoint(file: &ConfigFile, config: &EndpointConfig) -> Result<Endpoi
         },
         public_url: config.public_url.clone(),
         advice: advice_rules(file, config.advice),
+        reconcile: config
+            .reconcile
+            .as_ref()
+            .map(|r| reconcile_api(&config.path, r))
+            .transpose()?,
         other_secrets: std::sync::Arc::from(Vec::new()),
     })
 }

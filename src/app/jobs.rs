@@ -24,10 +24,7 @@ pub fn recent(
     reader
         .recent_jobs(prefix, limit)?
         .iter()
-        .map(|id| {
-            let deliveries = reader.job_deliveries(id)?;
-            Ok(timeline::analyze(id, deliveries, now_ms, stuck_after_ms))
-        })
+        .map(|id| timeline_of(reader, id, now_ms, stuck_after_ms))
         .collect()
 }
 
@@ -38,13 +35,26 @@ pub fn one(
     now_ms: i64,
     stuck_after_ms: i64,
 ) -> Result<JobTimeline, AppError> {
-    let deliveries = reader.job_deliveries(job_id)?;
-    if deliveries.is_empty() {
+    let timeline = timeline_of(reader, job_id, now_ms, stuck_after_ms)?;
+    if timeline.arrival_order.is_empty() && timeline.polls.is_empty() {
         return Err(AppError::Usage(format!("no job \"{job_id}\" in the store")));
     }
+    Ok(timeline)
+}
+
+/// A job's timeline from its deliveries and what the job API said about it.
+pub fn timeline_of(
+    reader: &Reader,
+    job_id: &str,
+    now_ms: i64,
+    stuck_after_ms: i64,
+) -> Result<JobTimeline, AppError> {
+    let deliveries = reader.job_deliveries(job_id)?;
+    let polls = reader.polls_for(job_id)?;
     Ok(timeline::analyze(
         job_id,
         deliveries,
+        &polls,
         now_ms,
         stuck_after_ms,
     ))

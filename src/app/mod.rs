@@ -11,6 +11,7 @@
 //! | checking one request offline | [`verify`] |
 //! | resend a capture, as captured or re-signed | [`resend`] |
 //! | the receiver checklist against a handler | [`probe`] |
+//! | asking the job API what webhooks missed | [`reconcile`] |
 //! | fixtures, HAR, curl out; HAR in | [`export`] |
 //! | retention, delete, clear, re-check | [`history`] |
 //! | the window's "Send a test delivery" | [`test_delivery`] |
@@ -23,6 +24,7 @@ pub mod jobs;
 pub mod list;
 pub mod paths;
 pub mod probe;
+pub mod reconcile;
 pub mod report;
 pub mod resend;
 pub mod test_delivery;

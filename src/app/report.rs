@@ -152,7 +152,83 @@ pub fn job_summary_json(timeline: &crate::domain::timeline::JobTimeline) -> Valu
         "events": timeline.events,
         "deliveries": timeline.arrival_order.len(),
         "flags": timeline.flags,
+        "api_state": timeline.api_state,
+        "api_checked_at": timeline.polls.last().map(|p| rfc3339_ms(p.at_ms)),
     })
+}
+
+/// One job in `reconcile --json`: the webhooks' state, the API's, and the flags.
+pub fn reconcile_json(timeline: &crate::domain::timeline::JobTimeline) -> Value {
+    let last = timeline.polls.last();
+    json!({
+        "job_id": timeline.job_id,
+        "webhook_state": timeline.current_state,
+        "api_state": timeline.api_state,
+        "api_checked_at": last.map(|p| rfc3339_ms(p.at_ms)),
+        "api_status": last.and_then(|p| p.status),
+        "deliveries": timeline.arrival_order.len(),
+        "flags": timeline.problems().collect::<Vec<_>>(),
+    })
+}
+
+/// One job per line after reconciling: `job  webhooks: X  api: Y  flags…`, each problem's
+/// sentence indented below.
+pub fn reconcile_line(timeline: &crate::domain::timeline::JobTimeline) -> String {
+    let webhooks = match (&timeline.current_state, timeline.arrival_order.len()) {
+        (_, 0) => "no webhook".to_string(),
+        (Some(s), _) => s.clone(),
+        (None, _) => "no state".to_string(),
+    };
+    let api = timeline
+        .api_state
+        .clone()
+        .unwrap_or_else(|| "not answered".into());
+    let problems: Vec<&crate::domain::timeline::Flag> = timeline.problems().collect();
+    let mut out = format!(
+        "{}  webhooks: {webhooks}  api: {api}  {}",
+        timeline.job_id,
+        if problems.is_empty() {
+            "agree".to_string()
+        } else {
+            problems
+                .iter()
+                .map(|f| status_word(&f.kind))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    );
+    for flag in problems {
+        out.push_str(&format!(
+            "\n    {}: {}",
+            status_word(&flag.kind),
+            flag.detail
+        ));
+    }
+    out
+}
+
+/// One poll in `follow --json`.
+pub fn poll_json(poll: &crate::domain::reconcile::Poll) -> Value {
+    let mut value = serde_json::to_value(poll).unwrap_or(Value::Null);
+    if let Some(obj) = value.as_object_mut() {
+        obj.insert("at".into(), json!(rfc3339_ms(poll.at_ms)));
+    }
+    value
+}
+
+/// One poll for people: time, job, status and state (or why there is none).
+pub fn poll_line(poll: &crate::domain::reconcile::Poll, zone: &Zone) -> String {
+    let answer = match poll.failure() {
+        None => poll.state.clone().unwrap_or_default(),
+        Some(why) => format!("no state: {why}"),
+    };
+    format!(
+        "{} {}  {}  {} ms",
+        zoned_rfc3339(poll.at_ms, zone),
+        poll.job_id,
+        answer,
+        poll.latency_ms
+    )
 }
 
 /// One job per line for people.
@@ -209,6 +285,12 @@ pub fn timeline_text(timeline: &crate::domain::timeline::JobTimeline, zone: &Zon
             suffix = ordinal_suffix(rank),
             arrived = zoned_rfc3339(d.received_at_ms, zone),
         ));
+    }
+    if !timeline.polls.is_empty() {
+        out.push_str(&format!("job resource ({} polls):\n", timeline.polls.len()));
+        for poll in &timeline.polls {
+            out.push_str(&format!("  {}\n", poll_line(poll, zone)));
+        }
     }
     if timeline.problems().next().is_none() {
         out.push_str("no flags\n");

@@ -17,6 +17,7 @@ mod jobs;
 mod list;
 mod listen;
 mod probe;
+mod reconcile;
 mod resend;
 mod verify;
 
@@ -72,6 +73,10 @@ pub enum Command {
     List(list::ListArgs),
     /// List async jobs with their state and flags, or show one job's timeline
     Jobs(jobs::JobsArgs),
+    /// Ask the job API about jobs that went quiet: exit 1 when it disagrees with the webhooks (missed_terminal_event, state_mismatch, never_notified)
+    Reconcile(reconcile::ReconcileArgs),
+    /// Follow jobs by polling the job API alone until they finish: exit 0 when every job reached a terminal state
+    Follow(reconcile::FollowArgs),
     /// Send a captured delivery again to a handler, as captured or re-signed
     Resend(resend::ResendArgs),
     /// Export deliveries as test fixtures, HAR 1.2 or curl commands
@@ -101,6 +106,8 @@ pub fn run(common: &Common, command: Command) -> ExitCode {
         Command::Verify(args) => verify::run(common, args),
         Command::List(args) => list::run(common, args),
         Command::Jobs(args) => jobs::run(common, args),
+        Command::Reconcile(args) => reconcile::run(common, args),
+        Command::Follow(args) => reconcile::follow(common, args),
         Command::Resend(args) => resend::run(common, args),
         Command::Export(args) => export::run(common, args),
         Command::Import(args) => import::run(common, args),

@@ -15,6 +15,8 @@ pub enum AttemptKind {
     Forward,
     /// A case of the receiver checklist (`hookscope probe`).
     Probe,
+    /// A question to a job API (`hookscope reconcile`); kept as a poll, not as an attempt.
+    Poll,
 }
 
 impl AttemptKind {
@@ -24,6 +26,7 @@ impl AttemptKind {
             AttemptKind::Resend => "resend",
             AttemptKind::Forward => "forward",
             AttemptKind::Probe => "probe",
+            AttemptKind::Poll => "poll",
         }
     }
 
@@ -32,6 +35,7 @@ impl AttemptKind {
         match word {
             "forward" => AttemptKind::Forward,
             "probe" => AttemptKind::Probe,
+            "poll" => AttemptKind::Poll,
             _ => AttemptKind::Resend,
         }
     }

@@ -32,6 +32,8 @@ pub struct Endpoint {
     pub public_url: Option<String>,
     /// What the payload advice looks for.
     pub advice: advice::Rules,
+    /// The job API to reconcile with, when `[endpoint.reconcile]` is set.
+    pub reconcile: Option<crate::domain::reconcile::ApiConfig>,
     /// The other endpoints' secrets, labelled, for the diagnosis of a failed signature
     /// ("another endpoint's secret"); computed once when the settings are resolved.
     pub other_secrets: std::sync::Arc<[LabelledSecret]>,
@@ -52,6 +54,7 @@ impl Endpoint {
             job_pointers: JobPointers::default(),
             public_url: None,
             advice: advice::Rules::default(),
+            reconcile: None,
             other_secrets: std::sync::Arc::from(Vec::new()),
         }
     }

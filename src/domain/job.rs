@@ -62,7 +62,7 @@ fn state_from_type(event_type: &str) -> Option<String> {
 }
 
 /// A time in a body: Unix seconds (or milliseconds), as a number or a string, or RFC 3339.
-fn time_value_ms(value: &serde_json::Value) -> Option<i64> {
+pub(crate) fn time_value_ms(value: &serde_json::Value) -> Option<i64> {
     let from_number = |n: f64| {
         if n.abs() >= 100_000_000_000.0 {
             Some(n as i64)

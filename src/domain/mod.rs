@@ -15,5 +15,6 @@ pub mod filter;
 pub mod fmt;
 pub mod job;
 pub mod pretty;
+pub mod reconcile;
 pub mod scheme;
 pub mod timeline;

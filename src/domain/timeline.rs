@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::checks::{DuplicateStatus, SignatureStatus, TimestampStatus};
 use crate::domain::job::StateKind;
+use crate::domain::reconcile::Poll;
 
 use crate::domain::fmt::human_duration;
 use crate::domain::fmt::rfc3339_ms;
@@ -51,6 +52,27 @@ pub enum FlagKind {
     Stuck,
     /// Several distinct events: deduplicating on the job id would drop some.
     DedupeByJobId,
+    /// The job API says terminal, and no terminal webhook arrived.
+    MissedTerminalEvent,
+    /// A webhook says one terminal state and the job API another.
+    StateMismatch,
+    /// The job API knows the job, and no webhook for it ever arrived.
+    NeverNotified,
+    /// The result URL answers 404 after the output's `expires_at`.
+    OutputExpired,
+    /// The job API could not be asked.
+    Unreachable,
+}
+
+impl FlagKind {
+    /// The flags that mean a webhook story and the job API disagree: `reconcile` exits 1 on
+    /// any of them.
+    pub fn is_disagreement(self) -> bool {
+        matches!(
+            self,
+            FlagKind::MissedTerminalEvent | FlagKind::StateMismatch | FlagKind::NeverNotified
+        )
+    }
 }
 
 /// How much a flag matters: a problem to fix, or a hint about the integration's design.
@@ -107,6 +129,12 @@ pub struct JobTimeline {
     pub arrival_order: Vec<i64>,
     /// What went wrong.
     pub flags: Vec<Flag>,
+    /// The state the job API last reported, when it was asked and answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_state: Option<String>,
+    /// Every poll of the job API about this job, oldest first (the *job resource* lane).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub polls: Vec<Poll>,
 }
 
 fn label(d: &JobDelivery) -> String {
@@ -146,33 +174,52 @@ impl JobTimeline {
     }
 }
 
-/// Computes a job's timeline. `deliveries` may come in any order; `now_ms` and `stuck_after_ms`
-/// decide whether an unfinished job is stuck.
+/// Computes a job's timeline. `deliveries` may come in any order; `polls` are what the job API
+/// said about it (any order, possibly none); `now_ms` and `stuck_after_ms` decide whether an
+/// unfinished job is stuck.
 pub fn analyze(
     job_id: &str,
     mut deliveries: Vec<JobDelivery>,
+    polls: &[Poll],
     now_ms: i64,
     stuck_after_ms: i64,
 ) -> JobTimeline {
     deliveries.sort_by_key(|d| (d.received_at_ms, d.delivery_id));
+    let mut polls = polls.to_vec();
+    polls.sort_by_key(|p| (p.at_ms, p.id));
     let arrival_order: Vec<i64> = deliveries.iter().map(|d| d.delivery_id).collect();
-    let first_seen_ms = deliveries.first().map(|d| d.received_at_ms).unwrap_or(0);
-    let last_seen_ms = deliveries.last().map(|d| d.received_at_ms).unwrap_or(0);
+    let first_poll_ms = polls.first().map(|p| p.at_ms);
+    let first_seen_ms = deliveries
+        .first()
+        .map(|d| d.received_at_ms)
+        .or(first_poll_ms)
+        .unwrap_or(0);
+    let last_seen_ms = deliveries
+        .last()
+        .map(|d| d.received_at_ms)
+        .or(polls.last().map(|p| p.at_ms))
+        .unwrap_or(0);
     let events = Events::of(&deliveries);
     let state = State::of(&deliveries);
+    let answer = polls.iter().rev().find(|p| p.answered());
 
     let mut flags = Vec::new();
     flags.extend(out_of_order(&events.firsts));
     flags.extend(regressions(&events.firsts));
     flags.extend(conflicting_terminals(&events.firsts));
     flags.extend(duplicate_deliveries(&events.copies));
-    flags.extend(stuck(
-        &state,
-        &deliveries,
-        now_ms - first_seen_ms,
-        stuck_after_ms,
-    ));
+    if answer.is_none_or(|a| !a.terminal()) && !deliveries.is_empty() {
+        flags.extend(stuck(
+            &state,
+            &deliveries,
+            answer,
+            now_ms - first_seen_ms,
+            stuck_after_ms,
+        ));
+    }
+    flags.extend(api_flags(job_id, &state, &deliveries, &polls, answer));
     flags.extend(dedupe_by_job_id(&events));
+    let api_state = answer.and_then(|a| a.state.clone());
 
     JobTimeline {
         job_id: job_id.to_string(),
@@ -184,7 +231,114 @@ pub fn analyze(
         by_event_time: state.by_event_time,
         arrival_order,
         flags,
+        api_state,
+        polls,
     }
+}
+
+/// A state name for comparing outcomes: `succeeded` is `completed`, `cancelled` is `canceled`.
+fn outcome(state: &str) -> String {
+    match state.to_ascii_lowercase().as_str() {
+        "succeeded" => "completed".into(),
+        "cancelled" => "canceled".into(),
+        other => other.into(),
+    }
+}
+
+/// What the job API's answers say against the webhooks: a missed terminal event, a mismatch,
+/// a job only the API knows, an expired output, or an API that could not be asked.
+fn api_flags(
+    job_id: &str,
+    state: &State,
+    deliveries: &[JobDelivery],
+    polls: &[Poll],
+    answer: Option<&Poll>,
+) -> Vec<Flag> {
+    let mut flags = Vec::new();
+    let last_delivery: Vec<i64> = deliveries
+        .last()
+        .map(|d| vec![d.delivery_id])
+        .unwrap_or_default();
+    let flag = |kind: FlagKind, detail: String, ids: Vec<i64>| Flag {
+        kind,
+        severity: kind.severity(),
+        detail,
+        delivery_ids: ids,
+    };
+    if let Some(last) = polls.last()
+        && let Some(why) = last.failure()
+    {
+        flags.push(flag(
+            FlagKind::Unreachable,
+            format!(
+                "The job API could not tell the state of job {job_id} at {}: {why}; hookscope shows the webhooks' story alone until it answers.",
+                clock(last.at_ms)
+            ),
+            last_delivery.clone(),
+        ));
+    }
+    let Some(answer) = answer else {
+        return flags;
+    };
+    let api = answer
+        .state
+        .clone()
+        .unwrap_or_else(|| "an unknown state".into());
+    let asked = clock(answer.at_ms);
+    if deliveries.is_empty() {
+        flags.push(flag(
+            FlagKind::NeverNotified,
+            format!(
+                "The job API knows job {job_id} (it says {api} at {asked}), but no webhook about it ever arrived: the job was created without this endpoint's callback URL, or every delivery was lost before reaching it."
+            ),
+            Vec::new(),
+        ));
+    } else if answer.terminal() && !state.terminal {
+        let last = state
+            .current
+            .clone()
+            .map(|s| format!("the last one said {s}"))
+            .unwrap_or_else(|| "none said a state".into());
+        flags.push(flag(
+            FlagKind::MissedTerminalEvent,
+            format!(
+                "The job API says {api} (asked at {asked}), but no terminal webhook arrived ({last}): the terminal event was lost, after exhausted retries or at a misconfigured endpoint; a reconciler acts on the API's answer."
+            ),
+            last_delivery.clone(),
+        ));
+    } else if answer.terminal()
+        && let Some(webhook) = state.current.as_deref()
+        && state.terminal
+        && outcome(webhook) != outcome(&api)
+    {
+        let terminal_ids = deliveries
+            .iter()
+            .filter(|d| is_terminal(d))
+            .map(|d| d.delivery_id)
+            .collect();
+        flags.push(flag(
+            FlagKind::StateMismatch,
+            format!(
+                "A webhook says {webhook}, and the job API says {api} (asked at {asked}): a terminal state never changes, so one of them is wrong; trust the job resource and report the mismatch to the provider."
+            ),
+            terminal_ids,
+        ));
+    }
+    if answer.output_status == Some(404)
+        && let (Some(url), Some(expires)) = (&answer.result_url, answer.expires_at_ms)
+        && expires <= answer.at_ms
+    {
+        flags.push(flag(
+            FlagKind::OutputExpired,
+            format!(
+                "The result at {url} answers 404: it expired at {} ({} before it was asked at {asked}); fetch outputs as soon as the terminal event arrives, or run the job again.",
+                rfc3339_ms(expires),
+                human_duration(((answer.at_ms - expires) / 1000).max(0) as u64)
+            ),
+            last_delivery,
+        ));
+    }
+    flags
 }
 
 /// The deliveries grouped into events: the first delivery of each event id, in arrival order
@@ -359,10 +513,12 @@ fn duplicate_deliveries(copies: &[(String, Vec<&JobDelivery>)]) -> Vec<Flag> {
         .collect()
 }
 
-/// Stuck: no terminal state long after the job was first seen.
+/// Stuck: no terminal state long after the job was first seen (and the job API, when it was
+/// asked, does not say it finished either).
 fn stuck(
     state: &State,
     deliveries: &[JobDelivery],
+    answer: Option<&Poll>,
     age_ms: i64,
     stuck_after_ms: i64,
 ) -> Option<Flag> {
@@ -382,11 +538,20 @@ fn stuck(
     } else {
         " Ask the job resource (GET /jobs/{id}) whether it finished: a missed event is what a reconciler is for."
     };
+    let api = answer
+        .and_then(|a| Some((a.state.clone()?, a.at_ms)))
+        .map(|(s, at)| {
+            format!(
+                " The job API says it is still {s} (asked at {}).",
+                clock(at)
+            )
+        })
+        .unwrap_or_default();
     Some(Flag {
         kind: FlagKind::Stuck,
         severity: FlagKind::Stuck.severity(),
         detail: format!(
-            "No terminal state {} after the job was first seen; it is still {current}.{review}",
+            "No terminal state {} after the job was first seen; it is still {current}.{review}{api}",
             human_duration((age_ms / 1000).max(0) as u64)
         ),
         delivery_ids: deliveries
@@ -436,13 +601,18 @@ mod tests {
         }
     }
 
+    /// A timeline from webhooks alone (no poll of the job API).
+    fn plain(job: &str, deliveries: Vec<JobDelivery>, now: i64, stuck: i64) -> JobTimeline {
+        analyze(job, deliveries, &[], now, stuck)
+    }
+
     fn kinds(timeline: &JobTimeline) -> Vec<FlagKind> {
         timeline.flags.iter().map(|f| f.kind).collect()
     }
 
     #[test]
     fn an_in_order_lifecycle_has_only_the_dedupe_hint() {
-        let t = analyze(
+        let t = plain(
             "job_1",
             vec![
                 event(1, "e1", "queued", 0, 0),
@@ -460,7 +630,7 @@ mod tests {
 
     #[test]
     fn a_late_processing_after_completed_is_out_of_order_and_a_regression() {
-        let t = analyze(
+        let t = plain(
             "job_1",
             vec![
                 event(1, "e1", "queued", 0, 0),
@@ -494,7 +664,7 @@ mod tests {
 
     #[test]
     fn duplicate_retries_say_how_many_and_how_far_apart() {
-        let t = analyze(
+        let t = plain(
             "job_1",
             vec![
                 event(1, "e1", "completed", 0, 0),
@@ -515,7 +685,7 @@ mod tests {
 
     #[test]
     fn two_terminal_states_conflict() {
-        let t = analyze(
+        let t = plain(
             "job_1",
             vec![
                 event(1, "e1", "completed", 0, 0),
@@ -526,7 +696,7 @@ mod tests {
         );
         assert!(kinds(&t).contains(&FlagKind::ConflictingTerminal));
         // succeeded and completed are the same outcome, not a conflict.
-        let same = analyze(
+        let same = plain(
             "job_2",
             vec![
                 event(1, "e1", "completed", 0, 0),
@@ -540,7 +710,7 @@ mod tests {
 
     #[test]
     fn needs_review_then_completed_is_fine_and_needs_review_alone_gets_the_hours_note() {
-        let done = analyze(
+        let done = plain(
             "job_1",
             vec![
                 event(1, "e1", "needs_review", 0, 0),
@@ -550,7 +720,7 @@ mod tests {
             30 * MIN,
         );
         assert_eq!(kinds(&done), [FlagKind::DedupeByJobId]);
-        let waiting = analyze(
+        let waiting = plain(
             "job_2",
             vec![event(1, "e1", "needs_review", 0, 0)],
             45 * MIN,
@@ -563,7 +733,7 @@ mod tests {
                 .detail
                 .contains("needs_review can legitimately last hours")
         );
-        let young = analyze(
+        let young = plain(
             "job_3",
             vec![event(1, "e1", "processing", 0, 0)],
             29 * MIN,
@@ -574,7 +744,7 @@ mod tests {
 
     #[test]
     fn unknown_state_names_are_shown_not_judged() {
-        let t = analyze(
+        let t = plain(
             "job_1",
             vec![
                 event(1, "e1", "completed", 0, 0),

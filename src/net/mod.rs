@@ -4,3 +4,4 @@
 pub mod client;
 pub mod probe;
 pub mod receiver;
+pub mod reconcile;

@@ -9,6 +9,7 @@ use crate::domain::attempt::{Attempt, AttemptKind};
 use crate::domain::checks::{DuplicateStatus, SignatureStatus, TimestampStatus};
 use crate::domain::delivery::decode_headers;
 use crate::domain::filter::Filter;
+use crate::domain::reconcile::Poll;
 use crate::store::error::StoreError;
 use crate::store::query;
 use crate::store::records::{LIST_COLUMNS, list_row, raw_list_row, read_row};
@@ -226,6 +227,51 @@ impl Reader {
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// What the job API said about a job, oldest first.
+    pub fn polls_for(&self, job_id: &str) -> Result<Vec<Poll>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, job_id, endpoint, at_ms, status, state, latency_ms, error, result_url, expires_at_ms, output_status
+             FROM polls WHERE job_id = ?1 ORDER BY id",
+        )?;
+        let rows = stmt.query_map(params![job_id], |r| {
+            Ok(Poll {
+                id: r.get(0)?,
+                job_id: r.get(1)?,
+                endpoint: r.get(2)?,
+                at_ms: r.get(3)?,
+                status: r.get(4)?,
+                state: r.get(5)?,
+                latency_ms: r.get::<_, i64>(6)?.max(0) as u64,
+                error: r.get(7)?,
+                result_url: r.get(8)?,
+                expires_at_ms: r.get(9)?,
+                output_status: r.get(10)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The endpoint a job belongs to: its newest delivery's, else the one last polled for it.
+    pub fn job_endpoint(&self, job_id: &str) -> Result<Option<String>, StoreError> {
+        let from_deliveries: Option<String> = self
+            .conn
+            .prepare_cached(
+                "SELECT endpoint FROM deliveries WHERE job_id = ?1 ORDER BY id DESC LIMIT 1",
+            )?
+            .query_row(params![job_id], |r| r.get(0))
+            .optional()?;
+        if from_deliveries.is_some() {
+            return Ok(from_deliveries);
+        }
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT endpoint FROM polls WHERE job_id = ?1 ORDER BY id DESC LIMIT 1",
+            )?
+            .query_row(params![job_id], |r| r.get(0))
+            .optional()?)
     }
 
     /// The outbound attempts made from a delivery, oldest first.

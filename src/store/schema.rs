@@ -96,6 +96,22 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     CREATE VIRTUAL TABLE deliveries_fts USING fts5(path, headers, body, content='', contentless_delete=1,
         tokenize = \"unicode61 tokenchars '_-'\");
     UPDATE fts_state SET last_id = 0;",
+    // v6: what the job API said when hookscope reconciled a job, one row per poll. A job known
+    // to the API only gets a `jobs` row with no deliveries (last_delivery_id 0).
+    "CREATE TABLE polls (
+        id INTEGER PRIMARY KEY,
+        job_id TEXT NOT NULL,
+        endpoint TEXT NOT NULL,
+        at_ms INTEGER NOT NULL,
+        status INTEGER,
+        state TEXT,
+        latency_ms INTEGER NOT NULL,
+        error TEXT,
+        result_url TEXT,
+        expires_at_ms INTEGER,
+        output_status INTEGER
+    );
+    CREATE INDEX polls_by_job ON polls(job_id, id);",
 ];
 
 pub(crate) fn open_connection(path: &Path, read_only: bool) -> Result<Connection, StoreError> {

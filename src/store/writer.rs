@@ -83,6 +83,9 @@ pub enum Maintenance {
         /// A note on why.
         note: String,
     },
+    /// Records one poll of a job API (a job the store has not seen gets a row in `jobs`).
+    /// Touches 1 row: the poll's id is what `maintain` answers.
+    RecordPoll(Box<crate::domain::reconcile::Poll>),
     /// Deletes deliveries by id.
     Delete(Vec<i64>),
     /// Deletes every delivery.
@@ -256,6 +259,7 @@ fn maintain(conn: &mut Connection, task: &Maintenance) -> Result<usize, rusqlite
             "UPDATE deliveries SET response_status = ?2, note = COALESCE(note || ' ', '') || ?3 WHERE id = ?1",
             params![id, status, note],
         )?,
+        Maintenance::RecordPoll(poll) => record_poll(&tx, poll)?,
         Maintenance::Delete(ids) => delete(&tx, ids)?,
         Maintenance::Clear => {
             let n = tx.execute("DELETE FROM deliveries", [])?;
@@ -263,6 +267,7 @@ fn maintain(conn: &mut Connection, task: &Maintenance) -> Result<usize, rusqlite
             tx.execute("DELETE FROM event_ids", [])?;
             tx.execute("DELETE FROM jobs", [])?;
             tx.execute("DELETE FROM attempts", [])?;
+            tx.execute("DELETE FROM polls", [])?;
             tx.execute("UPDATE fts_state SET last_id = 0", [])?;
             n
         }
@@ -309,6 +314,35 @@ fn recheck(
             }
         },
     )
+}
+
+/// Stores a poll; answers its id.
+fn record_poll(
+    tx: &rusqlite::Transaction<'_>,
+    poll: &crate::domain::reconcile::Poll,
+) -> Result<usize, rusqlite::Error> {
+    tx.execute(
+        "INSERT INTO polls (job_id, endpoint, at_ms, status, state, latency_ms, error, result_url, expires_at_ms, output_status)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        params![
+            poll.job_id,
+            poll.endpoint,
+            poll.at_ms,
+            poll.status,
+            poll.state,
+            poll.latency_ms as i64,
+            poll.error,
+            poll.result_url,
+            poll.expires_at_ms,
+            poll.output_status
+        ],
+    )?;
+    let id = tx.last_insert_rowid();
+    tx.execute(
+        "INSERT OR IGNORE INTO jobs (job_id, first_seen_ms, last_seen_ms, last_delivery_id, deliveries) VALUES (?1, ?2, ?2, 0, 0)",
+        params![poll.job_id, poll.at_ms],
+    )?;
+    Ok(id.max(0) as usize)
 }
 
 /// Deletes deliveries by id, from the table and the text index, and recounts their jobs only.

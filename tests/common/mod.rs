@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod handler;
+pub mod job_api;
 
 /// The benchmark tool's generator of synthetic deliveries, shared with the tests.
 #[path = "../../src/bin/hookscope-dev/seed.rs"]

@@ -98,6 +98,11 @@ pub enum Command {
     Delete(Vec<i64>),
     /// Delete every delivery.
     ClearHistory,
+    /// Ask the job API about one job, or every job that went quiet (*Check now*).
+    Reconcile {
+        /// The job (`None`: every quiet job, and the in-flight listing).
+        job: Option<String>,
+    },
 }
 
 /// The receiver's state, as the top bar shows it.
@@ -173,6 +178,8 @@ pub enum Event {
     },
     /// The history changed other than by new deliveries (delete, clear, retention).
     HistoryChanged,
+    /// The job API was asked; the jobs view should refresh.
+    Reconciled,
     /// Something the user should read in the status line.
     Notice(String),
     /// Something went wrong; the sentence says what.
@@ -268,6 +275,7 @@ pub fn spawn(options: EngineOptions, waker: Waker) -> Result<EngineHandle, AppEr
         controls: Arc::clone(&controls),
     };
     let port = app::paths::port(options.port, &config);
+    engine.start_reconciler();
     std::thread::Builder::new()
         .name("hookscope-engine".into())
         .spawn(move || {
@@ -407,6 +415,7 @@ impl Engine {
                 let done = app::history::clear(&self.store.writer());
                 self.history_changed(done, "cleared");
             }
+            Command::Reconcile { job } => self.reconcile(job),
         }
     }
 
@@ -468,6 +477,77 @@ impl Engine {
                 });
             }
             out
+        });
+    }
+
+    /// The background reconciler: a pass at start-up, then one a minute, on its own thread
+    /// (nothing to do when no endpoint has a job API). It works on the endpoints as they were
+    /// at start; `Check now` uses the saved ones.
+    fn start_reconciler(&self) {
+        let Ok(settings) = self.settings.read().map(|s| Settings::clone(&s)) else {
+            return;
+        };
+        if app::reconcile::apis(&settings, None).is_err() {
+            return;
+        }
+        let writer = self.store.writer();
+        let path = self.store.path().to_path_buf();
+        let stuck = app::jobs::stuck_after_ms(None, &self.config);
+        let events = self.events.clone();
+        let waker = Arc::clone(&self.waker);
+        let spawned = std::thread::Builder::new()
+            .name("hookscope-reconcile".into())
+            .spawn(move || {
+                let Ok(runtime) = app::small_runtime() else {
+                    return;
+                };
+                runtime.block_on(app::reconcile::background(
+                    settings,
+                    path,
+                    writer,
+                    stuck,
+                    app::reconcile::BACKGROUND_EVERY,
+                    move |sentence| {
+                        let _ = events.send(Event::Notice(sentence));
+                        let _ = events.send(Event::Reconciled);
+                        waker();
+                    },
+                ));
+            });
+        if let Err(e) = spawned {
+            self.emit(Event::Error(format!("cannot start the reconciler: {e}")));
+        }
+    }
+
+    /// *Check now*: asks the job API about one job or every quiet one, with the saved endpoints.
+    fn reconcile(&mut self, job: Option<String>) {
+        let Ok(settings) = self.settings.read().map(|s| Settings::clone(&s)) else {
+            return;
+        };
+        let writer = self.store.writer();
+        let path = self.store.path().to_path_buf();
+        let stuck = app::jobs::stuck_after_ms(None, &self.config);
+        let request = app::reconcile::ReconcileRequest {
+            job,
+            endpoint: None,
+        };
+        self.spawn_outbound(move |runtime| {
+            let outcome = runtime.block_on(app::reconcile::reconcile(
+                &settings, &path, &writer, &request, stuck,
+            ));
+            match outcome {
+                Ok(reconciled) => {
+                    let mut out: Vec<Event> = reconciled
+                        .problems
+                        .iter()
+                        .map(|p| Event::Error(p.clone()))
+                        .collect();
+                    out.push(Event::Notice(app::reconcile::summary(&reconciled)));
+                    out.push(Event::Reconciled);
+                    out
+                }
+                Err(e) => vec![Event::Error(e.to_string())],
+            }
         });
     }
 

@@ -518,3 +518,40 @@ fn without_a_job_api_reconcile_says_what_to_configure() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("[endpoint.reconcile]"));
 }
+
+#[test]
+fn listen_reconciles_quiet_jobs_at_start_up_and_stores_what_the_api_said() {
+    let api = api_with_jobs();
+    let dir = tempfile::tempdir().expect("tempdir");
+    configure(dir.path(), &api.url(), "");
+    webhooks(dir.path(), &[("job_1", "processing")]);
+    // Every job is quiet at once.
+    let mut config = std::fs::read_to_string(dir.path().join("config.toml")).expect("config");
+    config.push_str("\n[jobs]\nstuck_after_minutes = 0\n");
+    std::fs::write(dir.path().join("config.toml"), config).expect("config");
+    let listener = Listener::start(dir.path(), &[]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let polls = loop {
+        let reader = hookscope::store::Reader::open(&listener.store_path()).expect("store");
+        let polls = reader.polls_for("job_1").expect("polls");
+        if !polls.is_empty() || std::time::Instant::now() > deadline {
+            break polls;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(polls.len(), 1, "one poll at start-up: {polls:?}");
+    assert_eq!(polls[0].state.as_deref(), Some("completed"));
+    assert_eq!(polls[0].endpoint, "/hooks/ocr");
+    // The next pass is a minute away: no second question in the meantime.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(api.times("/v1/jobs/job_1").len(), 1);
+    let shown = run(dir.path(), &["jobs", "--json"]);
+    let job = lines(&shown)
+        .into_iter()
+        .find(|j| j["job_id"] == "job_1")
+        .expect("job_1");
+    assert!(
+        flags(&job).contains(&"missed_terminal_event".to_string()),
+        "{job}"
+    );
+}

@@ -27,6 +27,9 @@ pub const API_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long an on-demand reconcile waits on one job's `429`s before recording the refusal.
 pub const ON_DEMAND_PATIENCE: Duration = Duration::from_secs(30);
 
+/// How often the background reconciler looks for quiet jobs.
+pub const BACKGROUND_EVERY: Duration = Duration::from_secs(60);
+
 /// How many jobs a pass looks through for ones that went quiet.
 const RECENT_JOBS: usize = 1000;
 
@@ -332,6 +335,40 @@ impl Reconciled {
     }
 }
 
+/// One sentence on a pass, for the status line: how many jobs were asked about, and what
+/// the API disagreed on.
+pub fn summary(reconciled: &Reconciled) -> String {
+    let n = reconciled.timelines.len();
+    if n == 0 {
+        return "no job to reconcile: none went quiet without a terminal state".into();
+    }
+    let mut kinds: Vec<String> = reconciled
+        .timelines
+        .iter()
+        .flat_map(|t| t.problems())
+        .filter(|f| {
+            f.kind.is_disagreement() || f.kind == crate::domain::timeline::FlagKind::Unreachable
+        })
+        .map(|f| crate::domain::checks::status_word(&f.kind))
+        .collect();
+    let total = kinds.len();
+    kinds.sort();
+    kinds.dedup();
+    let jobs = if n == 1 {
+        "1 job".to_string()
+    } else {
+        format!("{n} jobs")
+    };
+    if total == 0 {
+        format!("asked the job API about {jobs}: it agrees with the webhooks")
+    } else {
+        format!(
+            "asked the job API about {jobs}: {total} finding(s) ({})",
+            kinds.join(", ")
+        )
+    }
+}
+
 /// Reconciles now: lists in-flight jobs, asks about each job that went quiet (or the one
 /// asked for), stores every answer, and returns the timelines.
 pub async fn reconcile(
@@ -449,6 +486,33 @@ pub async fn background(
     let Ok(client) = Client::new(API_TIMEOUT) else {
         return;
     };
+    // At start-up the in-flight listings are read too: a job the store never heard of is
+    // what a crash between submitting and storing its id leaves behind.
+    if let Ok(all) = apis(&settings, None)
+        && let Ok(known) = Reader::open(&store_path)
+            .and_then(|r| r.recent_jobs("", usize::MAX >> 1))
+            .map(|ids| ids.into_iter().collect::<HashSet<String>>())
+    {
+        let (listed, problems) = list_in_flight(&client, &all, &known).await;
+        for problem in problems {
+            report(problem);
+        }
+        let unknown = listed.len();
+        for poll in listed {
+            if writer
+                .maintain(Maintenance::RecordPoll(Box::new(poll)))
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
+        if unknown > 0 {
+            report(format!(
+                "the job API lists {unknown} in-flight job(s) no webhook has named: see the Jobs view or `hookscope reconcile`"
+            ));
+        }
+    }
     let mut polled: HashMap<String, (u32, Instant)> = HashMap::new();
     loop {
         let now = now_ms();

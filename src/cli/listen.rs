@@ -112,10 +112,24 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
 
     let runtime = app::small_runtime()?;
     let json = args.json;
+    // Start-up reconciliation, then a pass a minute, when an endpoint has a job API; it ends
+    // with the loop below (dropping its store handle before the store shuts down).
+    let reconciler = app::reconcile::background(
+        settings.clone(),
+        store.path().to_path_buf(),
+        store.writer(),
+        app::jobs::stuck_after_ms(None, &file),
+        app::reconcile::BACKGROUND_EVERY,
+        |sentence| eprintln!("hookscope: {sentence}"),
+    );
     runtime.block_on(async {
         let mut stdout = std::io::stdout();
+        tokio::pin!(reconciler);
+        // Without a job API the reconciler returns at once: never poll it again.
+        let mut reconciling = true;
         loop {
             tokio::select! {
+                () = &mut reconciler, if reconciling => reconciling = false,
                 event = events_rx.recv() => {
                     let Some(stored) = event else { break };
                     let line = if json {
@@ -188,8 +202,14 @@ fn describe_endpoint(endpoint: &Endpoint) -> String {
     } else {
         String::new()
     };
+    let reconcile = endpoint
+        .reconcile
+        .as_ref()
+        .and_then(|api| hookscope::domain::scheme::twilio::origin(&api.job_url))
+        .map(|(proto, host)| format!(", reconciles quiet jobs with {proto}://{host}"))
+        .unwrap_or_default();
     format!(
-        "{path:<20} {scheme}, {secrets}, answers {status}{delay}",
+        "{path:<20} {scheme}, {secrets}, answers {status}{delay}{reconcile}",
         path = endpoint.path,
         status = endpoint.respond_status
     )

@@ -8,7 +8,9 @@ use egui_extras::{Column, TableBuilder};
 use hookscope::domain::checks::{SignatureStatus, TimestampStatus};
 use hookscope::domain::fmt::human_duration;
 use hookscope::domain::fmt::{full_time, short_time};
+use hookscope::domain::reconcile::Poll;
 use hookscope::domain::timeline::{FlagKind, JobDelivery, JobTimeline};
+use hookscope::engine::Command;
 
 use super::{HookscopeApp, View, widgets};
 
@@ -80,7 +82,10 @@ impl JobsFilter {
 fn flag_color(kind: FlagKind) -> Color32 {
     match kind {
         FlagKind::DedupeByJobId => widgets::SKIPPED,
-        FlagKind::DuplicateDelivery | FlagKind::Stuck => widgets::WARN,
+        FlagKind::DuplicateDelivery
+        | FlagKind::Stuck
+        | FlagKind::Unreachable
+        | FlagKind::OutputExpired => widgets::WARN,
         _ => widgets::FAIL,
     }
 }
@@ -119,6 +124,19 @@ pub fn jobs_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
         .filter(|j| filter.keeps(j))
         .cloned()
         .collect();
+    if can_reconcile(app) {
+        ui.horizontal(|ui| {
+            if ui
+                .button("Check now")
+                .on_hover_text("Ask the job API about every job that went quiet, and read its in-flight listing")
+                .clicked()
+            {
+                app.send(Command::Reconcile { job: None });
+            }
+            ui.weak("hookscope also asks at start-up and every minute about jobs past the stuck threshold.");
+        });
+        ui.add_space(4.0);
+    }
     if app.jobs.jobs.is_empty() {
         ui.vertical_centered(|ui| {
             ui.add_space(60.0);
@@ -171,10 +189,16 @@ pub fn jobs_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
                 });
                 row.col(|ui| {
                     let state = job.current_state.as_deref().unwrap_or("?");
+                    let shown = match &job.api_state {
+                        Some(api) if Some(api.as_str()) != job.current_state.as_deref() => {
+                            format!("{state} (api: {api})")
+                        }
+                        _ => state.to_string(),
+                    };
                     if job.terminal {
-                        ui.label(state);
+                        ui.label(shown);
                     } else {
-                        ui.colored_label(widgets::WARN, state);
+                        ui.colored_label(widgets::WARN, shown);
                     }
                 });
                 for ms in [job.first_seen_ms, job.last_seen_ms] {
@@ -216,6 +240,25 @@ pub fn jobs_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
     }
 }
 
+/// Whether any saved endpoint has a job API to ask.
+fn can_reconcile(app: &HookscopeApp) -> bool {
+    app.endpoints
+        .saved_settings()
+        .endpoints
+        .iter()
+        .any(|e| e.reconcile.is_some())
+}
+
+fn poll_color(poll: &Poll) -> Color32 {
+    if poll.failure().is_some() {
+        widgets::FAIL
+    } else if poll.terminal() {
+        widgets::PASS
+    } else {
+        widgets::WARN
+    }
+}
+
 fn marker_color(d: &JobDelivery) -> Color32 {
     match (d.signature, d.timestamp) {
         (SignatureStatus::Fail, _) | (_, TimestampStatus::Fail) => widgets::FAIL,
@@ -238,6 +281,19 @@ fn timeline_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, job: &JobTimeline) {
             job.events,
             job.arrival_order.len()
         ));
+        if let Some(api) = &job.api_state {
+            ui.label(format!("· the job API says {api}"));
+        }
+        if can_reconcile(app)
+            && ui
+                .small_button("Check now")
+                .on_hover_text("Ask the job API about this job")
+                .clicked()
+        {
+            app.send(Command::Reconcile {
+                job: Some(job.job_id.clone()),
+            });
+        }
     });
     let deliveries = &job.by_event_time;
     // The drawing's width is known before its height: markers are placed first, then the labels
@@ -322,15 +378,25 @@ fn timeline_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, job: &JobTimeline) {
     let label_rows = labels.iter().map(|l| l.row + 1).max().unwrap_or(1);
     let max_stack = levels.iter().copied().max().unwrap_or(0);
     let created_lane_offset = 20.0 + 14.0 * label_rows as f32 + 12.0 * max_stack as f32;
-    let height = created_lane_offset + 108.0;
+    // The job API's answers get a lane of their own when it was asked.
+    let resource_height = if job.polls.is_empty() { 0.0 } else { 66.0 };
+    let height = created_lane_offset + 108.0 + resource_height;
     let (rect, _) = ui.allocate_exact_size(egui::vec2(full_width, height), Sense::hover());
     let painter = ui.painter_at(rect);
     let created_lane = rect.top() + created_lane_offset;
     let arrival_lane = created_lane + 66.0;
-    for (lane, name, (start, end)) in [
-        (created_lane, "created", created_span),
-        (arrival_lane, "arrived", arrival_span),
-    ] {
+    let resource_lane = arrival_lane + 66.0;
+    let resource_span = span(job.polls.iter().map(|p| p.at_ms).collect());
+    // A job only the API knows has no webhook lanes to draw.
+    let mut lanes = Vec::new();
+    if !deliveries.is_empty() {
+        lanes.push((created_lane, "created", created_span));
+        lanes.push((arrival_lane, "arrived", arrival_span));
+    }
+    if !job.polls.is_empty() {
+        lanes.push((resource_lane, "job resource", resource_span));
+    }
+    for (lane, name, (start, end)) in lanes {
         painter.text(
             egui::pos2(rect.left(), lane),
             egui::Align2::LEFT_CENTER,
@@ -411,6 +477,54 @@ fn timeline_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, job: &JobTimeline) {
                 open = Some(d.delivery_id);
             }
         }
+    }
+    // The job API's answers: one marker per poll, its state above it when it changed.
+    let mut poll_xs: Vec<(i64, f32)> = job
+        .polls
+        .iter()
+        .map(|p| (p.id, x_in(resource_span, p.at_ms)))
+        .collect();
+    spread(&mut poll_xs, left, right, GAP);
+    let mut last_state: Option<&str> = None;
+    for (poll, (_, x)) in job.polls.iter().zip(&poll_xs) {
+        let point = egui::pos2(*x, resource_lane);
+        let color = poll_color(poll);
+        painter.rect_filled(
+            egui::Rect::from_center_size(point, egui::vec2(9.0, 9.0)),
+            1.5,
+            color,
+        );
+        let said = poll.state.as_deref().unwrap_or("?");
+        if poll.failure().is_none() && last_state != Some(said) {
+            painter.text(
+                egui::pos2(*x, resource_lane - 9.0),
+                egui::Align2::CENTER_BOTTOM,
+                said,
+                small.clone(),
+                text_color,
+            );
+            last_state = Some(said);
+        }
+        let id = ui.scope_id().with(("poll", poll.id));
+        let response = ui.interact(
+            egui::Rect::from_center_size(point, egui::vec2(14.0, 14.0)),
+            id,
+            Sense::hover(),
+        );
+        let label = format!("job resource at {}", full_time(poll.at_ms, &zone));
+        response
+            .widget_info(|| egui::WidgetInfo::labeled(egui::accesskit::Role::Image, true, &label));
+        let answer = match poll.failure() {
+            None => format!("said {said}"),
+            Some(why) => format!("no state: {why}"),
+        };
+        response.on_hover_text(format!(
+            "the job API at {}
+{answer}
+{} ms",
+            full_time(poll.at_ms, &zone),
+            poll.latency_ms
+        ));
     }
     if let Some(id) = open {
         app.state.view = View::Deliveries;

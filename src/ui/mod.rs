@@ -382,6 +382,9 @@ impl HookscopeApp {
                     self.send(Command::Load { id });
                 }
             }
+            Event::Reconciled => {
+                self.jobs.fresh = false;
+            }
             Event::Notice(text) => self.notice(text, false),
             Event::Error(text) => self.notice(text, true),
         }

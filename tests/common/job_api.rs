@@ -82,24 +82,26 @@ fn json_response(value: Value) -> Response {
     ([("content-type", "application/json")], value.to_string()).into_response()
 }
 
-fn record(state: &Shared, path: String, headers: &HeaderMap) -> Result<(), Response> {
+/// Records a request; `false` when it lacks the required key (answer 401 then).
+fn record(state: &Shared, path: String, headers: &HeaderMap) -> bool {
     let auth = headers
         .get("authorization")
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
     let mut s = state.lock().expect("lock");
     s.requests.push((Instant::now(), path, auth.clone()));
-    if let Some(key) = &s.api_key
-        && auth.as_deref() != Some(&format!("Bearer {key}"))
-    {
-        return Err((StatusCode::UNAUTHORIZED, "no or wrong API key").into_response());
-    }
-    Ok(())
+    s.api_key
+        .as_ref()
+        .is_none_or(|key| auth.as_deref() == Some(&format!("Bearer {key}")))
+}
+
+fn unauthorized() -> Response {
+    (StatusCode::UNAUTHORIZED, "no or wrong API key").into_response()
 }
 
 async fn job(State(state): State<Shared>, Path(id): Path<String>, headers: HeaderMap) -> Response {
-    if let Err(refused) = record(&state, format!("/v1/jobs/{id}"), &headers) {
-        return refused;
+    if !record(&state, format!("/v1/jobs/{id}"), &headers) {
+        return unauthorized();
     }
     let mut s = state.lock().expect("lock");
     if let Some(wait) = s.refuse.get_mut(&id).and_then(VecDeque::pop_front) {
@@ -138,8 +140,8 @@ async fn list(State(state): State<Shared>, uri: Uri, headers: HeaderMap) -> Resp
         Some(c) => format!("/v1/jobs?after={c}"),
         None => "/v1/jobs".to_string(),
     };
-    if let Err(refused) = record(&state, path, &headers) {
-        return refused;
+    if !record(&state, path, &headers) {
+        return unauthorized();
     }
     let s = state.lock().expect("lock");
     let start = query
@@ -168,7 +170,7 @@ async fn result(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    let _ = record(&state, format!("/results/{id}"), &headers);
+    record(&state, format!("/results/{id}"), &headers);
     (StatusCode::NOT_FOUND, "expired").into_response()
 }
 

@@ -159,7 +159,12 @@ pub fn jobs_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
                 .clip(true)
                 .resizable(true),
         )
-        .column(Column::initial(190.0).at_least(90.0).clip(true).resizable(true))
+        .column(
+            Column::initial(190.0)
+                .at_least(90.0)
+                .clip(true)
+                .resizable(true),
+        )
         .column(Column::exact(104.0))
         .column(Column::exact(104.0))
         .column(Column::exact(80.0))

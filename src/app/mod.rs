@@ -27,6 +27,7 @@ pub mod probe;
 pub mod reconcile;
 pub mod report;
 pub mod resend;
+pub mod simulate;
 pub mod test_delivery;
 pub mod verify;
 

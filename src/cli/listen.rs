@@ -218,7 +218,7 @@ fn describe_endpoint(endpoint: &Endpoint) -> String {
 /// Resolves when the process is asked to terminate (SIGTERM, as service managers and `kill`
 /// send it), so `listen` stops as cleanly as on Ctrl+C: no new connections, in-flight deliveries
 /// committed and answered, exit 0. Never resolves where there is no such signal.
-async fn terminated() {
+pub(crate) async fn terminated() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};

@@ -19,6 +19,7 @@ mod listen;
 mod probe;
 mod reconcile;
 mod resend;
+mod simulate;
 mod verify;
 
 /// A local inspector for webhook integrations: capture deliveries, check their signatures,
@@ -77,6 +78,8 @@ pub enum Command {
     Reconcile(reconcile::ReconcileArgs),
     /// Follow jobs by polling the job API alone until they finish: exit 0 when every job reached a terminal state
     Follow(reconcile::FollowArgs),
+    /// Play an async job API and its at-least-once, unordered, retried webhooks against your handler and client, then score them: exit 0 when no check fails
+    Simulate(simulate::SimulateArgs),
     /// Send a captured delivery again to a handler, as captured or re-signed
     Resend(resend::ResendArgs),
     /// Export deliveries as test fixtures, HAR 1.2 or curl commands
@@ -108,6 +111,7 @@ pub fn run(common: &Common, command: Command) -> ExitCode {
         Command::Jobs(args) => jobs::run(common, args),
         Command::Reconcile(args) => reconcile::run(common, args),
         Command::Follow(args) => reconcile::follow(common, args),
+        Command::Simulate(args) => simulate::run(common, args),
         Command::Resend(args) => resend::run(common, args),
         Command::Export(args) => export::run(common, args),
         Command::Import(args) => import::run(common, args),

@@ -17,6 +17,8 @@ pub enum AttemptKind {
     Probe,
     /// A question to a job API (`hookscope reconcile`); kept as a poll, not as an attempt.
     Poll,
+    /// A webhook the provider simulator sent (`hookscope simulate`).
+    Simulate,
 }
 
 impl AttemptKind {
@@ -27,6 +29,7 @@ impl AttemptKind {
             AttemptKind::Forward => "forward",
             AttemptKind::Probe => "probe",
             AttemptKind::Poll => "poll",
+            AttemptKind::Simulate => "simulate",
         }
     }
 
@@ -36,6 +39,7 @@ impl AttemptKind {
             "forward" => AttemptKind::Forward,
             "probe" => AttemptKind::Probe,
             "poll" => AttemptKind::Poll,
+            "simulate" => AttemptKind::Simulate,
             _ => AttemptKind::Resend,
         }
     }
@@ -72,6 +76,9 @@ pub struct Attempt {
     pub latency_ms: u64,
     /// What went wrong, when nothing came back.
     pub error: Option<String>,
+    /// The job it was about (the simulator's webhooks), for the job's timeline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<String>,
 }
 
 fn headers_as_pairs<S: serde::Serializer>(headers: &[Header], s: S) -> Result<S::Ok, S::Error> {
@@ -97,6 +104,8 @@ mod tests {
             AttemptKind::Resend,
             AttemptKind::Forward,
             AttemptKind::Probe,
+            AttemptKind::Poll,
+            AttemptKind::Simulate,
         ] {
             assert_eq!(AttemptKind::from_word(kind.as_str()), kind);
             assert_eq!(

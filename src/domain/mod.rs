@@ -17,4 +17,5 @@ pub mod job;
 pub mod pretty;
 pub mod reconcile;
 pub mod scheme;
+pub mod sim;
 pub mod timeline;

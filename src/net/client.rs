@@ -214,6 +214,7 @@ impl Client {
             response_body: Vec::new(),
             latency_ms: 0,
             error: None,
+            job_id: None,
         };
         match result {
             Ok(response) => {

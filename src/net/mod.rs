@@ -5,3 +5,4 @@ pub mod client;
 pub mod probe;
 pub mod receiver;
 pub mod reconcile;
+pub mod simulator;

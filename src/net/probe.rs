@@ -464,7 +464,7 @@ pub async fn probe(
 }
 
 /// Changes one character of the signature proper (after its prefix), keeping it well-formed.
-fn flip_signature_char(value: &mut [u8]) {
+pub(crate) fn flip_signature_char(value: &mut [u8]) {
     // The last character of the value belongs to a signature in every layout; base64 padding
     // (`=`) is skipped so the value still decodes.
     if let Some(i) = value.iter().rposition(|b| b.is_ascii_alphanumeric()) {

@@ -278,25 +278,29 @@ impl Reader {
     pub fn attempts_for(&self, delivery_id: i64) -> Result<Vec<Attempt>, StoreError> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT id, delivery_id, kind, url, sent_at_ms, request_headers, request_body, status, response_headers,
-                response_body, latency_ms, error FROM attempts WHERE delivery_id = ?1 ORDER BY id",
+                response_body, latency_ms, error, job_id FROM attempts WHERE delivery_id = ?1 ORDER BY id",
         )?;
-        let rows = stmt.query_map(params![delivery_id], |r| {
-            Ok(Attempt {
-                id: r.get(0)?,
-                delivery_id: r.get(1)?,
-                kind: AttemptKind::from_word(&r.get::<_, String>(2)?),
-                url: r.get(3)?,
-                sent_at_ms: r.get(4)?,
-                request_headers: decode_headers(&r.get::<_, Vec<u8>>(5)?).unwrap_or_default(),
-                request_body: r.get(6)?,
-                status: r.get(7)?,
-                response_headers: decode_headers(&r.get::<_, Vec<u8>>(8)?).unwrap_or_default(),
-                response_body: r.get(9)?,
-                latency_ms: r.get::<_, i64>(10)?.max(0) as u64,
-                error: r.get(11)?,
-            })
-        })?;
+        let rows = stmt.query_map(params![delivery_id], attempt_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The attempts sent about a job (the provider simulator's webhooks), oldest first.
+    pub fn attempts_for_job(&self, job_id: &str) -> Result<Vec<Attempt>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, delivery_id, kind, url, sent_at_ms, request_headers, request_body, status, response_headers,
+                response_body, latency_ms, error, job_id FROM attempts WHERE job_id = ?1 ORDER BY id",
+        )?;
+        let rows = stmt.query_map(params![job_id], attempt_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// How many attempts of a kind are stored.
+    pub fn count_attempts(&self, kind: AttemptKind) -> Result<i64, StoreError> {
+        Ok(self.conn.query_row(
+            "SELECT COUNT(*) FROM attempts WHERE kind = ?1",
+            params![kind.as_str()],
+            |r| r.get(0),
+        )?)
     }
 
     /// How many deliveries have each duplicate status, for summaries and tests.
@@ -322,4 +326,23 @@ impl Reader {
             })
         }
     }
+}
+
+/// An attempt from its row (the columns as the attempt queries select them).
+fn attempt_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Attempt> {
+    Ok(Attempt {
+        id: r.get(0)?,
+        delivery_id: r.get(1)?,
+        kind: AttemptKind::from_word(&r.get::<_, String>(2)?),
+        url: r.get(3)?,
+        sent_at_ms: r.get(4)?,
+        request_headers: decode_headers(&r.get::<_, Vec<u8>>(5)?).unwrap_or_default(),
+        request_body: r.get(6)?,
+        status: r.get(7)?,
+        response_headers: decode_headers(&r.get::<_, Vec<u8>>(8)?).unwrap_or_default(),
+        response_body: r.get(9)?,
+        latency_ms: r.get::<_, i64>(10)?.max(0) as u64,
+        error: r.get(11)?,
+        job_id: r.get(12)?,
+    })
 }

@@ -112,6 +112,9 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         output_status INTEGER
     );
     CREATE INDEX polls_by_job ON polls(job_id, id);",
+    // v7: the provider simulator's attempts name their job, so its timeline shows what was sent.
+    "ALTER TABLE attempts ADD COLUMN job_id TEXT;
+    CREATE INDEX attempts_by_job ON attempts(job_id, id) WHERE job_id IS NOT NULL;",
 ];
 
 pub(crate) fn open_connection(path: &Path, read_only: bool) -> Result<Connection, StoreError> {

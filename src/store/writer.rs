@@ -40,7 +40,7 @@ pub(crate) enum WriteJob {
 fn write_attempt(conn: &Connection, a: &Attempt) -> Result<i64, rusqlite::Error> {
     conn.execute(
         "INSERT INTO attempts (delivery_id, kind, url, sent_at_ms, request_headers, request_body, status,
-            response_headers, response_body, latency_ms, error) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            response_headers, response_body, latency_ms, error, job_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
         params![
             a.delivery_id,
             a.kind.as_str(),
@@ -53,6 +53,7 @@ fn write_attempt(conn: &Connection, a: &Attempt) -> Result<i64, rusqlite::Error>
             a.response_body,
             a.latency_ms as i64,
             a.error,
+            a.job_id,
         ],
     )?;
     Ok(conn.last_insert_rowid())
@@ -83,6 +84,8 @@ pub enum Maintenance {
         /// A note on why.
         note: String,
     },
+    /// Records outbound attempts in one transaction (the simulator's, many at a time).
+    RecordAttempts(Vec<Attempt>),
     /// Records one poll of a job API (a job the store has not seen gets a row in `jobs`).
     /// Touches 1 row: the poll's id is what `maintain` answers.
     RecordPoll(Box<crate::domain::reconcile::Poll>),
@@ -260,6 +263,12 @@ fn maintain(conn: &mut Connection, task: &Maintenance) -> Result<usize, rusqlite
             params![id, status, note],
         )?,
         Maintenance::RecordPoll(poll) => record_poll(&tx, poll)?,
+        Maintenance::RecordAttempts(attempts) => {
+            for attempt in attempts {
+                write_attempt(&tx, attempt)?;
+            }
+            attempts.len()
+        }
         Maintenance::Delete(ids) => delete(&tx, ids)?,
         Maintenance::Clear => {
             let n = tx.execute("DELETE FROM deliveries", [])?;

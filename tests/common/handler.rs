@@ -23,6 +23,10 @@ pub enum Flavour {
     Reserializes,
     IgnoresTimestamps,
     RejectsDuplicates,
+    /// Deduplicates on the job id, answering 409 to any event of a job seen before.
+    DedupesOnJobId,
+    /// Does its work inline: answers after 1.5 s.
+    WorksInline,
 }
 
 /// Every request a handler saw: headers and raw body.
@@ -99,9 +103,24 @@ pub async fn standard_webhooks(
     if !matched {
         return StatusCode::UNAUTHORIZED;
     }
+    if h.flavour == Flavour::DedupesOnJobId {
+        let json: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+        let job = ["/job_id", "/data/job_id", "/data/id"]
+            .iter()
+            .find_map(|p| json.pointer(p).and_then(|v| v.as_str()))
+            .unwrap_or("")
+            .to_string();
+        if !h.seen.lock().expect("lock").insert(format!("job:{job}")) {
+            return StatusCode::CONFLICT;
+        }
+        return h.answer;
+    }
     let first = h.seen.lock().expect("lock").insert(id);
     if !first && h.flavour == Flavour::RejectsDuplicates {
         return StatusCode::CONFLICT;
+    }
+    if h.flavour == Flavour::WorksInline {
+        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
     }
     h.answer
 }

@@ -1,0 +1,624 @@
+//! The provider simulator: hookscope plays an async job API and its at-least-once, unordered,
+//! retried webhooks against the developer's handler (and serves the API to their client), on a
+//! compressed clock, then scores what it observed. `hookscope simulate` and the window's
+//! Simulate view both call [`prepare`] and [`start`].
+
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::app::{AppError, scheme_named};
+use crate::config::ConfigFile;
+use crate::domain::attempt::{Attempt, AttemptKind};
+use crate::domain::clock::{now_ms, now_secs};
+use crate::domain::delivery::Header;
+use crate::domain::scheme::{Scheme, Secret};
+use crate::domain::sim::world::{Settings, Work, WorkKind, World};
+use crate::domain::sim::{self, Chaos, Check, IdempotencyStyle, Lifecycle};
+use crate::net::client::{Client, Outgoing, Tls};
+use crate::net::probe::flip_signature_char;
+use crate::net::simulator::{self, Api, ApiServer};
+use crate::store::StoreWriter;
+use crate::store::writer::Maintenance;
+
+/// How many attempts are on the wire at once.
+const CONCURRENCY: usize = 64;
+
+/// A scenario file (TOML): every knob of a run, each optional; command-line flags win.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// A lifecycle preset's name, or a lifecycle of its own below.
+    pub preset: Option<String>,
+    /// `[lifecycle]`: states with durations, outcomes with weights, shape, full payloads.
+    pub lifecycle: Option<Lifecycle>,
+    /// `[delivery]`.
+    #[serde(default)]
+    pub delivery: DeliveryScenario,
+    /// `[chaos]`.
+    pub chaos: Option<Chaos>,
+    /// `[signing]`.
+    #[serde(default)]
+    pub signing: SigningScenario,
+    /// `[api]`.
+    #[serde(default)]
+    pub api: ApiScenario,
+}
+
+/// `[delivery]` of a scenario.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeliveryScenario {
+    /// A schedule preset (`media`, `exponential`, `standard-webhooks`).
+    pub schedule: Option<String>,
+    /// Or the waits between attempts, in simulated seconds.
+    pub schedule_secs: Option<Vec<u64>>,
+    /// The handler's timeout.
+    pub timeout_secs: Option<u64>,
+    /// Simulated seconds per real second.
+    pub time_scale: Option<f64>,
+    /// How many jobs to create.
+    pub jobs: Option<usize>,
+}
+
+/// `[signing]` of a scenario.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SigningScenario {
+    /// The scheme.
+    pub scheme: Option<String>,
+    /// The secrets (two sign at once during a rotation).
+    #[serde(default)]
+    pub secrets: Vec<String>,
+}
+
+/// `[api]` of a scenario.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApiScenario {
+    /// Where jobs are submitted (default `/v1/jobs`).
+    pub submit_path: Option<String>,
+    /// `draft` or `infro`.
+    pub idempotency_style: Option<IdempotencyStyle>,
+    /// Refuse a submit without an Idempotency-Key.
+    pub key_required: Option<bool>,
+    /// How long a submit is in flight, in real milliseconds.
+    pub submit_delay_ms: Option<u64>,
+    /// The shortest gap between polls of one job before `429` + `Retry-After`, in ms (off by default).
+    pub rate_limit_gap_ms: Option<u64>,
+}
+
+/// A simulate request, as the command line or the window gives it.
+#[derive(Debug, Clone)]
+pub struct SimulateRequest {
+    /// Where webhooks go (required with `jobs`; else a client's `callback_url` decides).
+    pub target: Option<String>,
+    /// A lifecycle preset (default `render`).
+    pub preset: Option<String>,
+    /// A scenario file's text, and its name for errors.
+    pub scenario: Option<(String, String)>,
+    /// Jobs to create (0: serve the API for a client).
+    pub jobs: Option<usize>,
+    /// Simulated seconds per real second (default 1).
+    pub time_scale: Option<f64>,
+    /// The scheme (default `standard-webhooks`).
+    pub scheme: Option<String>,
+    /// Secrets to sign with.
+    pub secrets: Vec<String>,
+    /// The handler's timeout (default 10 s).
+    pub timeout: Option<Duration>,
+    /// A schedule preset (default `standard-webhooks`).
+    pub schedule: Option<String>,
+    /// Chaos knobs given on the command line (over the scenario's).
+    pub chaos: ChaosOverrides,
+    /// The API's port (0: any).
+    pub api_port: u16,
+    /// `draft` or `infro`.
+    pub style: Option<IdempotencyStyle>,
+    /// Refuse submits without a key.
+    pub key_required: Option<bool>,
+    /// How long a submit is in flight.
+    pub submit_delay: Option<Duration>,
+    /// Rate limit: the shortest gap between polls of one job.
+    pub poll_gap: Option<Duration>,
+    /// The chaos seed.
+    pub seed: u64,
+    /// Accept any certificate of an https target.
+    pub insecure: bool,
+}
+
+/// Chaos knobs from the command line.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ChaosOverrides {
+    /// `--duplicate-rate`.
+    pub duplicate_rate: Option<f64>,
+    /// `--reorder-rate`.
+    pub reorder_rate: Option<f64>,
+    /// `--drop-rate`.
+    pub drop_rate: Option<f64>,
+    /// `--late-retry-rate`.
+    pub late_retry_rate: Option<f64>,
+    /// `--max-delay-secs`.
+    pub max_delay_secs: Option<u64>,
+}
+
+/// A run ready to start: everything resolved and checked.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    target: Option<String>,
+    jobs: usize,
+    scheme: Scheme,
+    secrets: Vec<Secret>,
+    timeout: Duration,
+    api_port: u16,
+    submit_path: String,
+    submit_delay: Duration,
+    seed: u64,
+    insecure: bool,
+    settings: Settings,
+}
+
+impl Prepared {
+    /// How many jobs the run creates itself.
+    pub fn jobs(&self) -> usize {
+        self.jobs
+    }
+}
+
+fn rate(name: &str, value: f64) -> Result<f64, AppError> {
+    if (0.0..=1.0).contains(&value) {
+        Ok(value)
+    } else {
+        Err(AppError::Usage(format!(
+            "{name} {value} is not a probability between 0 and 1"
+        )))
+    }
+}
+
+/// Resolves a request (and its scenario) into a run, or says what is wrong.
+pub fn prepare(file: &ConfigFile, request: &SimulateRequest) -> Result<Prepared, AppError> {
+    let scenario: Scenario = match &request.scenario {
+        Some((text, name)) => toml::from_str(text)
+            .map_err(|e| AppError::Usage(format!("scenario {name}: {}", e.message())))?,
+        None => Scenario::default(),
+    };
+    let preset = request
+        .preset
+        .clone()
+        .or(scenario.preset.clone())
+        .unwrap_or_else(|| "render".into());
+    let lifecycle = match (&request.preset, &scenario.lifecycle) {
+        (None, Some(own)) => own.clone(),
+        _ => sim::lifecycle(&preset).ok_or_else(|| {
+            let names: Vec<String> = sim::lifecycles().into_iter().map(|l| l.name).collect();
+            AppError::Usage(format!(
+                "unknown preset \"{preset}\": one of {}",
+                names.join(", ")
+            ))
+        })?,
+    };
+    if lifecycle.outcomes.is_empty() {
+        return Err(AppError::Usage(
+            "the lifecycle has no terminal outcome".into(),
+        ));
+    }
+    let schedule = match (&request.schedule, &scenario.delivery.schedule_secs) {
+        (None, Some(secs)) => secs.iter().map(|s| Duration::from_secs(*s)).collect(),
+        _ => {
+            let name = request
+                .schedule
+                .clone()
+                .or(scenario.delivery.schedule.clone())
+                .unwrap_or_else(|| "standard-webhooks".into());
+            sim::schedule(&name).ok_or_else(|| {
+                let names: Vec<&str> = sim::schedules().iter().map(|(n, _)| *n).collect();
+                AppError::Usage(format!(
+                    "unknown schedule \"{name}\": one of {}",
+                    names.join(", ")
+                ))
+            })?
+        }
+    };
+    let scheme_name = request
+        .scheme
+        .clone()
+        .or(scenario.signing.scheme.clone())
+        .unwrap_or_else(|| "standard-webhooks".into());
+    let scheme = scheme_named(file, &scheme_name)?;
+    let secrets: Vec<Secret> = if request.secrets.is_empty() {
+        scenario.signing.secrets.iter().map(Secret::new).collect()
+    } else {
+        request.secrets.iter().map(Secret::new).collect()
+    };
+    if secrets.is_empty() {
+        return Err(AppError::Usage(format!(
+            "give --secret: the secret your handler verifies {} signatures with (two during a rotation)",
+            scheme.label
+        )));
+    }
+    for secret in &secrets {
+        scheme
+            .key(secret)
+            .map_err(|e| AppError::Usage(format!("--secret: {e}")))?;
+    }
+    let mut chaos = scenario.chaos.unwrap_or_default();
+    let c = request.chaos;
+    chaos.duplicate_rate = rate(
+        "--duplicate-rate",
+        c.duplicate_rate.unwrap_or(chaos.duplicate_rate),
+    )?;
+    chaos.reorder_rate = rate(
+        "--reorder-rate",
+        c.reorder_rate.unwrap_or(chaos.reorder_rate),
+    )?;
+    chaos.drop_rate = rate("--drop-rate", c.drop_rate.unwrap_or(chaos.drop_rate))?;
+    chaos.late_retry_rate = rate(
+        "--late-retry-rate",
+        c.late_retry_rate.unwrap_or(chaos.late_retry_rate),
+    )?;
+    chaos.max_delay_secs = c.max_delay_secs.unwrap_or(chaos.max_delay_secs);
+    let time_scale = request
+        .time_scale
+        .or(scenario.delivery.time_scale)
+        .unwrap_or(1.0);
+    if !(time_scale.is_finite() && time_scale > 0.0) {
+        return Err(AppError::Usage(format!(
+            "--time-scale {time_scale} must be above 0"
+        )));
+    }
+    let jobs = request.jobs.or(scenario.delivery.jobs).unwrap_or(0);
+    if let Some(target) = &request.target {
+        crate::net::client::check_url(target)
+            .map_err(|e| AppError::Usage(format!("--target {e}")))?;
+    } else if jobs > 0 {
+        return Err(AppError::Usage(
+            "--jobs needs --target: the handler the webhooks go to".into(),
+        ));
+    }
+    let api = &scenario.api;
+    Ok(Prepared {
+        target: request.target.clone(),
+        jobs,
+        scheme,
+        secrets,
+        timeout: request
+            .timeout
+            .or(scenario.delivery.timeout_secs.map(Duration::from_secs))
+            .unwrap_or(Duration::from_secs(10)),
+        api_port: request.api_port,
+        submit_path: api.submit_path.clone().unwrap_or_else(|| "/v1/jobs".into()),
+        submit_delay: request
+            .submit_delay
+            .or(api.submit_delay_ms.map(Duration::from_millis))
+            .unwrap_or(Duration::from_millis(200)),
+        seed: request.seed,
+        insecure: request.insecure,
+        settings: Settings {
+            lifecycle,
+            time_scale,
+            schedule,
+            chaos,
+            style: request.style.or(api.idempotency_style).unwrap_or_default(),
+            key_required: request.key_required.or(api.key_required).unwrap_or(false),
+            key_ttl: Duration::from_secs(24 * 3600),
+            output_ttl: Duration::from_secs(24 * 3600),
+            poll_gap: request
+                .poll_gap
+                .or(api.rate_limit_gap_ms.map(Duration::from_millis)),
+            api_url: String::new(),
+        },
+    })
+}
+
+/// Counts of a run so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Progress {
+    /// Jobs created.
+    pub jobs: usize,
+    /// Jobs in a terminal state.
+    pub jobs_done: usize,
+    /// Events emitted.
+    pub events: usize,
+    /// Events acknowledged with 2xx.
+    pub acknowledged: usize,
+    /// Events dropped on purpose.
+    pub dropped: usize,
+    /// Events out of attempts.
+    pub exhausted: usize,
+    /// Attempts sent.
+    pub attempts: usize,
+    /// Attempts on the wire.
+    pub in_flight: usize,
+    /// Every job ended and every event settled.
+    pub finished: bool,
+}
+
+/// A running simulation.
+pub struct Running {
+    /// The provider's state.
+    pub world: Arc<Mutex<World>>,
+    /// The job API's address.
+    pub api_addr: std::net::SocketAddr,
+    server: Option<ApiServer>,
+    in_flight: Arc<AtomicUsize>,
+    stop: tokio::sync::watch::Sender<bool>,
+    delivery: tokio::task::JoinHandle<()>,
+    timeout: Duration,
+}
+
+fn lock(world: &Mutex<World>) -> std::sync::MutexGuard<'_, World> {
+    world.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Running {
+    /// Counts so far.
+    pub fn progress(&self) -> Progress {
+        let now = now_ms();
+        let world = lock(&self.world);
+        let mut p = Progress {
+            jobs: world.jobs.len(),
+            attempts: world.attempts,
+            in_flight: self.in_flight.load(Ordering::SeqCst),
+            finished: world.finished(now) && self.in_flight.load(Ordering::SeqCst) == 0,
+            ..Progress::default()
+        };
+        for job in &world.jobs {
+            if job.events.last().is_some_and(|e| e.due_ms <= now) {
+                p.jobs_done += 1;
+            }
+            for e in &job.events {
+                p.events += usize::from(e.body.is_some());
+                p.acknowledged += usize::from(e.acked);
+                p.dropped += usize::from(e.dropped);
+                p.exhausted += usize::from(e.exhausted);
+            }
+        }
+        p
+    }
+
+    /// The scorecard of what was observed so far.
+    pub fn scorecard(&self) -> Vec<Check> {
+        let mut observed = lock(&self.world).observed.clone();
+        observed.timeout_ms = self.timeout.as_millis() as u64;
+        sim::scorecard(&observed)
+    }
+
+    /// Waits until every job has ended and every event is settled.
+    pub async fn until_done(&self) {
+        loop {
+            if self.progress().finished {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Stops sending and serving; waits for the attempts on the wire and their records.
+    pub async fn stop(mut self) {
+        let _ = self.stop.send(true);
+        if let Some(server) = self.server.take() {
+            server.stop();
+        }
+        let _ = (&mut self.delivery).await;
+    }
+}
+
+/// Starts the job API and the delivery loop on the current runtime; with `jobs`, creates them.
+pub async fn start(prepared: Prepared, writer: StoreWriter) -> Result<Running, AppError> {
+    let mut settings = prepared.settings.clone();
+    settings.api_url = String::new();
+    let world = Arc::new(Mutex::new(World::new(settings, prepared.seed)));
+    let api = Api {
+        world: Arc::clone(&world),
+        default_callback: prepared.target.clone(),
+        submit_delay: prepared.submit_delay,
+    };
+    let server = simulator::serve(api, prepared.api_port, &prepared.submit_path)
+        .await
+        .map_err(|e| {
+            AppError::Usage(format!(
+                "the job API cannot listen on 127.0.0.1:{}: {e}",
+                prepared.api_port
+            ))
+        })?;
+    let api_addr = server.addr;
+    {
+        let mut w = lock(&world);
+        w.settings.api_url = format!("http://{api_addr}");
+        if let Some(target) = &prepared.target {
+            let now = now_ms();
+            for _ in 0..prepared.jobs {
+                w.create_job(target, now);
+            }
+        }
+    }
+    let client = Client::with_tls(prepared.timeout, Tls::insecure_if(prepared.insecure))?;
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let in_flight = Arc::new(AtomicUsize::new(0));
+    let delivery = tokio::spawn(deliver(
+        Arc::clone(&world),
+        Arc::new(Signer {
+            scheme: prepared.scheme.clone(),
+            secrets: prepared.secrets.clone(),
+            client,
+        }),
+        writer,
+        stopped,
+        Arc::clone(&in_flight),
+    ));
+    Ok(Running {
+        world,
+        api_addr,
+        server: Some(server),
+        in_flight,
+        stop,
+        delivery,
+        timeout: prepared.timeout,
+    })
+}
+
+struct Signer {
+    scheme: Scheme,
+    secrets: Vec<Secret>,
+    client: Client,
+}
+
+/// The delivery loop: sends what is due, records every attempt, until stopped.
+async fn deliver(
+    world: Arc<Mutex<World>>,
+    signer: Arc<Signer>,
+    writer: StoreWriter,
+    mut stopped: tokio::sync::watch::Receiver<bool>,
+    in_flight: Arc<AtomicUsize>,
+) {
+    let permits = Arc::new(tokio::sync::Semaphore::new(CONCURRENCY));
+    let records: Arc<Mutex<Vec<Attempt>>> = Arc::default();
+    let mut last_flush = std::time::Instant::now();
+    loop {
+        if *stopped.borrow() {
+            break;
+        }
+        let now = now_ms();
+        let (work, next) = {
+            let mut w = lock(&world);
+            let mut work = w.due_work(now);
+            work.extend(w.take_late());
+            (work, w.next_due())
+        };
+        for item in work {
+            let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
+                break;
+            };
+            in_flight.fetch_add(1, Ordering::SeqCst);
+            let (world, signer, records, in_flight) = (
+                Arc::clone(&world),
+                Arc::clone(&signer),
+                Arc::clone(&records),
+                Arc::clone(&in_flight),
+            );
+            tokio::spawn(async move {
+                let attempt = send_one(&signer, &item).await;
+                let timed_out = attempt
+                    .error
+                    .as_deref()
+                    .is_some_and(|e| e.starts_with("no answer within"));
+                lock(&world).done(
+                    &item,
+                    attempt.status,
+                    attempt.latency_ms,
+                    timed_out,
+                    now_ms(),
+                );
+                records
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(attempt);
+                in_flight.fetch_sub(1, Ordering::SeqCst);
+                drop(permit);
+            });
+        }
+        if last_flush.elapsed() > Duration::from_millis(200) {
+            flush(&records, &writer).await;
+            last_flush = std::time::Instant::now();
+        }
+        let wait = next.map(|t| (t - now_ms()).clamp(1, 50)).unwrap_or(50) as u64;
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(wait)) => {}
+            _ = stopped.changed() => {}
+        }
+    }
+    // Let the attempts on the wire finish, then record everything.
+    let _ = permits.acquire_many(CONCURRENCY as u32).await;
+    flush(&records, &writer).await;
+}
+
+async fn flush(records: &Mutex<Vec<Attempt>>, writer: &StoreWriter) {
+    let batch = std::mem::take(&mut *records.lock().unwrap_or_else(|e| e.into_inner()));
+    if !batch.is_empty() {
+        let _ = writer.maintain(Maintenance::RecordAttempts(batch)).await;
+    }
+}
+
+/// Signs and sends one attempt: a fresh timestamp and signature every time; the tampered
+/// probe has one signature character changed, the stale one is signed 10 minutes ago.
+async fn send_one(signer: &Signer, item: &Work) -> Attempt {
+    let mut scheme = signer.scheme.clone();
+    scheme.public_url = Some(item.url.clone());
+    let ts = if item.kind == WorkKind::Stale {
+        now_secs() - 600
+    } else {
+        now_secs()
+    };
+    let mut headers = vec![
+        Header::new("content-type", "application/json"),
+        Header::new("user-agent", "hookscope-simulator"),
+    ];
+    match scheme.sign(&signer.secrets, &item.event_id, ts, &item.body) {
+        Ok(signed) => headers.extend(signed),
+        Err(e) => {
+            let mut attempt = unreachable_attempt(&item.url, format!("cannot sign: {e}"));
+            attempt.job_id = Some(item.job_id.clone());
+            return attempt;
+        }
+    }
+    if item.kind == WorkKind::Tampered
+        && let Some(h) = headers
+            .iter_mut()
+            .find(|h| h.name == scheme.signature_header)
+    {
+        flip_signature_char(&mut h.value);
+    }
+    let outgoing = Outgoing {
+        method: "POST".into(),
+        headers,
+        body: item.body.to_vec(),
+    };
+    let url = scheme.request_url(&item.url, &item.body);
+    let mut attempt = match signer
+        .client
+        .send(&url, &outgoing, AttemptKind::Simulate, None)
+        .await
+    {
+        Ok(a) => a,
+        Err(e) => unreachable_attempt(&url, e.to_string()),
+    };
+    attempt.job_id = Some(item.job_id.clone());
+    attempt
+}
+
+fn unreachable_attempt(url: &str, error: String) -> Attempt {
+    Attempt {
+        id: 0,
+        delivery_id: None,
+        kind: AttemptKind::Simulate,
+        url: url.to_string(),
+        sent_at_ms: now_ms(),
+        request_headers: Vec::new(),
+        request_body: Vec::new(),
+        status: None,
+        response_headers: Vec::new(),
+        response_body: Vec::new(),
+        latency_ms: 0,
+        error: Some(error),
+        job_id: None,
+    }
+}
+
+/// The scorecard as JSON: `{"checks": [{name, status, detail}], "passed", "progress"}`.
+pub fn scorecard_json(checks: &[Check], progress: &Progress) -> serde_json::Value {
+    serde_json::json!({
+        "checks": checks,
+        "passed": !checks.iter().any(|c| c.status == "fail"),
+        "progress": progress,
+    })
+}
+
+/// Reads a scenario file for a request.
+pub fn read_scenario(path: &Path) -> Result<(String, String), AppError> {
+    std::fs::read_to_string(path)
+        .map(|text| (text, path.display().to_string()))
+        .map_err(|e| AppError::Usage(format!("cannot read --scenario {}: {e}", path.display())))
+}

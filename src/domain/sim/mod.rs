@@ -1,0 +1,711 @@
+//! The provider simulator's pure parts: job lifecycles and their events, retry schedules,
+//! chaos with a seeded generator, idempotency keys, and the scorecard. The server and the
+//! delivery loop are `net::simulator` and `app::simulate`; nothing here does I/O or reads a
+//! clock (times are passed in, in milliseconds).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+pub mod world;
+
+/// A job lifecycle: states in order with how long each lasts (simulated), the terminal
+/// outcomes with their weights, and how its events look.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Lifecycle {
+    /// The preset's name.
+    pub name: String,
+    /// Each non-terminal state and how long the job stays in it, in simulated seconds.
+    pub steps: Vec<(String, u64)>,
+    /// Terminal states and their weights.
+    pub outcomes: Vec<(String, u32)>,
+    /// Where the event id lives and how the body is laid out.
+    pub shape: Shape,
+    /// Full payloads carry a result; thin ones a `result_url`.
+    pub full: bool,
+}
+
+/// The three event shapes of docs/webhooks.md.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Shape {
+    /// `{"id":"evt_…","type":"job.succeeded","created_at":…,"data":{"id":…,"status":…}}`.
+    IdInBody,
+    /// `{"type":"document.completed","timestamp":"…","data":{"job_id":…,"status":…}}`; the
+    /// event id only in a header.
+    TypeTimestamp,
+    /// `{"job_id":…,"status":…,"result":{…}}`; the event id only in a header.
+    HeaderOnly,
+}
+
+/// The lifecycle presets, modelled on docs/webhooks.md.
+pub fn lifecycles() -> Vec<Lifecycle> {
+    let s = |v: &[(&str, u64)]| v.iter().map(|(n, d)| (n.to_string(), *d)).collect();
+    let o = |v: &[(&str, u32)]| v.iter().map(|(n, w)| (n.to_string(), *w)).collect();
+    vec![
+        Lifecycle {
+            name: "review".into(),
+            steps: s(&[
+                ("queued", 30),
+                ("processing", 240),
+                ("needs_review", 3 * 3600),
+            ]),
+            outcomes: o(&[("completed", 85), ("failed", 15)]),
+            shape: Shape::TypeTimestamp,
+            full: false,
+        },
+        Lifecycle {
+            name: "document".into(),
+            steps: s(&[("processing", 90)]),
+            outcomes: o(&[("completed", 90), ("failed", 10)]),
+            shape: Shape::HeaderOnly,
+            full: true,
+        },
+        Lifecycle {
+            name: "render".into(),
+            steps: s(&[("queued", 10), ("running", 300)]),
+            outcomes: o(&[("succeeded", 80), ("failed", 10), ("canceled", 10)]),
+            shape: Shape::IdInBody,
+            full: false,
+        },
+    ]
+}
+
+/// A lifecycle preset by name.
+pub fn lifecycle(name: &str) -> Option<Lifecycle> {
+    lifecycles().into_iter().find(|l| l.name == name)
+}
+
+/// The retry schedule presets: the waits between attempts, in simulated time.
+pub fn schedules() -> Vec<(&'static str, Vec<Duration>)> {
+    let m = |mins: u64| Duration::from_secs(mins * 60);
+    vec![
+        // A media API: 12 attempts over about 16 hours.
+        (
+            "media",
+            [1, 2, 5, 10, 20, 40, 60, 120, 180, 240, 300]
+                .map(m)
+                .to_vec(),
+        ),
+        // An OCR batch API: exponential over about 24 hours.
+        (
+            "exponential",
+            (0..11)
+                .map(|n| Duration::from_secs(45 * (1 << n)))
+                .collect(),
+        ),
+        // Standard Webhooks' example: immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h.
+        (
+            "standard-webhooks",
+            vec![
+                Duration::from_secs(5),
+                m(5),
+                m(30),
+                m(120),
+                m(300),
+                m(600),
+                m(600),
+            ],
+        ),
+    ]
+}
+
+/// A schedule preset by name.
+pub fn schedule(name: &str) -> Option<Vec<Duration>> {
+    schedules()
+        .into_iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, s)| s)
+}
+
+/// A small, seeded generator (SplitMix64): the same seed gives the same chaos.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from a seed.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number in [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// True with probability `p`.
+    pub fn chance(&mut self, p: f64) -> bool {
+        p > 0.0 && self.unit() < p
+    }
+
+    /// 16 hex digits, for ids.
+    pub fn hex(&mut self) -> String {
+        format!("{:016x}", self.next_u64())
+    }
+}
+
+/// What can go wrong on purpose, each a probability (per event) or a bound.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Chaos {
+    /// Send an attempt twice at once.
+    pub duplicate_rate: f64,
+    /// Deliver an event after the job's next one.
+    pub reorder_rate: f64,
+    /// Never deliver an event (only the job API knows).
+    pub drop_rate: f64,
+    /// Retry an old event once more after a newer one was acknowledged.
+    pub late_retry_rate: f64,
+    /// Delay each first attempt by up to this many simulated seconds.
+    pub max_delay_secs: u64,
+}
+
+/// Picks a terminal outcome by weight.
+pub fn outcome(lifecycle: &Lifecycle, rng: &mut Rng) -> String {
+    let total: u32 = lifecycle
+        .outcomes
+        .iter()
+        .map(|(_, w)| *w)
+        .sum::<u32>()
+        .max(1);
+    let mut pick = (rng.unit() * f64::from(total)) as u32;
+    for (state, weight) in &lifecycle.outcomes {
+        if pick < *weight {
+            return state.clone();
+        }
+        pick -= weight;
+    }
+    lifecycle
+        .outcomes
+        .last()
+        .map(|(s, _)| s.clone())
+        .unwrap_or_else(|| "completed".into())
+}
+
+/// One event of a job: its id, state and when it happens (simulated ms after the job's start).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlannedEvent {
+    /// The event id (kept on every retry).
+    pub event_id: String,
+    /// The job.
+    pub job_id: String,
+    /// The state it announces.
+    pub state: String,
+    /// Simulated ms after the job was created.
+    pub at_ms: u64,
+    /// Whether the state is terminal.
+    pub terminal: bool,
+}
+
+/// A job's events: one per state, the terminal one chosen by weight.
+pub fn plan_events(lifecycle: &Lifecycle, job_id: &str, rng: &mut Rng) -> Vec<PlannedEvent> {
+    let mut at = 0u64;
+    let mut out = Vec::new();
+    for (state, secs) in &lifecycle.steps {
+        out.push(PlannedEvent {
+            event_id: format!("evt_{}", rng.hex()),
+            job_id: job_id.to_string(),
+            state: state.clone(),
+            at_ms: at,
+            terminal: false,
+        });
+        at += secs * 1000;
+    }
+    out.push(PlannedEvent {
+        event_id: format!("evt_{}", rng.hex()),
+        job_id: job_id.to_string(),
+        state: outcome(lifecycle, rng),
+        at_ms: at,
+        terminal: true,
+    });
+    out
+}
+
+/// An event's body in its lifecycle's shape, pretty-printed as many providers send it (so a
+/// handler that re-serialises before verifying is caught). `now_ms` is the real time.
+pub fn event_body(lifecycle: &Lifecycle, event: &PlannedEvent, api: &str, now_ms: i64) -> Vec<u8> {
+    let result_url = format!("{api}/results/{}", event.job_id);
+    let mut data = json!({"job_id": event.job_id, "status": event.state});
+    if event.terminal {
+        if lifecycle.full {
+            data["result"] =
+                json!({"pages": 3, "text": "Lorem ipsum dolor sit amet", "confidence": 0.97});
+        } else {
+            data["result_url"] = json!(result_url);
+        }
+    }
+    let value = match lifecycle.shape {
+        Shape::IdInBody => json!({
+            "id": event.event_id,
+            "type": format!("job.{}", event.state),
+            "created_at": now_ms.div_euclid(1000),
+            "data": {"id": event.job_id, "status": event.state,
+                     "result_url": if event.terminal && !lifecycle.full { Value::from(result_url) } else { Value::Null }},
+        }),
+        Shape::TypeTimestamp => json!({
+            "type": format!("document.{}", event.state),
+            "timestamp": crate::domain::fmt::rfc3339_ms(now_ms),
+            "data": data,
+        }),
+        Shape::HeaderOnly => {
+            let mut v = json!({"job_id": event.job_id, "status": event.state});
+            if event.terminal && lifecycle.full {
+                v["result"] = data["result"].clone();
+            }
+            v
+        }
+    };
+    serde_json::to_vec_pretty(&value).unwrap_or_default()
+}
+
+/// How the job API answers idempotency-key mistakes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum IdempotencyStyle {
+    /// The IETF draft: 400 missing, 422 reused with another body, 409 in flight.
+    #[default]
+    Draft,
+    /// One real API: 400 with `error.code` `idempotency_key_reuse` / `idempotency_key_in_progress`.
+    Infro,
+}
+
+/// What the job API does with a submit, given its key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Submit {
+    /// A new request: create the job (and `finish` the key with the response).
+    New,
+    /// A repeat of a finished request with the same body: replay its response.
+    Replay(u16, Value),
+    /// Refused: the status and the error body.
+    Refuse(u16, Value),
+}
+
+/// Idempotency keys as the job API keeps them, for a time to live.
+#[derive(Debug, Clone, Default)]
+pub struct Keys {
+    style: IdempotencyStyle,
+    ttl_ms: i64,
+    entries: HashMap<String, KeyEntry>,
+}
+
+#[derive(Debug, Clone)]
+struct KeyEntry {
+    body_hash: String,
+    at_ms: i64,
+    response: Option<(u16, Value)>,
+}
+
+impl Keys {
+    /// Keys kept for `ttl_ms` (simulated), answered in `style`.
+    pub fn new(style: IdempotencyStyle, ttl_ms: i64) -> Keys {
+        Keys {
+            style,
+            ttl_ms,
+            entries: HashMap::new(),
+        }
+    }
+
+    /// Decides a submit: `key` as sent (none, or empty), the body's hash, whether a key is
+    /// required, and the (simulated) time.
+    pub fn begin(
+        &mut self,
+        key: Option<&str>,
+        body_hash: &str,
+        required: bool,
+        now_ms: i64,
+    ) -> Submit {
+        let key = key.map(str::trim).filter(|k| !k.is_empty());
+        let Some(key) = key else {
+            if required {
+                return self.refuse(
+                    400,
+                    "idempotency_key_missing",
+                    "An Idempotency-Key header is required on this endpoint.",
+                );
+            }
+            return Submit::New;
+        };
+        if key.len() > 255 {
+            return self.refuse(
+                400,
+                "idempotency_key_too_long",
+                "Idempotency-Key is longer than 255 characters.",
+            );
+        }
+        let ttl = self.ttl_ms;
+        self.entries.retain(|_, e| now_ms - e.at_ms < ttl);
+        match self.entries.get(key) {
+            None => {
+                self.entries.insert(
+                    key.to_string(),
+                    KeyEntry {
+                        body_hash: body_hash.to_string(),
+                        at_ms: now_ms,
+                        response: None,
+                    },
+                );
+                Submit::New
+            }
+            Some(e) if e.body_hash != body_hash => self.refuse(
+                422,
+                "idempotency_key_reuse",
+                "This Idempotency-Key was used with another request body.",
+            ),
+            Some(KeyEntry { response: None, .. }) => self.refuse(
+                409,
+                "idempotency_key_in_progress",
+                "A request with this Idempotency-Key is still being processed; retry later.",
+            ),
+            Some(KeyEntry {
+                response: Some((status, body)),
+                ..
+            }) => Submit::Replay(*status, body.clone()),
+        }
+    }
+
+    /// Records the response of the request that began with `key`.
+    pub fn finish(&mut self, key: Option<&str>, status: u16, body: Value) {
+        if let Some(e) = key.and_then(|k| self.entries.get_mut(k.trim())) {
+            e.response = Some((status, body));
+        }
+    }
+
+    fn refuse(&self, draft_status: u16, code: &str, message: &str) -> Submit {
+        match self.style {
+            IdempotencyStyle::Draft => Submit::Refuse(
+                draft_status,
+                json!({"error": {"code": code, "message": message}}),
+            ),
+            IdempotencyStyle::Infro => Submit::Refuse(
+                400,
+                json!({"error": {"type": "invalid_request_error", "code": code, "message": message}}),
+            ),
+        }
+    }
+}
+
+/// A scorecard line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Check {
+    /// What is checked.
+    pub name: String,
+    /// `pass`, `fail` or `skipped`.
+    pub status: String,
+    /// One sentence.
+    pub detail: String,
+}
+
+impl Check {
+    fn new(name: &str, status: &str, detail: String) -> Check {
+        Check {
+            name: name.into(),
+            status: status.into(),
+            detail,
+        }
+    }
+}
+
+/// What the provider observed of the handler and the client, for the scorecard.
+#[derive(Debug, Clone, Default)]
+pub struct Observed {
+    /// Events meant to be delivered, and how many were acknowledged with 2xx.
+    pub events: usize,
+    /// Of those, acknowledged.
+    pub acknowledged: usize,
+    /// Events that ran out of attempts, by id.
+    pub exhausted: Vec<String>,
+    /// Every attempt's latency in ms and whether it timed out.
+    pub latencies: Vec<(u64, bool)>,
+    /// The timeout applied, in ms.
+    pub timeout_ms: u64,
+    /// The tampered and stale probes: (what, status or none).
+    pub probes: Vec<(String, Option<u16>)>,
+    /// Statuses of duplicates, replays and late retries of events already acknowledged.
+    pub repeats: Vec<Option<u16>>,
+    /// Client submits: (body hash, key, created a job).
+    pub submits: Vec<(String, Option<String>, bool)>,
+    /// Client polls of a job: (job id, real ms, refused until: real ms, if it was told to wait).
+    pub polls: Vec<(String, i64, Option<i64>)>,
+    /// Dropped events: (job id, real ms when it would have been sent).
+    pub dropped: Vec<(String, i64)>,
+}
+
+fn percentile(sorted: &[u64], p: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+/// The scorecard: what the provider can observe decides each line.
+pub fn scorecard(o: &Observed) -> Vec<Check> {
+    let mut checks = Vec::new();
+    // 1. Every event acknowledged.
+    checks.push(if o.events == 0 {
+        Check::new("acknowledged", "skipped", "No event was delivered.".into())
+    } else if o.acknowledged == o.events {
+        Check::new("acknowledged", "pass", format!("All {} events were acknowledged with 2xx.", o.events))
+    } else {
+        let some: Vec<&str> = o.exhausted.iter().take(3).map(String::as_str).collect();
+        Check::new(
+            "acknowledged",
+            "fail",
+            format!(
+                "{} of {} events were never acknowledged with 2xx (e.g. {}): a sender gives up and the event is lost; answer 2xx to every valid delivery, duplicates included.",
+                o.events - o.acknowledged,
+                o.events,
+                if some.is_empty() { "still retrying".to_string() } else { some.join(", ") }
+            ),
+        )
+    });
+    // 2. Answered inside the timeout.
+    let mut latencies: Vec<u64> = o.latencies.iter().map(|(l, _)| *l).collect();
+    latencies.sort_unstable();
+    let timeouts = o.latencies.iter().filter(|(_, t)| *t).count();
+    let slowest = latencies.last().copied().unwrap_or(0);
+    let p99 = percentile(&latencies, 0.99);
+    checks.push(if latencies.is_empty() {
+        Check::new("answer_time", "skipped", "No attempt was sent.".into())
+    } else if timeouts == 0 {
+        Check::new("answer_time", "pass", format!("Every attempt was answered inside the {} ms timeout: slowest {slowest} ms, p99 {p99} ms.", o.timeout_ms))
+    } else {
+        Check::new("answer_time", "fail", format!("{timeouts} of {} attempts were not answered inside the {} ms timeout (slowest {slowest} ms, p99 {p99} ms): each one is retried while the first is still running; record the delivery, answer 2xx, and do the work on a queue.", latencies.len(), o.timeout_ms))
+    });
+    // 3. Tampered and stale refused.
+    let accepted: Vec<String> = o
+        .probes
+        .iter()
+        .filter(|(_, s)| !s.is_some_and(|s| (400..500).contains(&s)))
+        .map(|(w, s)| {
+            format!(
+                "{w} got {}",
+                s.map(|s| s.to_string())
+                    .unwrap_or_else(|| "no answer".into())
+            )
+        })
+        .collect();
+    checks.push(if o.probes.is_empty() {
+        Check::new("refuses_forgeries", "skipped", "No tampered or stale delivery was sent (no event was delivered).".into())
+    } else if accepted.is_empty() {
+        Check::new("refuses_forgeries", "pass", "A tampered and a stale delivery were both refused with 4xx.".into())
+    } else {
+        Check::new("refuses_forgeries", "fail", format!("Not refused with 4xx: {}: verify the signature over the raw bytes and the timestamp's age before anything else.", accepted.join("; ")))
+    });
+    // 4. Duplicates and replays answered 2xx.
+    let refused = o
+        .repeats
+        .iter()
+        .filter(|s| !s.is_some_and(|s| (200..300).contains(&s)))
+        .count();
+    checks.push(if o.repeats.is_empty() {
+        Check::new("duplicates_acknowledged", "skipped", "No duplicate, replay or late retry was sent.".into())
+    } else if refused == 0 {
+        Check::new("duplicates_acknowledged", "pass", format!("All {} duplicates, replays and late retries were answered 2xx.", o.repeats.len()))
+    } else {
+        Check::new("duplicates_acknowledged", "fail", format!("{refused} of {} duplicates, replays or late retries were not answered 2xx: a sender keeps retrying them; answer 2xx to an event seen before and skip the work (deduplicate on the event id, not the job id).", o.repeats.len()))
+    });
+    // 5. Idempotency keys reused.
+    let mut by_body: HashMap<&str, (usize, usize)> = HashMap::new();
+    for (hash, _, created) in &o.submits {
+        let e = by_body.entry(hash.as_str()).or_default();
+        e.0 += 1;
+        if *created {
+            e.1 += 1;
+        }
+    }
+    let doubled = by_body.values().filter(|(_, created)| *created > 1).count();
+    checks.push(if o.submits.is_empty() {
+        Check::new("idempotent_submits", "skipped", "No client submitted a job through the API.".into())
+    } else if doubled == 0 {
+        Check::new("idempotent_submits", "pass", format!("{} submits created {} jobs, one per distinct request: retries reused their Idempotency-Key.", o.submits.len(), by_body.values().map(|(_, c)| c).sum::<usize>()))
+    } else {
+        Check::new("idempotent_submits", "fail", format!("{doubled} distinct requests created more than one job each: the client sent a fresh Idempotency-Key on a retry; derive the key from your own record so a retry replays the first answer."))
+    });
+    // 6. Polling: Retry-After honoured, backed off.
+    let mut per_job: HashMap<&str, Vec<(i64, Option<i64>)>> = HashMap::new();
+    for (job, at, until) in &o.polls {
+        per_job.entry(job.as_str()).or_default().push((*at, *until));
+    }
+    let mut ignored = 0;
+    let mut min_gap = i64::MAX;
+    for polls in per_job.values_mut() {
+        polls.sort_by_key(|(at, _)| *at);
+        for pair in polls.windows(2) {
+            min_gap = min_gap.min(pair[1].0 - pair[0].0);
+            if let Some(until) = pair[0].1
+                && pair[1].0 < until
+            {
+                ignored += 1;
+            }
+        }
+    }
+    let per_minute = if o.polls.is_empty() {
+        0.0
+    } else {
+        let span = o.polls.iter().map(|p| p.1).max().unwrap_or(0)
+            - o.polls.iter().map(|p| p.1).min().unwrap_or(0);
+        o.polls.len() as f64
+            / per_job.len().max(1) as f64
+            / (span.max(1) as f64 / 60_000.0).max(1.0 / 60.0)
+    };
+    let gap = if min_gap == i64::MAX {
+        "no second poll".to_string()
+    } else {
+        format!("minimum gap {min_gap} ms")
+    };
+    checks.push(if o.polls.is_empty() {
+        Check::new("polling_backoff", "skipped", "No client polled the job API.".into())
+    } else if ignored == 0 && min_gap >= 500 {
+        Check::new("polling_backoff", "pass", format!("{} polls, {per_minute:.0} per job per minute, {gap}; Retry-After was honoured.", o.polls.len()))
+    } else {
+        Check::new("polling_backoff", "fail", format!("{} polls, {per_minute:.0} per job per minute, {gap}; {ignored} arrived inside a Retry-After window: start near 2 s, ×1.5, cap 30 s, add jitter, and wait as long as Retry-After says.", o.polls.len()))
+    });
+    // 7. Dropped events reconciled.
+    let reconciled = o
+        .dropped
+        .iter()
+        .filter(|(job, at)| o.polls.iter().any(|(j, t, _)| j == job && t > at))
+        .count();
+    checks.push(if o.dropped.is_empty() {
+        Check::new("reconciled_dropped", "skipped", "No event was dropped.".into())
+    } else if reconciled == o.dropped.len() {
+        Check::new("reconciled_dropped", "pass", format!("For all {} dropped events, the client asked the job API about the job afterwards.", o.dropped.len()))
+    } else {
+        Check::new("reconciled_dropped", "fail", format!("For {} of {} dropped events, nobody asked the job API about the job afterwards: a reconciler must poll jobs that went quiet.", o.dropped.len() - reconciled, o.dropped.len()))
+    });
+    checks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_seed_gives_the_same_chaos() {
+        let (mut a, mut b) = (Rng::new(7), Rng::new(7));
+        let xs: Vec<bool> = (0..100).map(|_| a.chance(0.3)).collect();
+        let ys: Vec<bool> = (0..100).map(|_| b.chance(0.3)).collect();
+        assert_eq!(xs, ys);
+        let hits = xs.iter().filter(|x| **x).count();
+        assert!((15..=45).contains(&hits), "{hits}");
+    }
+
+    #[test]
+    fn idempotency_draft_and_infro_answer_every_path() {
+        for style in [IdempotencyStyle::Draft, IdempotencyStyle::Infro] {
+            let mut keys = Keys::new(style, 24 * 3600 * 1000);
+            let code = |s: &Submit| match s {
+                Submit::Refuse(status, body) => (
+                    *status,
+                    body["error"]["code"].as_str().unwrap_or("").to_string(),
+                ),
+                Submit::New => (0, "new".into()),
+                Submit::Replay(status, _) => (*status, "replay".into()),
+            };
+            let (missing, reuse, in_flight) = match style {
+                IdempotencyStyle::Draft => (400, 422, 409),
+                IdempotencyStyle::Infro => (400, 400, 400),
+            };
+            assert_eq!(
+                code(&keys.begin(None, "h1", true, 0)),
+                (missing, "idempotency_key_missing".into())
+            );
+            assert_eq!(keys.begin(None, "h1", false, 0), Submit::New);
+            assert_eq!(keys.begin(Some("k1"), "h1", true, 0), Submit::New);
+            assert_eq!(
+                code(&keys.begin(Some("k1"), "h1", true, 1)),
+                (in_flight, "idempotency_key_in_progress".into())
+            );
+            keys.finish(Some("k1"), 202, json!({"job_id": "job_1"}));
+            assert_eq!(
+                keys.begin(Some("k1"), "h1", true, 2),
+                Submit::Replay(202, json!({"job_id": "job_1"}))
+            );
+            assert_eq!(
+                code(&keys.begin(Some("k1"), "h2", true, 3)),
+                (reuse, "idempotency_key_reuse".into())
+            );
+            // After the time to live, the key is new again.
+            assert_eq!(
+                keys.begin(Some("k1"), "h2", true, 24 * 3600 * 1000 + 5),
+                Submit::New
+            );
+            if style == IdempotencyStyle::Infro {
+                if let Submit::Refuse(_, body) =
+                    keys.begin(Some("k1"), "h3", true, 24 * 3600 * 1000 + 6)
+                {
+                    assert_eq!(body["error"]["type"], "invalid_request_error");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_lifecycle_moves_forward_to_one_terminal_state() {
+        for lifecycle in lifecycles() {
+            let events = plan_events(&lifecycle, "job_1", &mut Rng::new(1));
+            assert_eq!(events.len(), lifecycle.steps.len() + 1);
+            assert!(events.windows(2).all(|w| w[0].at_ms < w[1].at_ms));
+            assert_eq!(events.iter().filter(|e| e.terminal).count(), 1);
+            assert!(events.last().is_some_and(|e| e.terminal));
+        }
+        let sw = schedule("standard-webhooks").expect("schedule");
+        assert_eq!(sw.len(), 7, "8 attempts: immediately, then 7 waits");
+        let media = schedule("media").expect("media");
+        let hours = media.iter().map(Duration::as_secs).sum::<u64>() as f64 / 3600.0;
+        assert_eq!(media.len(), 11, "12 attempts");
+        assert!((15.0..17.5).contains(&hours), "{hours}");
+        let exp = schedule("exponential").expect("exponential");
+        let hours = exp.iter().map(Duration::as_secs).sum::<u64>() as f64 / 3600.0;
+        assert!((23.0..27.0).contains(&hours), "{hours}");
+    }
+
+    #[test]
+    fn the_scorecard_fails_exactly_what_the_provider_saw_go_wrong() {
+        let good = Observed {
+            events: 3,
+            acknowledged: 3,
+            latencies: vec![(5, false), (8, false)],
+            timeout_ms: 10_000,
+            probes: vec![("tampered".into(), Some(401)), ("stale".into(), Some(400))],
+            repeats: vec![Some(200)],
+            ..Observed::default()
+        };
+        assert!(
+            scorecard(&good).iter().all(|c| c.status != "fail"),
+            "{:?}",
+            scorecard(&good)
+        );
+        let mut slow = good.clone();
+        slow.latencies.push((10_000, true));
+        let failed: Vec<String> = scorecard(&slow)
+            .into_iter()
+            .filter(|c| c.status == "fail")
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(failed, ["answer_time"]);
+        let mut fresh_keys = good.clone();
+        fresh_keys.submits = vec![
+            ("b1".into(), Some("u1".into()), true),
+            ("b1".into(), Some("u2".into()), true),
+        ];
+        let failed: Vec<String> = scorecard(&fresh_keys)
+            .into_iter()
+            .filter(|c| c.status == "fail")
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(failed, ["idempotent_submits"]);
+    }
+}

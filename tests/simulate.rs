@@ -7,7 +7,7 @@ mod common;
 use std::io::{BufRead as _, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::http::StatusCode;
 use common::handler::{Flavour, SECRET, Server, serve};
@@ -557,8 +557,7 @@ fn chaos_with_a_fixed_seed_duplicates_reorders_and_drops_as_configured_and_every
                     "3600",
                 ],
             );
-            let n = h.handler.received.lock().expect("lock").len();
-            n
+            h.handler.received.lock().expect("lock").len()
         })
         .collect();
     assert_eq!(counts[0], counts[1], "{counts:?}");

@@ -642,12 +642,12 @@ mod tests {
                 keys.begin(Some("k1"), "h2", true, 24 * 3600 * 1000 + 5),
                 Submit::New
             );
+            let refused = keys.begin(Some("k1"), "h3", true, 24 * 3600 * 1000 + 6);
+            let Submit::Refuse(_, body) = refused else {
+                panic!("a key reused with another body is refused: {refused:?}");
+            };
             if style == IdempotencyStyle::Infro {
-                if let Submit::Refuse(_, body) =
-                    keys.begin(Some("k1"), "h3", true, 24 * 3600 * 1000 + 6)
-                {
-                    assert_eq!(body["error"]["type"], "invalid_request_error");
-                }
+                assert_eq!(body["error"]["type"], "invalid_request_error");
             }
         }
     }

@@ -9,7 +9,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::mpsc::{Receiver as StdReceiver, RecvTimeoutError, SyncSender, sync_channel};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -98,6 +98,10 @@ pub enum Command {
     Delete(Vec<i64>),
     /// Delete every delivery.
     ClearHistory,
+    /// Start the provider simulator.
+    StartSimulation(Box<app::simulate::SimulateRequest>),
+    /// Stop it (its scorecard follows).
+    StopSimulation,
     /// Ask the job API about one job, or every job that went quiet (*Check now*).
     Reconcile {
         /// The job (`None`: every quiet job, and the in-flight listing).
@@ -180,10 +184,27 @@ pub enum Event {
     HistoryChanged,
     /// The job API was asked; the jobs view should refresh.
     Reconciled,
+    /// The simulator's state: progress, the latest attempts, the scorecard at the end.
+    Simulation(Box<SimulationView>),
     /// Something the user should read in the status line.
     Notice(String),
     /// Something went wrong; the sentence says what.
     Error(String),
+}
+
+/// What the Simulate view shows of a run.
+#[derive(Debug, Clone)]
+pub struct SimulationView {
+    /// The job API's URL.
+    pub api: String,
+    /// Counts so far.
+    pub progress: app::simulate::Progress,
+    /// The latest attempts, newest first.
+    pub recent: Vec<crate::domain::sim::world::Sent>,
+    /// The scorecard, once the run ended.
+    pub scorecard: Option<Vec<crate::domain::sim::Check>>,
+    /// Whether it is still running.
+    pub running: bool,
 }
 
 /// The window's side of the engine.
@@ -242,6 +263,8 @@ struct Engine {
     latest_id: Arc<AtomicI64>,
     test_counter: u64,
     controls: Arc<Controls>,
+    /// The running simulation's stop switch and whether it is still active.
+    simulation: Option<(Arc<AtomicBool>, Arc<AtomicBool>)>,
 }
 
 /// Opens the store and the config, starts the engine thread and the receiver.
@@ -273,6 +296,7 @@ pub fn spawn(options: EngineOptions, waker: Waker) -> Result<EngineHandle, AppEr
         latest_id: Arc::clone(&latest_id),
         test_counter: 0,
         controls: Arc::clone(&controls),
+        simulation: None,
     };
     let port = app::paths::port(options.port, &config);
     engine.start_reconciler();
@@ -416,6 +440,12 @@ impl Engine {
                 self.history_changed(done, "cleared");
             }
             Command::Reconcile { job } => self.reconcile(job),
+            Command::StartSimulation(request) => self.start_simulation(*request),
+            Command::StopSimulation => {
+                if let Some((stop, _)) = &self.simulation {
+                    stop.store(true, Ordering::SeqCst);
+                }
+            }
         }
     }
 
@@ -516,6 +546,86 @@ impl Engine {
             });
         if let Err(e) = spawned {
             self.emit(Event::Error(format!("cannot start the reconciler: {e}")));
+        }
+    }
+
+    /// Starts the provider simulator on its own thread; it reports its progress every 250 ms
+    /// and its scorecard when every job ended (or when stopped).
+    fn start_simulation(&mut self, request: app::simulate::SimulateRequest) {
+        if let Some((_, active)) = &self.simulation
+            && active.load(Ordering::SeqCst)
+        {
+            return self.emit(Event::Error(
+                "a simulation is already running: stop it first".into(),
+            ));
+        }
+        let prepared = match app::simulate::prepare(&self.config, &request) {
+            Ok(p) => p,
+            Err(e) => return self.emit(Event::Error(e.to_string())),
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let active = Arc::new(AtomicBool::new(true));
+        self.simulation = Some((Arc::clone(&stop), Arc::clone(&active)));
+        let writer = self.store.writer();
+        let events = self.events.clone();
+        let waker = Arc::clone(&self.waker);
+        let spawned = std::thread::Builder::new()
+            .name("hookscope-simulate".into())
+            .spawn(move || {
+                let send = |event: Event| {
+                    let _ = events.send(event);
+                    waker();
+                };
+                let runtime = match tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .enable_all()
+                    .build()
+                {
+                    Ok(r) => r,
+                    Err(e) => {
+                        active.store(false, Ordering::SeqCst);
+                        return send(Event::Error(format!("cannot start the simulator: {e}")));
+                    }
+                };
+                runtime.block_on(async {
+                    let running = match app::simulate::start(prepared, writer).await {
+                        Ok(r) => r,
+                        Err(e) => return send(Event::Error(e.to_string())),
+                    };
+                    let api = format!("http://{}", running.api_addr);
+                    let view = |running: &app::simulate::Running,
+                                scorecard: Option<Vec<crate::domain::sim::Check>>| {
+                        let recent = running
+                            .world
+                            .lock()
+                            .map(|w| w.recent.iter().rev().take(60).cloned().collect())
+                            .unwrap_or_default();
+                        SimulationView {
+                            api: api.clone(),
+                            progress: running.progress(),
+                            recent,
+                            running: scorecard.is_none(),
+                            scorecard,
+                        }
+                    };
+                    loop {
+                        let current = view(&running, None);
+                        let finished = current.progress.finished;
+                        send(Event::Simulation(Box::new(current)));
+                        if finished || stop.load(Ordering::SeqCst) {
+                            break;
+                        }
+                        tokio::time::sleep(Duration::from_millis(250)).await;
+                    }
+                    let last = view(&running, Some(running.scorecard()));
+                    running.stop().await;
+                    send(Event::Simulation(Box::new(last)));
+                    send(Event::Reconciled);
+                });
+                active.store(false, Ordering::SeqCst);
+            });
+        if let Err(e) = spawned {
+            self.emit(Event::Error(format!("cannot start the simulator: {e}")));
         }
     }
 

@@ -51,13 +51,17 @@ pub fn timeline_of(
 ) -> Result<JobTimeline, AppError> {
     let deliveries = reader.job_deliveries(job_id)?;
     let polls = reader.polls_for(job_id)?;
-    Ok(timeline::analyze(
-        job_id,
-        deliveries,
-        &polls,
-        now_ms,
-        stuck_after_ms,
-    ))
+    let mut timeline = timeline::analyze(job_id, deliveries, &polls, now_ms, stuck_after_ms);
+    timeline.sent = reader
+        .attempts_for_job(job_id)?
+        .into_iter()
+        .map(|a| timeline::SentAttempt {
+            at_ms: a.sent_at_ms,
+            status: a.status,
+            latency_ms: a.latency_ms,
+        })
+        .collect();
+    Ok(timeline)
 }
 
 /// How many jobs the store knows in all.

@@ -135,6 +135,20 @@ pub struct JobTimeline {
     /// Every poll of the job API about this job, oldest first (the *job resource* lane).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub polls: Vec<Poll>,
+    /// What the provider simulator sent about this job, oldest first (the *sent* lane).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sent: Vec<SentAttempt>,
+}
+
+/// One webhook attempt the simulator sent about a job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SentAttempt {
+    /// When it was sent, Unix milliseconds.
+    pub at_ms: i64,
+    /// The handler's status, when it answered.
+    pub status: Option<u16>,
+    /// How long it took.
+    pub latency_ms: u64,
 }
 
 fn label(d: &JobDelivery) -> String {
@@ -233,6 +247,7 @@ pub fn analyze(
         flags,
         api_state,
         polls,
+        sent: Vec::new(),
     }
 }
 

@@ -383,15 +383,18 @@ fn timeline_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, job: &JobTimeline) {
     let label_rows = labels.iter().map(|l| l.row + 1).max().unwrap_or(1);
     let max_stack = levels.iter().copied().max().unwrap_or(0);
     let created_lane_offset = 20.0 + 14.0 * label_rows as f32 + 12.0 * max_stack as f32;
-    // The job API's answers get a lane of their own when it was asked.
+    // The job API's answers and what the simulator sent get lanes of their own when present.
     let resource_height = if job.polls.is_empty() { 0.0 } else { 66.0 };
-    let height = created_lane_offset + 108.0 + resource_height;
+    let sent_height = if job.sent.is_empty() { 0.0 } else { 66.0 };
+    let height = created_lane_offset + 108.0 + resource_height + sent_height;
     let (rect, _) = ui.allocate_exact_size(egui::vec2(full_width, height), Sense::hover());
     let painter = ui.painter_at(rect);
     let created_lane = rect.top() + created_lane_offset;
     let arrival_lane = created_lane + 66.0;
     let resource_lane = arrival_lane + 66.0;
+    let sent_lane = resource_lane + resource_height;
     let resource_span = span(job.polls.iter().map(|p| p.at_ms).collect());
+    let sent_span = span(job.sent.iter().map(|s| s.at_ms).collect());
     // A job only the API knows has no webhook lanes to draw.
     let mut lanes = Vec::new();
     if !deliveries.is_empty() {
@@ -400,6 +403,9 @@ fn timeline_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, job: &JobTimeline) {
     }
     if !job.polls.is_empty() {
         lanes.push((resource_lane, "job resource", resource_span));
+    }
+    if !job.sent.is_empty() {
+        lanes.push((sent_lane, "sent", sent_span));
     }
     for (lane, name, (start, end)) in lanes {
         painter.text(
@@ -529,6 +535,39 @@ fn timeline_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, job: &JobTimeline) {
 {} ms",
             full_time(poll.at_ms, &zone),
             poll.latency_ms
+        ));
+    }
+    // What the provider simulator sent: one tick per attempt, green when answered 2xx.
+    let mut sent_xs: Vec<(i64, f32)> = job
+        .sent
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (i as i64, x_in(sent_span, s.at_ms)))
+        .collect();
+    spread(&mut sent_xs, left, right, 6.0);
+    for (sent, (i, x)) in job.sent.iter().zip(&sent_xs) {
+        let color = match sent.status {
+            Some(s) if (200..300).contains(&s) => widgets::PASS,
+            _ => widgets::FAIL,
+        };
+        let point = egui::pos2(*x, sent_lane);
+        painter.line_segment(
+            [point - egui::vec2(0.0, 6.0), point + egui::vec2(0.0, 6.0)],
+            Stroke::new(2.5, color),
+        );
+        let response = ui.interact(
+            egui::Rect::from_center_size(point, egui::vec2(8.0, 14.0)),
+            ui.scope_id().with(("sent", *i)),
+            Sense::hover(),
+        );
+        response.on_hover_text(format!(
+            "sent at {}
+{} in {} ms",
+            full_time(sent.at_ms, &zone),
+            sent.status
+                .map(|s| format!("answered {s}"))
+                .unwrap_or_else(|| "no answer".into()),
+            sent.latency_ms
         ));
     }
     if let Some(id) = open {

@@ -11,6 +11,7 @@ mod export;
 mod jobs;
 mod list;
 mod send;
+mod simulate;
 #[cfg(test)]
 mod tests;
 mod top_bar;
@@ -48,6 +49,8 @@ pub enum View {
     Deliveries,
     /// Async jobs and their timelines.
     Jobs,
+    /// The provider simulator.
+    Simulate,
 }
 
 /// What is remembered between runs (the layout and the filter, not the data).
@@ -165,6 +168,7 @@ pub struct HookscopeApp {
     seen_latest: i64,
     list: ListCache,
     jobs: jobs::JobsState,
+    simulate: simulate::SimulateForm,
     export: export::ExportForm,
     multi: std::collections::BTreeSet<i64>,
     resend: send::ResendForm,
@@ -228,6 +232,7 @@ impl HookscopeApp {
             seen_latest: latest,
             list: ListCache::default(),
             jobs: jobs::JobsState::default(),
+            simulate: simulate::SimulateForm::default(),
             export: export::ExportForm::default(),
             multi: std::collections::BTreeSet::new(),
             resend: send::ResendForm::default(),
@@ -384,6 +389,20 @@ impl HookscopeApp {
             }
             Event::Reconciled => {
                 self.jobs.fresh = false;
+            }
+            Event::Simulation(view) => {
+                if let Some(card) = &view.scorecard {
+                    let failed = card.iter().filter(|c| c.status == "fail").count();
+                    self.notice(
+                        format!(
+                            "simulation finished: {failed} failed check(s) of {}",
+                            card.len()
+                        ),
+                        false,
+                    );
+                    self.list.stale = true;
+                }
+                self.simulate.view = Some(*view);
             }
             Event::Notice(text) => self.notice(text, false),
             Event::Error(text) => self.notice(text, true),
@@ -643,6 +662,17 @@ impl HookscopeApp {
 
         egui::Panel::top("top_bar").show(ui, |ui| top_bar::top_bar_ui(self, ui));
         egui::Panel::bottom("status_line").show(ui, |ui| self.status_line_ui(ui));
+        if self.state.view == View::Simulate {
+            let own = match &self.receiver {
+                ReceiverState::Running { addr } => {
+                    Some(format!("http://127.0.0.1:{}/", addr.port()))
+                }
+                _ => None,
+            };
+            egui::CentralPanel::default().show(ui, |ui| simulate::simulate_ui(self, ui, own));
+            endpoints::endpoints_window(self, &ctx);
+            return;
+        }
         if self.state.view == View::Jobs {
             jobs::timeline_panel(self, ui);
             egui::CentralPanel::default().show(ui, |ui| jobs::jobs_ui(self, ui));

@@ -27,13 +27,18 @@ pub fn top_bar_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
             app.state.filter.clear();
             app.jobs.fresh = false;
         }
+        if ui.selectable_label(view == View::Simulate, "Simulate").clicked() && view != View::Simulate {
+            app.state.view = View::Simulate;
+        }
         ui.separator();
         match app.receiver.clone() {
             ReceiverState::Running { addr } => {
                 widgets::status_dot(ui, widgets::PASS, "listening");
                 let host = if addr.ip().is_unspecified() { "127.0.0.1".to_string() } else { addr.ip().to_string() };
                 let url = format!("http://{host}:{}/", addr.port());
-                ui.monospace(&url).on_hover_text("Give this URL (plus any path) to the sender, or to your tunnel");
+                // The scheme is left off to keep the bar on one line; Copy URL copies it whole.
+                ui.monospace(url.trim_start_matches("http://"))
+                    .on_hover_text(format!("{url}: give this URL (plus any path) to the sender, or to your tunnel"));
                 if ui.button("Copy URL").clicked() {
                     ui.ctx().copy_text(url.clone());
                     app.notice(format!("copied {url}"), false);
@@ -56,10 +61,11 @@ pub fn top_bar_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
                 start_controls(app, ui, "Retry");
             }
         }
-        ui.separator();
+        // Pausing freezes the deliveries list: only there is it shown.
         let pause_label = if app.paused { "Resume live" } else { "Pause live" };
-        if ui
-            .button(pause_label)
+        if app.state.view == View::Deliveries
+            && ui
+                .button(pause_label)
             .on_hover_text("Freeze the list while you read; the receiver keeps capturing and nothing is lost")
             .clicked()
         {
@@ -107,11 +113,16 @@ pub fn top_bar_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
     if let ReceiverState::Failed(reason) = &app.receiver {
         ui.colored_label(widgets::FAIL, reason);
     }
+    // The simulator has no filter: its view is a form and a live report.
+    if app.state.view == View::Simulate {
+        ui.add_space(2.0);
+        return;
+    }
     ui.horizontal(|ui| {
         let label = ui.label("Filter");
         let hint = match app.state.view {
             View::Deliveries => "text, or terms: sig:fail dup:yes type:job.failed job:job_123 path:/hooks/acme after:-1h -term  (Ctrl+F)",
-            View::Jobs => "job id prefix, or terms: flag:stuck flag:out_of_order state:needs_review  (Ctrl+F)",
+            View::Jobs | View::Simulate => "job id prefix, or terms: flag:stuck flag:out_of_order state:needs_review  (Ctrl+F)",
         };
         let edit = egui::TextEdit::singleline(&mut app.state.filter)
             .id(filter_id())

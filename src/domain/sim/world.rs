@@ -128,7 +128,31 @@ pub struct World {
     late: Vec<Work>,
     /// Attempts made in all.
     pub attempts: usize,
+    /// The latest attempts, newest last, for a live view.
+    pub recent: std::collections::VecDeque<Sent>,
 }
+
+/// One attempt as a live view lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sent {
+    /// When it was answered (real ms).
+    pub at_ms: i64,
+    /// The job.
+    pub job_id: String,
+    /// The state its event announces.
+    pub state: String,
+    /// Which attempt, from 1.
+    pub attempt: u32,
+    /// Why it was sent.
+    pub kind: WorkKind,
+    /// The handler's status.
+    pub status: Option<u16>,
+    /// How long it took.
+    pub latency_ms: u64,
+}
+
+/// How many attempts a live view keeps.
+pub const RECENT: usize = 200;
 
 impl World {
     /// A provider with no jobs yet.
@@ -146,6 +170,7 @@ impl World {
             probes_sent: false,
             late: Vec::new(),
             attempts: 0,
+            recent: std::collections::VecDeque::new(),
         }
     }
 
@@ -398,6 +423,29 @@ impl World {
         now_ms: i64,
     ) {
         let ok = status.is_some_and(|s| (200..300).contains(&s));
+        let state = self
+            .index
+            .get(&work.job_id)
+            .and_then(|j| {
+                self.jobs[*j]
+                    .events
+                    .iter()
+                    .find(|e| e.planned.event_id == work.event_id)
+            })
+            .map(|e| e.planned.state.clone())
+            .unwrap_or_default();
+        if self.recent.len() == RECENT {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(Sent {
+            at_ms: now_ms,
+            job_id: work.job_id.clone(),
+            state,
+            attempt: work.attempt,
+            kind: work.kind,
+            status,
+            latency_ms,
+        });
         if matches!(work.kind, WorkKind::Tampered | WorkKind::Stale) {
             let what = if work.kind == WorkKind::Tampered {
                 "a delivery with a tampered signature"

@@ -1,0 +1,277 @@
+//! The Simulate view: pick a lifecycle preset, a target and the knobs, start and stop the
+//! provider simulator; its jobs and attempts appear live, and its scorecard at the end. The
+//! run itself is `app::simulate`, the same as `hookscope simulate`.
+
+use std::time::Duration;
+
+use eframe::egui::{self, RichText};
+use egui_extras::{Column, TableBuilder};
+use hookscope::app::simulate::{ChaosOverrides, SimulateRequest};
+use hookscope::domain::fmt::short_time;
+use hookscope::domain::sim::world::WorkKind;
+use hookscope::domain::sim::{lifecycles, schedules};
+use hookscope::engine::{Command, SimulationView};
+
+use super::{HookscopeApp, widgets};
+
+/// The form's values and the latest report.
+pub struct SimulateForm {
+    preset: String,
+    target: String,
+    jobs: usize,
+    time_scale: f64,
+    schedule: String,
+    scheme: String,
+    secret: String,
+    show_secret: bool,
+    timeout_secs: u64,
+    duplicate_rate: f64,
+    reorder_rate: f64,
+    drop_rate: f64,
+    late_retry_rate: f64,
+    seed: u64,
+    /// What the engine last reported.
+    pub view: Option<SimulationView>,
+}
+
+impl Default for SimulateForm {
+    fn default() -> Self {
+        Self {
+            preset: "render".into(),
+            target: String::new(),
+            jobs: 20,
+            time_scale: 3600.0,
+            schedule: "standard-webhooks".into(),
+            scheme: "standard-webhooks".into(),
+            secret: String::new(),
+            show_secret: false,
+            timeout_secs: 10,
+            duplicate_rate: 0.1,
+            reorder_rate: 0.1,
+            drop_rate: 0.0,
+            late_retry_rate: 0.05,
+            seed: 1,
+            view: None,
+        }
+    }
+}
+
+fn combo(ui: &mut egui::Ui, id: &str, value: &mut String, choices: &[String]) {
+    egui::ComboBox::from_id_salt(id)
+        .selected_text(value.as_str())
+        .width(200.0)
+        .show_ui(ui, |ui| {
+            for choice in choices {
+                ui.selectable_value(value, choice.clone(), choice);
+            }
+        });
+}
+
+/// Draws the Simulate view into the central area.
+pub fn simulate_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, own_url: Option<String>) {
+    let running = app.simulate.view.as_ref().is_some_and(|v| v.running);
+    if app.simulate.target.is_empty()
+        && let Some(url) = &own_url
+    {
+        app.simulate.target = format!("{url}hooks/sim");
+    }
+    egui::Panel::left("simulate_form")
+        .resizable(false)
+        .exact_size(370.0)
+        .show(ui, |ui| {
+            ui.add_space(6.0);
+            ui.label("hookscope plays an async job API and its at-least-once, unordered, retried webhooks against your handler.");
+            ui.add_space(6.0);
+            let form = &mut app.simulate;
+            ui.add_enabled_ui(!running, |ui| {
+                egui::Grid::new("simulate_grid")
+                    .num_columns(2)
+                    .spacing([10.0, 6.0])
+                    .show(ui, |ui| {
+                        let label = ui.label("Target");
+                        ui.add(egui::TextEdit::singleline(&mut form.target).desired_width(220.0).hint_text("http://localhost:3000/webhooks"))
+                            .labelled_by(label.id);
+                        ui.end_row();
+                        ui.label("Lifecycle");
+                        let presets: Vec<String> = lifecycles().into_iter().map(|l| l.name).collect();
+                        combo(ui, "sim_preset", &mut form.preset, &presets);
+                        ui.end_row();
+                        ui.label("Jobs");
+                        ui.add(egui::DragValue::new(&mut form.jobs).range(1..=100_000));
+                        ui.end_row();
+                        ui.label("Time scale");
+                        ui.add(egui::DragValue::new(&mut form.time_scale).range(1.0..=1_000_000.0).speed(100.0).suffix("×"))
+                            .on_hover_text("Simulated seconds per real second: 3600 runs an hour of schedule in a second");
+                        ui.end_row();
+                        ui.label("Retries");
+                        let names: Vec<String> = schedules().into_iter().map(|(n, _)| n.to_string()).collect();
+                        combo(ui, "sim_schedule", &mut form.schedule, &names);
+                        ui.end_row();
+                        ui.label("Timeout");
+                        ui.add(egui::DragValue::new(&mut form.timeout_secs).range(1..=120).suffix(" s"));
+                        ui.end_row();
+                        ui.label("Scheme");
+                        let schemes: Vec<String> = hookscope::domain::scheme::presets().into_iter().map(|s| s.name).collect();
+                        combo(ui, "sim_scheme", &mut form.scheme, &schemes);
+                        ui.end_row();
+                        let label = ui.label("Secret");
+                        ui.horizontal(|ui| {
+                            ui.add(egui::TextEdit::singleline(&mut form.secret).password(!form.show_secret).desired_width(160.0).hint_text("your handler's secret"))
+                                .labelled_by(label.id);
+                            if ui.small_button(if form.show_secret { "Hide" } else { "Reveal" }).clicked() {
+                                form.show_secret = !form.show_secret;
+                            }
+                        });
+                        ui.end_row();
+                        for (name, value, hover) in [
+                            ("Duplicates", &mut form.duplicate_rate, "Send an attempt twice at once"),
+                            ("Reorders", &mut form.reorder_rate, "Deliver an event after the job's next one"),
+                            ("Drops", &mut form.drop_rate, "Never deliver an event: only the job API knows"),
+                            ("Late retries", &mut form.late_retry_rate, "Retry an old event after a newer one was acknowledged"),
+                        ] {
+                            ui.label(name).on_hover_text(hover);
+                            ui.add(egui::Slider::new(value, 0.0..=1.0).fixed_decimals(2));
+                            ui.end_row();
+                        }
+                        ui.label("Seed");
+                        ui.add(egui::DragValue::new(&mut form.seed));
+                        ui.end_row();
+                    });
+            });
+            ui.add_space(8.0);
+            ui.horizontal(|ui| {
+                if running {
+                    if ui.button("Stop").clicked() {
+                        app.send(Command::StopSimulation);
+                    }
+                } else if ui.button("Start").clicked() {
+                    let form = &app.simulate;
+                    let request = SimulateRequest {
+                        target: Some(form.target.trim().to_string()),
+                        preset: Some(form.preset.clone()),
+                        scenario: None,
+                        jobs: Some(form.jobs),
+                        time_scale: Some(form.time_scale),
+                        scheme: Some(form.scheme.clone()),
+                        secrets: vec![form.secret.clone()].into_iter().filter(|s| !s.is_empty()).collect(),
+                        timeout: Some(Duration::from_secs(form.timeout_secs)),
+                        schedule: Some(form.schedule.clone()),
+                        chaos: ChaosOverrides {
+                            duplicate_rate: Some(form.duplicate_rate),
+                            reorder_rate: Some(form.reorder_rate),
+                            drop_rate: Some(form.drop_rate),
+                            late_retry_rate: Some(form.late_retry_rate),
+                            max_delay_secs: None,
+                        },
+                        api_port: 0,
+                        style: None,
+                        key_required: None,
+                        submit_delay: None,
+                        poll_gap: None,
+                        seed: form.seed,
+                        insecure: false,
+                    };
+                    app.send(Command::StartSimulation(Box::new(request)));
+                }
+                if let Some(view) = &app.simulate.view {
+                    ui.weak(format!("job API on {}", view.api));
+                }
+            });
+        });
+    egui::CentralPanel::default().show(ui, |ui| report_ui(app, ui));
+    if running {
+        ui.ctx().request_repaint_after(Duration::from_millis(250));
+    }
+}
+
+fn report_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
+    let zone = app.zone().clone();
+    let Some(view) = &app.simulate.view else {
+        ui.add_space(40.0);
+        ui.vertical_centered(|ui| {
+            ui.heading("No simulation yet");
+            ui.label("Point it at your handler (or at this window's receiver) and press Start.");
+        });
+        return;
+    };
+    let p = view.progress;
+    ui.add_space(6.0);
+    ui.horizontal(|ui| {
+        ui.strong(if view.running { "Running" } else { "Finished" });
+        ui.label(format!(
+            "{} jobs ({} ended) · {} events: {} acknowledged, {} dropped, {} out of attempts · {} attempts, {} on the wire",
+            p.jobs, p.jobs_done, p.events, p.acknowledged, p.dropped, p.exhausted, p.attempts, p.in_flight
+        ));
+    });
+    if let Some(card) = &view.scorecard {
+        ui.add_space(6.0);
+        egui::Grid::new("scorecard")
+            .num_columns(3)
+            .spacing([10.0, 6.0])
+            .show(ui, |ui| {
+                for check in card {
+                    let color = match check.status.as_str() {
+                        "pass" => widgets::PASS,
+                        "fail" => widgets::FAIL,
+                        _ => widgets::SKIPPED,
+                    };
+                    widgets::badge(ui, &check.status, color, &check.detail);
+                    ui.monospace(&check.name);
+                    ui.add(egui::Label::new(&check.detail).wrap());
+                    ui.end_row();
+                }
+            });
+    }
+    ui.add_space(6.0);
+    ui.label(RichText::new("Latest attempts").strong());
+    let now = hookscope::domain::clock::now_ms();
+    TableBuilder::new(ui)
+        .striped(true)
+        .column(Column::exact(110.0))
+        .column(Column::exact(150.0))
+        .column(Column::exact(110.0))
+        .column(Column::exact(90.0))
+        .column(Column::exact(70.0))
+        .column(Column::remainder())
+        .header(20.0, |mut header| {
+            for title in ["Time", "Job", "Event", "Attempt", "Status", "Latency"] {
+                header.col(|ui| {
+                    ui.strong(title);
+                });
+            }
+        })
+        .body(|body| {
+            body.rows(20.0, view.recent.len(), |mut row| {
+                let sent = &view.recent[row.index()];
+                row.col(|ui| {
+                    ui.monospace(short_time(sent.at_ms, now, &zone));
+                });
+                row.col(|ui| {
+                    ui.monospace(&sent.job_id);
+                });
+                row.col(|ui| {
+                    ui.label(&sent.state);
+                });
+                row.col(|ui| {
+                    ui.label(match sent.kind {
+                        WorkKind::Attempt => format!("#{}", sent.attempt),
+                        WorkKind::Copy => "duplicate".into(),
+                        WorkKind::LateRetry => "late retry".into(),
+                        WorkKind::Tampered => "tampered".into(),
+                        WorkKind::Stale => "stale".into(),
+                    });
+                });
+                row.col(|ui| {
+                    let (text, color) = match sent.status {
+                        Some(s) if (200..300).contains(&s) => (s.to_string(), widgets::PASS),
+                        Some(s) => (s.to_string(), widgets::FAIL),
+                        None => ("none".to_string(), widgets::FAIL),
+                    };
+                    ui.colored_label(color, text);
+                });
+                row.col(|ui| {
+                    ui.label(format!("{} ms", sent.latency_ms));
+                });
+            });
+        });
+}

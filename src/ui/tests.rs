@@ -885,3 +885,100 @@ fn the_tree_view_copies_a_pointer_and_the_form_view_decodes_fields() {
             .is_some()
     );
 }
+
+/// Not a test: the simulator's scale benchmark of `bench/simulate.sh`. The window's own
+/// receiver is the handler; a simulation of `HOOKSCOPE_SIM_JOBS` jobs (default 10,000) at
+/// 3600× runs while the Simulate view, then the jobs view, are drawn every 16 ms. Prints the
+/// frame CPU (median, p95, p99, max) and how long the run took; asserts nothing about time.
+#[test]
+#[ignore = "benchmark: run bench/simulate.sh"]
+fn bench_gui_while_simulating() {
+    let jobs: usize = std::env::var("HOOKSCOPE_SIM_JOBS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!(
+            "[[endpoint]]\npath = \"/hooks/sim\"\nscheme = \"standard-webhooks\"\nsecrets = [\"{SECRET}\"]\n"
+        ),
+    )
+    .expect("config");
+    let mut harness = harness(dir.path());
+    let addr = receiver_addr(&mut harness);
+    harness.state_mut().state.view = super::View::Simulate;
+    let request = hookscope::app::simulate::SimulateRequest {
+        target: Some(format!("http://{addr}/hooks/sim")),
+        preset: Some("render".into()),
+        scenario: None,
+        jobs: Some(jobs),
+        time_scale: Some(3600.0),
+        scheme: None,
+        secrets: vec![SECRET.into()],
+        timeout: None,
+        schedule: None,
+        chaos: hookscope::app::simulate::ChaosOverrides {
+            duplicate_rate: Some(0.67),
+            ..Default::default()
+        },
+        api_port: 0,
+        style: None,
+        key_required: None,
+        submit_delay: None,
+        poll_gap: None,
+        seed: 1,
+        insecure: false,
+    };
+    let started = Instant::now();
+    harness
+        .state_mut()
+        .send(hookscope::engine::Command::StartSimulation(Box::new(
+            request,
+        )));
+    let mut frames = Vec::new();
+    let mut n = 0u64;
+    loop {
+        // Half the time in the Simulate view, half in the jobs view (its list refreshes live).
+        n += 1;
+        harness.state_mut().state.view = if (n / 120).is_multiple_of(2) {
+            super::View::Simulate
+        } else {
+            super::View::Jobs
+        };
+        let t = Instant::now();
+        harness.step();
+        frames.push(t.elapsed());
+        let done = harness
+            .state()
+            .simulate
+            .view
+            .as_ref()
+            .is_some_and(|v| v.scorecard.is_some());
+        if done || started.elapsed() > Duration::from_secs(300) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(16));
+    }
+    let took = started.elapsed();
+    let view = harness.state().simulate.view.clone().expect("a report");
+    let mut sorted = frames.clone();
+    sorted.sort();
+    let at = |q: f64| sorted[((sorted.len() as f64 - 1.0) * q).round() as usize];
+    println!(
+        "simulated {} jobs, {} events, {} attempts ({} acknowledged) in {:.1} s",
+        view.progress.jobs,
+        view.progress.events,
+        view.progress.attempts,
+        view.progress.acknowledged,
+        took.as_secs_f64()
+    );
+    println!(
+        "window while live ({} frames): frame CPU median {:.2} ms, p95 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        frames.len(),
+        at(0.5).as_secs_f64() * 1000.0,
+        at(0.95).as_secs_f64() * 1000.0,
+        at(0.99).as_secs_f64() * 1000.0,
+        at(1.0).as_secs_f64() * 1000.0
+    );
+}

@@ -19,8 +19,8 @@ HOOKSCOPE_DATA_DIR="$work/handler" ./target/release/hookscope listen --port 0 \
 for _ in $(seq 50); do grep -q "listening on" "$work/listen.log" && break; sleep 0.1; done
 url=$(sed -n 's/^listening on //p' "$work/listen.log")
 /usr/bin/time -f "simulator: %e s wall, peak RSS %M KiB" env HOOKSCOPE_DATA_DIR="$work/sim" \
-  ./target/release/hookscope simulate --target "${url}hooks/sim" --jobs "$jobs" --time-scale 3600 \
-  --duplicate-rate 0.67 --secret "$secret" --until-done 2>&1 | grep -v "^api on"
+  ./target/release/hookscope simulate --target "${url}/hooks/sim" --jobs "$jobs" --time-scale 3600 \
+  --duplicate-rate 0.67 --secret "$secret" --until-done 2>&1 | grep -v "^api on" || true
 echo "handler stored: $(HOOKSCOPE_DATA_DIR="$work/handler" ./target/release/hookscope list --json --limit 1000000 | wc -l) deliveries"
 HOOKSCOPE_SIM_JOBS="$jobs" cargo test --release --quiet --bin hookscope -- --ignored --nocapture bench_gui_while_simulating 2>&1 \
   | grep -vE '^(running|test |$)'

@@ -562,3 +562,84 @@ fn chaos_with_a_fixed_seed_duplicates_reorders_and_drops_as_configured_and_every
         .collect();
     assert_eq!(counts[0], counts[1], "{counts:?}");
 }
+
+#[test]
+fn a_scenario_file_sets_the_lifecycle_schedule_and_signing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let handler = serve(Flavour::Correct, StatusCode::OK);
+    let scenario = dir.path().join("ocr.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            r#"
+[lifecycle]
+name = "two-step"
+steps = [["pending", 60]]
+outcomes = [["completed", 1]]
+shape = "header-only"
+full = false
+
+[delivery]
+schedule_secs = [60, 60]
+time_scale = 3600
+jobs = 2
+
+[signing]
+scheme = "standard-webhooks"
+secrets = ["{SECRET}"]
+"#
+        ),
+    )
+    .expect("scenario");
+    let target = format!("http://{}/webhooks", handler.addr);
+    let out = run(
+        dir.path(),
+        &[
+            "simulate",
+            "--target",
+            &target,
+            "--scenario",
+            &scenario.to_string_lossy(),
+            "--until-done",
+            "--json",
+        ],
+    );
+    let card = scorecard(&out);
+    assert_eq!(out.status.code(), Some(0), "{card}");
+    assert_eq!(card["progress"]["jobs"], 2);
+    let received = handler.handler.received.lock().expect("lock").clone();
+    let states: Vec<String> = received
+        .iter()
+        .filter_map(|(_, b)| serde_json::from_slice::<Value>(b).ok())
+        .map(|v| v["status"].as_str().unwrap_or("").to_string())
+        .collect();
+    // 2 jobs × (pending, completed), the header-only shape, plus the 2 probes.
+    assert_eq!(states.len(), 6, "{states:?}");
+    assert!(
+        states.iter().all(|s| s == "pending" || s == "completed"),
+        "{states:?}"
+    );
+    let attempts = hookscope::store::Reader::open(&dir.path().join("hookscope.sqlite"))
+        .expect("store")
+        .count_attempts(hookscope::domain::attempt::AttemptKind::Simulate)
+        .expect("count");
+    assert_eq!(attempts, 6);
+    // A scenario that does not parse is one sentence naming the file.
+    std::fs::write(&scenario, "[lifecycle]\nsteps = 3\n").expect("scenario");
+    let bad = run(
+        dir.path(),
+        &[
+            "simulate",
+            "--target",
+            &target,
+            "--scenario",
+            &scenario.to_string_lossy(),
+        ],
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("ocr.toml"),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
+}

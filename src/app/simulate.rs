@@ -561,6 +561,7 @@ async fn send_one(signer: &Signer, item: &Work) -> Attempt {
         Err(e) => {
             let mut attempt = unreachable_attempt(&item.url, format!("cannot sign: {e}"));
             attempt.job_id = Some(item.job_id.clone());
+            attempt.attempt_number = Some(item.attempt);
             return attempt;
         }
     }
@@ -586,6 +587,7 @@ async fn send_one(signer: &Signer, item: &Work) -> Attempt {
         Err(e) => unreachable_attempt(&url, e.to_string()),
     };
     attempt.job_id = Some(item.job_id.clone());
+    attempt.attempt_number = Some(item.attempt);
     attempt
 }
 
@@ -604,6 +606,7 @@ fn unreachable_attempt(url: &str, error: String) -> Attempt {
         latency_ms: 0,
         error: Some(error),
         job_id: None,
+        attempt_number: None,
     }
 }
 

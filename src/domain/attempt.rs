@@ -79,6 +79,9 @@ pub struct Attempt {
     /// The job it was about (the simulator's webhooks), for the job's timeline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_id: Option<String>,
+    /// Which attempt of its event it was, from 1 (the simulator's webhooks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt_number: Option<u32>,
 }
 
 fn headers_as_pairs<S: serde::Serializer>(headers: &[Header], s: S) -> Result<S::Ok, S::Error> {

@@ -215,6 +215,7 @@ impl Client {
             latency_ms: 0,
             error: None,
             job_id: None,
+            attempt_number: None,
         };
         match result {
             Ok(response) => {

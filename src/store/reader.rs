@@ -278,7 +278,7 @@ impl Reader {
     pub fn attempts_for(&self, delivery_id: i64) -> Result<Vec<Attempt>, StoreError> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT id, delivery_id, kind, url, sent_at_ms, request_headers, request_body, status, response_headers,
-                response_body, latency_ms, error, job_id FROM attempts WHERE delivery_id = ?1 ORDER BY id",
+                response_body, latency_ms, error, job_id, attempt_no FROM attempts WHERE delivery_id = ?1 ORDER BY id",
         )?;
         let rows = stmt.query_map(params![delivery_id], attempt_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -288,7 +288,7 @@ impl Reader {
     pub fn attempts_for_job(&self, job_id: &str) -> Result<Vec<Attempt>, StoreError> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT id, delivery_id, kind, url, sent_at_ms, request_headers, request_body, status, response_headers,
-                response_body, latency_ms, error, job_id FROM attempts WHERE job_id = ?1 ORDER BY id",
+                response_body, latency_ms, error, job_id, attempt_no FROM attempts WHERE job_id = ?1 ORDER BY id",
         )?;
         let rows = stmt.query_map(params![job_id], attempt_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -344,5 +344,6 @@ fn attempt_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Attempt> {
         latency_ms: r.get::<_, i64>(10)?.max(0) as u64,
         error: r.get(11)?,
         job_id: r.get(12)?,
+        attempt_number: r.get(13)?,
     })
 }

@@ -114,6 +114,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     CREATE INDEX polls_by_job ON polls(job_id, id);",
     // v7: the provider simulator's attempts name their job, so its timeline shows what was sent.
     "ALTER TABLE attempts ADD COLUMN job_id TEXT;
+    ALTER TABLE attempts ADD COLUMN attempt_no INTEGER;
     CREATE INDEX attempts_by_job ON attempts(job_id, id) WHERE job_id IS NOT NULL;",
 ];
 

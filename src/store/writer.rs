@@ -40,7 +40,7 @@ pub(crate) enum WriteJob {
 fn write_attempt(conn: &Connection, a: &Attempt) -> Result<i64, rusqlite::Error> {
     conn.execute(
         "INSERT INTO attempts (delivery_id, kind, url, sent_at_ms, request_headers, request_body, status,
-            response_headers, response_body, latency_ms, error, job_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            response_headers, response_body, latency_ms, error, job_id, attempt_no) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
         params![
             a.delivery_id,
             a.kind.as_str(),
@@ -54,6 +54,7 @@ fn write_attempt(conn: &Connection, a: &Attempt) -> Result<i64, rusqlite::Error>
             a.latency_ms as i64,
             a.error,
             a.job_id,
+            a.attempt_number,
         ],
     )?;
     Ok(conn.last_insert_rowid())

@@ -17,6 +17,7 @@ use super::{HookscopeApp, widgets};
 /// The form's values and the latest report.
 pub struct SimulateForm {
     preset: String,
+    scenario: String,
     target: String,
     jobs: usize,
     time_scale: f64,
@@ -38,6 +39,7 @@ impl Default for SimulateForm {
     fn default() -> Self {
         Self {
             preset: "render".into(),
+            scenario: String::new(),
             target: String::new(),
             jobs: 20,
             time_scale: 3600.0,
@@ -94,7 +96,14 @@ pub fn simulate_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, own_url: Option<St
                         ui.end_row();
                         ui.label("Lifecycle");
                         let presets: Vec<String> = lifecycles().into_iter().map(|l| l.name).collect();
-                        combo(ui, "sim_preset", &mut form.preset, &presets);
+                        ui.add_enabled_ui(form.scenario.trim().is_empty(), |ui| {
+                            combo(ui, "sim_preset", &mut form.preset, &presets);
+                        });
+                        ui.end_row();
+                        let label = ui.label("Scenario");
+                        ui.add(egui::TextEdit::singleline(&mut form.scenario).desired_width(220.0).hint_text("a scenario .toml (optional)"))
+                            .labelled_by(label.id)
+                            .on_hover_text("A TOML file with the lifecycle, delivery, chaos, signing and api; the fields here win over it");
                         ui.end_row();
                         ui.label("Jobs");
                         ui.add(egui::DragValue::new(&mut form.jobs).range(1..=100_000));
@@ -146,10 +155,23 @@ pub fn simulate_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, own_url: Option<St
                     }
                 } else if ui.button("Start").clicked() {
                     let form = &app.simulate;
+                    let path = form.scenario.trim();
+                    let scenario = if path.is_empty() {
+                        Ok(None)
+                    } else {
+                        hookscope::app::simulate::read_scenario(std::path::Path::new(path)).map(Some)
+                    };
+                    let scenario = match scenario {
+                        Ok(s) => s,
+                        Err(e) => {
+                            app.notice(e.to_string(), true);
+                            return;
+                        }
+                    };
                     let request = SimulateRequest {
                         target: Some(form.target.trim().to_string()),
-                        preset: Some(form.preset.clone()),
-                        scenario: None,
+                        preset: scenario.is_none().then(|| form.preset.clone()),
+                        scenario,
                         jobs: Some(form.jobs),
                         time_scale: Some(form.time_scale),
                         scheme: Some(form.scheme.clone()),

@@ -117,12 +117,14 @@ pub fn jobs_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
     let zone = app.zone().clone();
     let now = hookscope::domain::clock::now_ms();
     let filter = JobsFilter::parse(&app.state.filter);
-    let shown: Vec<JobTimeline> = app
+    // Indices, not copies: a timeline carries every delivery, poll and sent attempt.
+    let shown: Vec<usize> = app
         .jobs
         .jobs
         .iter()
-        .filter(|j| filter.keeps(j))
-        .cloned()
+        .enumerate()
+        .filter(|(_, j)| filter.keeps(j))
+        .map(|(i, _)| i)
         .collect();
     if can_reconcile(app) {
         ui.horizontal(|ui| {
@@ -187,7 +189,7 @@ pub fn jobs_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
         })
         .body(|body| {
             body.rows(22.0, shown.len(), |mut row| {
-                let job = &shown[row.index()];
+                let job = &app.jobs.jobs[shown[row.index()]];
                 row.set_selected(app.jobs.selected.as_deref() == Some(job.job_id.as_str()));
                 row.col(|ui| {
                     ui.monospace(&job.job_id);

@@ -274,6 +274,9 @@ pub struct ReconcileConfig {
     /// How long to keep polling one job before surfacing it instead, in seconds (default 3600).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline_secs: Option<u64>,
+    /// Accept any TLS certificate of the API: a development API on a self-signed one only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub insecure: Option<bool>,
 }
 
 impl EndpointConfig {
@@ -508,6 +511,7 @@ fn reconcile_api(
                 .unwrap_or_else(|| "Bearer {value}".into()),
         }),
         pacing,
+        insecure: config.insecure.unwrap_or(false),
     })
 }
 

@@ -558,3 +558,59 @@ fn listen_reconciles_quiet_jobs_at_start_up_and_stores_what_the_api_said() {
         "{job}"
     );
 }
+
+#[test]
+fn an_https_job_api_is_asked_with_the_projects_client() {
+    let api = common::job_api::serve_tls();
+    api.job("job_1", json!({"job_id": "job_1", "status": "completed"}));
+    assert!(api.url().starts_with("https://"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A self-signed certificate is refused unless the API is marked insecure.
+    configure(dir.path(), &api.url(), "");
+    let out = run(
+        dir.path(),
+        &[
+            "reconcile",
+            "--job",
+            "job_1",
+            "--endpoint",
+            "/hooks/ocr",
+            "--json",
+        ],
+    );
+    let job = &lines(&out)[0];
+    assert_eq!(flags(job), ["unreachable"], "{job}");
+    assert!(
+        job["flags"][0]["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("TLS with 127.0.0.1 failed"),
+        "{job}"
+    );
+    assert!(
+        job["flags"][0]["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("set insecure = true in its [endpoint.reconcile]"),
+        "{job}"
+    );
+    assert!(
+        api.times("/v1/jobs/job_1").is_empty(),
+        "the handshake failed before any request"
+    );
+    configure(dir.path(), &api.url(), "insecure = true");
+    let out = run(
+        dir.path(),
+        &[
+            "reconcile",
+            "--job",
+            "job_1",
+            "--endpoint",
+            "/hooks/ocr",
+            "--json",
+        ],
+    );
+    let job = &lines(&out)[0];
+    assert_eq!(job["api_state"], "completed", "{job}");
+    assert_eq!(api.times("/v1/jobs/job_1").len(), 1);
+}

@@ -16,7 +16,7 @@ use crate::config::Settings;
 use crate::domain::clock::now_ms;
 use crate::domain::reconcile::{ApiConfig, Poll, jitter};
 use crate::domain::timeline::JobTimeline;
-use crate::net::client::Client;
+use crate::net::client::{Client, Tls};
 use crate::net::reconcile::{Answer, get};
 use crate::store::writer::Maintenance;
 use crate::store::{Reader, StoreWriter};
@@ -35,6 +35,32 @@ const RECENT_JOBS: usize = 1000;
 
 /// The most listing pages read in one pass (a loop guard against a cursor that never ends).
 const MAX_PAGES: usize = 1000;
+
+/// The outbound clients a pass needs: one that verifies certificates, one for the APIs
+/// marked `insecure` (a development API on a self-signed certificate).
+pub struct Clients {
+    verify: Client,
+    insecure: Client,
+}
+
+impl Clients {
+    /// Both clients, with the API timeout.
+    pub fn new() -> Result<Clients, AppError> {
+        Ok(Clients {
+            verify: Client::with_tls(API_TIMEOUT, Tls::Verify)?,
+            insecure: Client::with_tls(API_TIMEOUT, Tls::AcceptInvalid)?,
+        })
+    }
+
+    /// The client for one API.
+    pub fn for_api(&self, api: &ApiConfig) -> &Client {
+        if api.insecure {
+            &self.insecure
+        } else {
+            &self.verify
+        }
+    }
+}
 
 /// What to reconcile.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -151,7 +177,8 @@ pub fn targets(
 /// Asks the job API about one job. A `429` is waited out as its `Retry-After` says (or the
 /// backoff, without one) while `patience` lasts; then the refusal is what is recorded. After a
 /// terminal answer whose output has expired, the result URL is asked too.
-pub async fn poll_job(client: &Client, target: &Target, patience: Duration) -> Poll {
+pub async fn poll_job(clients: &Clients, target: &Target, patience: Duration) -> Poll {
+    let client = clients.for_api(&target.api);
     let started = Instant::now();
     let url = target.api.job_url_for(&target.job_id);
     let mut refusals = 0;
@@ -244,7 +271,7 @@ async fn output_status(client: &Client, api: &ApiConfig, url: &str) -> Option<u1
 /// becomes a poll (a job with no deliveries). Returns those polls and a sentence per listing
 /// that could not be read.
 pub async fn list_in_flight(
-    client: &Client,
+    clients: &Clients,
     apis: &[(String, ApiConfig)],
     known: &HashSet<String>,
 ) -> (Vec<Poll>, Vec<String>) {
@@ -257,7 +284,7 @@ pub async fn list_in_flight(
                 break;
             };
             let at_ms = now_ms();
-            let answer = match get(client, api, &url).await {
+            let answer = match get(clients.for_api(api), api, &url).await {
                 Ok(a) => a,
                 Err(e) => Answer {
                     error: Some(e.to_string()),
@@ -387,12 +414,12 @@ pub async fn reconcile(
             .collect();
         (targets, known)
     };
-    let client = Client::new(API_TIMEOUT)?;
+    let clients = Clients::new()?;
     let mut order: Vec<String> = targets.iter().map(|t| t.job_id.clone()).collect();
     let mut problems = Vec::new();
     if request.job.is_none() {
         let apis = apis(settings, request.endpoint.as_deref())?;
-        let (listed, failed) = list_in_flight(&client, &apis, &known).await;
+        let (listed, failed) = list_in_flight(&clients, &apis, &known).await;
         problems = failed;
         for poll in listed {
             order.push(poll.job_id.clone());
@@ -402,7 +429,7 @@ pub async fn reconcile(
         }
     }
     for target in &targets {
-        let poll = poll_job(&client, target, ON_DEMAND_PATIENCE).await;
+        let poll = poll_job(&clients, target, ON_DEMAND_PATIENCE).await;
         writer
             .maintain(Maintenance::RecordPoll(Box::new(poll)))
             .await?;
@@ -432,7 +459,7 @@ pub async fn follow(
     mut on_poll: impl FnMut(&Poll),
 ) -> Result<Vec<JobTimeline>, AppError> {
     let (endpoint, api) = apis(settings, Some(endpoint))?.remove(0);
-    let client = Client::new(API_TIMEOUT)?;
+    let clients = Clients::new()?;
     let started = Instant::now();
     // Each job's polls so far and when it is next due.
     let mut due: HashMap<String, (u32, Instant)> =
@@ -449,7 +476,7 @@ pub async fn follow(
             api: api.clone(),
         };
         let left = api.pacing.deadline.saturating_sub(started.elapsed());
-        let poll = poll_job(&client, &target, left).await;
+        let poll = poll_job(&clients, &target, left).await;
         writer
             .maintain(Maintenance::RecordPoll(Box::new(poll.clone())))
             .await?;
@@ -483,7 +510,7 @@ pub async fn background(
     if apis(&settings, None).is_err() {
         return;
     }
-    let Ok(client) = Client::new(API_TIMEOUT) else {
+    let Ok(clients) = Clients::new() else {
         return;
     };
     // At start-up the in-flight listings are read too: a job the store never heard of is
@@ -493,7 +520,7 @@ pub async fn background(
             .and_then(|r| r.recent_jobs("", usize::MAX >> 1))
             .map(|ids| ids.into_iter().collect::<HashSet<String>>())
     {
-        let (listed, problems) = list_in_flight(&client, &all, &known).await;
+        let (listed, problems) = list_in_flight(&clients, &all, &known).await;
         for problem in problems {
             report(problem);
         }
@@ -549,7 +576,7 @@ pub async fn background(
                 if age > target.api.pacing.deadline || Instant::now() < next {
                     continue;
                 }
-                let poll = poll_job(&client, &target, ON_DEMAND_PATIENCE).await;
+                let poll = poll_job(&clients, &target, ON_DEMAND_PATIENCE).await;
                 let delay = target
                     .api
                     .pacing

@@ -29,6 +29,8 @@ pub struct ApiConfig {
     pub auth: Option<Auth>,
     /// How polling paces itself.
     pub pacing: Pacing,
+    /// Accept any certificate (a development API on a self-signed one).
+    pub insecure: bool,
 }
 
 /// Where the API key comes from. The key itself is read from the environment when a request
@@ -300,6 +302,7 @@ mod tests {
             expires_pointer: "/expires_at".into(),
             auth: None,
             pacing: Pacing::default(),
+            insecure: false,
         }
     }
 

@@ -142,6 +142,9 @@ fn tls_failure(error: &(dyn std::error::Error + 'static)) -> Option<String> {
     None
 }
 
+/// What a refused certificate's sentence suggests (the reconciler says its own config key).
+pub const INSECURE_HINT: &str = "; for a development certificate, pass --insecure (in the window: accept self-signed certificates)";
+
 impl Client {
     /// A client with a timeout per request that verifies certificates.
     pub fn new(timeout: Duration) -> Result<Client, SendError> {
@@ -246,7 +249,7 @@ impl Client {
                     .unwrap_or_else(|| url.to_string());
                 let why = tls_failure(&e).unwrap_or_default();
                 let hint = if self.tls == Tls::Verify {
-                    "; for a development certificate, pass --insecure (in the window: accept self-signed certificates)"
+                    INSECURE_HINT
                 } else {
                     ""
                 };

@@ -215,7 +215,17 @@ pub fn serve(flavour: Flavour, answer: StatusCode) -> Server {
 /// and signed by nobody (a developer's self-signed certificate).
 pub fn serve_tls(flavour: Flavour, answer: StatusCode) -> Server {
     let (handler, runtime) = handler_and_runtime(flavour, answer);
-    let app = router(&handler);
+    let addr = spawn_tls(&runtime, router(&handler));
+    Server {
+        addr,
+        handler,
+        _runtime: runtime,
+    }
+}
+
+/// Serves `app` over TLS on a free loopback port, with a certificate for `localhost` and
+/// `127.0.0.1` generated now and signed by nobody (a developer's self-signed certificate).
+pub fn spawn_tls(runtime: &tokio::runtime::Runtime, app: axum::Router) -> SocketAddr {
     let certified =
         rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()])
             .expect("certificate");
@@ -257,9 +267,5 @@ pub fn serve_tls(flavour: Flavour, answer: StatusCode) -> Server {
             });
         }
     });
-    Server {
-        addr,
-        handler,
-        _runtime: runtime,
-    }
+    addr
 }

@@ -36,13 +36,15 @@ type Shared = Arc<Mutex<ApiState>>;
 
 pub struct JobApi {
     pub addr: SocketAddr,
+    pub tls: bool,
     pub state: Shared,
     _runtime: tokio::runtime::Runtime,
 }
 
 impl JobApi {
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
     }
 
     /// Sets a job's resource.
@@ -176,6 +178,15 @@ async fn result(
 
 /// Starts the API on a free loopback port.
 pub fn serve() -> JobApi {
+    serve_with(false)
+}
+
+/// The same API over TLS, on a self-signed certificate.
+pub fn serve_tls() -> JobApi {
+    serve_with(true)
+}
+
+fn serve_with(tls: bool) -> JobApi {
     let state: Shared = Arc::new(Mutex::new(ApiState {
         page_size: 2,
         ..ApiState::default()
@@ -190,12 +201,18 @@ pub fn serve() -> JobApi {
         .route("/v1/jobs/{id}", axum::routing::get(job))
         .route("/results/{id}", axum::routing::get(result))
         .with_state(state.clone());
-    let listener = runtime
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    runtime.spawn(async move { axum::serve(listener, app).await });
+    let addr = if tls {
+        super::handler::spawn_tls(&runtime, app)
+    } else {
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        runtime.spawn(async move { axum::serve(listener, app).await });
+        addr
+    };
     JobApi {
+        tls,
         addr,
         state,
         _runtime: runtime,

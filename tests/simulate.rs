@@ -478,8 +478,8 @@ fn chaos_with_a_fixed_seed_duplicates_reorders_and_drops_as_configured_and_every
     assert_eq!(received.len(), 4 * 3 * 2 + 2, "{}", received.len());
     let attempts = card["progress"]["attempts"].as_u64().expect("attempts");
     assert_eq!(attempts as usize, received.len());
-    // Reordered: every non-terminal event is held behind the job's next one, so a later event
-    // arrives before an earlier one: the terminal event before `running`.
+    // Reordered: every non-terminal event is held until the job's next one was answered, so a
+    // later event arrives before an earlier one: terminal, then running, then queued.
     let mut jobs: Vec<String> = events.iter().map(|(_, j)| j.clone()).collect();
     jobs.sort();
     jobs.dedup();
@@ -496,7 +496,9 @@ fn chaos_with_a_fixed_seed_duplicates_reorders_and_drops_as_configured_and_every
             .iter()
             .position(|s| matches!(s.as_str(), "succeeded" | "failed" | "canceled"))
             .expect("terminal");
-        assert!(terminal < running, "{job}: {states:?}");
+        let queued = states.iter().position(|s| s == "queued").expect("queued");
+        // Each held event goes once the next one was answered: the chain arrives reversed.
+        assert!(terminal < running && running < queued, "{job}: {states:?}");
     }
     // Every attempt is in the store, with its job.
     let reader =

@@ -63,7 +63,8 @@ pub struct SimEvent {
     pub body: Option<Arc<Vec<u8>>>,
     /// Never delivered, on purpose.
     pub dropped: bool,
-    /// Held back to arrive after the job's next event.
+    /// Held back to arrive after the job's next event: not sent until that event's first
+    /// attempt was answered (or it was dropped).
     pub reordered: bool,
     /// Acknowledged with 2xx.
     pub acked: bool,
@@ -389,7 +390,6 @@ impl World {
         let dropped = self.rng.chance(chaos.drop_rate);
         let has_next = e + 1 < self.jobs[j].events.len();
         let reordered = has_next && !dropped && self.rng.chance(chaos.reorder_rate);
-        let next_due = self.jobs[j].events.get(e + 1).map(|n| n.due_ms);
         let job_id = self.jobs[j].job_id.clone();
         let event = &mut self.jobs[j].events[e];
         event.body = Some(Arc::new(event_body(
@@ -401,15 +401,25 @@ impl World {
         if dropped {
             event.dropped = true;
             self.observed.dropped.push((job_id, now_ms));
+            // An earlier event held behind this one goes now.
+            self.release_held(j, e, now_ms);
             return;
         }
         self.observed.events += 1;
         event.reordered = reordered;
-        event.next_ms = Some(match (reordered, next_due) {
-            // Held until after the next event's own first attempt.
-            (true, Some(next)) => next.max(now_ms) + 50 + delay,
-            _ => now_ms + delay,
-        });
+        // A held event waits for the next one's first answer (see `release_held`).
+        event.next_ms = (!reordered).then_some(now_ms + delay);
+    }
+
+    /// Sends the event held behind event `e` of job `j`, if any.
+    fn release_held(&mut self, j: usize, e: usize, now_ms: i64) {
+        if e == 0 {
+            return;
+        }
+        let held = &mut self.jobs[j].events[e - 1];
+        if held.reordered && held.next_ms.is_none() && held.attempts == 0 && !held.dropped {
+            held.next_ms = Some(now_ms);
+        }
     }
 
     /// Records an attempt's outcome: a 2xx acknowledges the event; otherwise the next attempt
@@ -469,6 +479,9 @@ impl World {
         if work.kind != WorkKind::Attempt {
             self.observed.repeats.push(status);
             return;
+        }
+        if work.attempt == 1 {
+            self.release_held(j, e, now_ms);
         }
         let schedule_len = self.settings.schedule.len() as u32;
         let gap = self

@@ -51,11 +51,11 @@ async fn submit(State(api): State<Api>, headers: HeaderMap, body: Bytes) -> Resp
     let decision = locked(&api).begin_submit(key.as_deref(), &hash, now);
     match decision {
         Submit::Refuse(status, value) => {
-            locked(&api).finish_submit(None, &hash, status, value.clone());
+            locked(&api).finish_submit(None, &hash, status, value.clone(), now);
             return json_response(status, value);
         }
         Submit::Replay(status, value) => {
-            locked(&api).finish_submit(None, &hash, status, json!({"replayed": true}));
+            locked(&api).finish_submit(None, &hash, status, json!({"replayed": true}), now);
             return json_response(status, value);
         }
         Submit::New => {}
@@ -98,7 +98,7 @@ async fn create(api: Api, key: Option<String>, hash: String, body: Bytes) -> (u1
             )
         }
     };
-    world.finish_submit(key.as_deref(), &hash, status, value.clone());
+    world.finish_submit(key.as_deref(), &hash, status, value.clone(), now_ms());
     (status, value)
 }
 

@@ -433,13 +433,16 @@ pub struct Observed {
     pub probes: Vec<(String, Option<u16>)>,
     /// Statuses of duplicates, replays and late retries of events already acknowledged.
     pub repeats: Vec<Option<u16>>,
-    /// Client submits: (body hash, key, created a job).
-    pub submits: Vec<(String, Option<String>, bool)>,
+    /// Client submits: (body hash, key, created a job, real ms).
+    pub submits: Vec<(String, Option<String>, bool, i64)>,
     /// Client polls of a job: (job id, real ms, refused until: real ms, if it was told to wait).
     pub polls: Vec<(String, i64, Option<i64>)>,
     /// Dropped events: (job id, real ms when it would have been sent).
     pub dropped: Vec<(String, i64)>,
 }
+
+/// How close in time the same request under another key counts as a retry, in ms.
+const RETRY_WINDOW_MS: i64 = 60_000;
 
 fn percentile(sorted: &[u64], p: f64) -> u64 {
     if sorted.is_empty() {
@@ -516,22 +519,28 @@ pub fn scorecard(o: &Observed) -> Vec<Check> {
     } else {
         Check::new("duplicates_acknowledged", "fail", format!("{refused} of {} duplicates, replays or late retries were not answered 2xx: a sender keeps retrying them; answer 2xx to an event seen before and skip the work (deduplicate on the event id, not the job id).", o.repeats.len()))
     });
-    // 5. Idempotency keys reused.
-    let mut by_body: HashMap<&str, (usize, usize)> = HashMap::new();
-    for (hash, _, created) in &o.submits {
-        let e = by_body.entry(hash.as_str()).or_default();
-        e.0 += 1;
-        if *created {
-            e.1 += 1;
-        }
-    }
-    let doubled = by_body.values().filter(|(_, created)| *created > 1).count();
+    // 5. Idempotency keys reused: a job created for the same body under another key within a
+    // minute of an earlier one is a retry that came back with a fresh key.
+    let mut created: Vec<&(String, Option<String>, bool, i64)> =
+        o.submits.iter().filter(|s| s.2).collect();
+    created.sort_by_key(|s| s.3);
+    let doubled = created
+        .iter()
+        .enumerate()
+        .filter(|(i, later)| {
+            created[..*i].iter().any(|earlier| {
+                earlier.0 == later.0
+                    && earlier.1 != later.1
+                    && later.3 - earlier.3 <= RETRY_WINDOW_MS
+            })
+        })
+        .count();
     checks.push(if o.submits.is_empty() {
         Check::new("idempotent_submits", "skipped", "No client submitted a job through the API.".into())
     } else if doubled == 0 {
-        Check::new("idempotent_submits", "pass", format!("{} submits created {} jobs, one per distinct request: retries reused their Idempotency-Key.", o.submits.len(), by_body.values().map(|(_, c)| c).sum::<usize>()))
+        Check::new("idempotent_submits", "pass", format!("{} submits created {} jobs; no retry came back with a fresh Idempotency-Key.", o.submits.len(), created.len()))
     } else {
-        Check::new("idempotent_submits", "fail", format!("{doubled} distinct requests created more than one job each: the client sent a fresh Idempotency-Key on a retry; derive the key from your own record so a retry replays the first answer."))
+        Check::new("idempotent_submits", "fail", format!("{doubled} extra jobs were created by a retry of the same request under a fresh Idempotency-Key (the same body again within a minute): derive the key from your own record, so a retry replays the first answer."))
     });
     // 6. Polling: Retry-After honoured, backed off.
     let mut per_job: HashMap<&str, Vec<(i64, Option<i64>)>> = HashMap::new();
@@ -698,8 +707,8 @@ mod tests {
         assert_eq!(failed, ["answer_time"]);
         let mut fresh_keys = good.clone();
         fresh_keys.submits = vec![
-            ("b1".into(), Some("u1".into()), true),
-            ("b1".into(), Some("u2".into()), true),
+            ("b1".into(), Some("u1".into()), true, 0),
+            ("b1".into(), Some("u2".into()), true, 900),
         ];
         let failed: Vec<String> = scorecard(&fresh_keys)
             .into_iter()
@@ -707,5 +716,12 @@ mod tests {
             .map(|c| c.name)
             .collect();
         assert_eq!(failed, ["idempotent_submits"]);
+        // The same body as a new request an hour later is a new job, not a retry.
+        let mut later = good.clone();
+        later.submits = vec![
+            ("b1".into(), Some("u1".into()), true, 0),
+            ("b1".into(), Some("u2".into()), true, 3_600_000),
+        ];
+        assert!(scorecard(&later).iter().all(|c| c.status != "fail"));
     }
 }

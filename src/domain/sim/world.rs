@@ -315,13 +315,23 @@ impl World {
             .begin(key, body_hash, self.settings.key_required, simulated)
     }
 
-    /// Records a submit's outcome and its response for the key.
-    pub fn finish_submit(&mut self, key: Option<&str>, body_hash: &str, status: u16, body: Value) {
+    /// Records a submit's outcome (at `now_ms`) and its response for the key.
+    pub fn finish_submit(
+        &mut self,
+        key: Option<&str>,
+        body_hash: &str,
+        status: u16,
+        body: Value,
+        now_ms: i64,
+    ) {
         let created = (200..300).contains(&status) && body.get("job_id").is_some();
         self.keys.finish(key, status, body);
-        self.observed
-            .submits
-            .push((body_hash.to_string(), key.map(str::to_string), created));
+        self.observed.submits.push((
+            body_hash.to_string(),
+            key.map(str::to_string),
+            created,
+            now_ms,
+        ));
     }
 
     /// The attempts due at `now_ms`: new events are emitted (dropped, delayed or held back as

@@ -34,7 +34,12 @@ pub struct JobsState {
     pub jobs: Vec<JobTimeline>,
     /// The selected job.
     pub selected: Option<String>,
+    /// When the last query was sent.
+    pub requested_at: Option<std::time::Instant>,
 }
+
+/// The shortest time between two re-reads of the jobs while deliveries stream in.
+pub const JOBS_REFRESH: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// The jobs filter: free text is a job id prefix; `flag:KIND` and `state:NAME` narrow the jobs
 /// held (the most recently active [`JOBS_SHOWN`]).

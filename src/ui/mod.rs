@@ -416,6 +416,17 @@ impl HookscopeApp {
         if !changed && (self.jobs.fresh || self.jobs.in_flight) {
             return;
         }
+        // While deliveries stream in, the jobs are re-read at most every JOBS_REFRESH: each
+        // answer re-lays out the whole table, and a person cannot read faster than that.
+        if !changed
+            && let Some(at) = self.jobs.requested_at
+            && at.elapsed() < jobs::JOBS_REFRESH
+        {
+            self.ctx
+                .request_repaint_after(jobs::JOBS_REFRESH.saturating_sub(at.elapsed()));
+            return;
+        }
+        self.jobs.requested_at = Some(Instant::now());
         self.jobs.generation += 1;
         self.jobs.in_flight = true;
         self.jobs.fresh = true;

@@ -431,6 +431,13 @@ fn catch_all_ref() -> &'static Endpoint {
     CATCH_ALL.get_or_init(Endpoint::catch_all)
 }
 
+/// Whether a URL in the config is `http://` or `https://` with a host (public_url, job_url,
+/// list_url).
+fn is_http_url(url: &str) -> bool {
+    crate::domain::scheme::twilio::origin(url)
+        .is_some_and(|(proto, host)| matches!(proto.as_str(), "http" | "https") && !host.is_empty())
+}
+
 /// An endpoint's job API, checked: http(s) URLs, `{job_id}` in the job URL, JSON pointers.
 fn reconcile_api(
     path: &str,
@@ -441,19 +448,14 @@ fn reconcile_api(
         path: path.to_string(),
         reason: format!("reconcile: {reason}"),
     };
-    let http = |url: &str| {
-        crate::domain::scheme::twilio::origin(url).is_some_and(|(proto, host)| {
-            matches!(proto.as_str(), "http" | "https") && !host.is_empty()
-        })
-    };
-    if !http(&config.job_url) || !config.job_url.contains("{job_id}") {
+    if !is_http_url(&config.job_url) || !config.job_url.contains("{job_id}") {
         return Err(invalid(format!(
             "job_url \"{}\" must be an http:// or https:// URL with {{job_id}} where the id goes",
             config.job_url
         )));
     }
     if let Some(list) = &config.list_url
-        && !http(list)
+        && !is_http_url(list)
     {
         return Err(invalid(format!(
             "list_url \"{list}\" is not an http:// or https:// URL"
@@ -561,10 +563,7 @@ fn resolve_endpoint(file: &ConfigFile, config: &EndpointConfig) -> Result<Endpoi
         ),
     };
     if let Some(url) = &config.public_url {
-        let has_host = crate::domain::scheme::twilio::origin(url).is_some_and(|(proto, host)| {
-            matches!(proto.as_str(), "http" | "https") && !host.is_empty()
-        });
-        if !has_host {
+        if !is_http_url(url) {
             return Err(ConfigError::InvalidEndpoint {
                 path: config.path.clone(),
                 reason: format!(

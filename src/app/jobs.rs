@@ -42,8 +42,9 @@ pub fn one(
     Ok(timeline)
 }
 
-/// A job's timeline from its deliveries and what the job API said about it.
-pub fn timeline_of(
+/// A job's analysis: its deliveries and what the job API said about it, flagged. What the
+/// reconciler needs to pick its jobs; [`timeline_of`] adds what the simulator sent.
+pub fn analysed(
     reader: &Reader,
     job_id: &str,
     now_ms: i64,
@@ -51,7 +52,23 @@ pub fn timeline_of(
 ) -> Result<JobTimeline, AppError> {
     let deliveries = reader.job_deliveries(job_id)?;
     let polls = reader.polls_for(job_id)?;
-    let mut timeline = timeline::analyze(job_id, deliveries, &polls, now_ms, stuck_after_ms);
+    Ok(timeline::analyze(
+        job_id,
+        deliveries,
+        &polls,
+        now_ms,
+        stuck_after_ms,
+    ))
+}
+
+/// A job's timeline as people see it: [`analysed`], and the simulator's attempts about it.
+pub fn timeline_of(
+    reader: &Reader,
+    job_id: &str,
+    now_ms: i64,
+    stuck_after_ms: i64,
+) -> Result<JobTimeline, AppError> {
+    let mut timeline = analysed(reader, job_id, now_ms, stuck_after_ms)?;
     timeline.sent = reader
         .attempts_for_job(job_id)?
         .into_iter()

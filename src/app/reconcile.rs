@@ -6,12 +6,12 @@
 //! The store is read only between network calls (a [`Reader`] is opened, used and dropped), so
 //! these futures can run on any runtime, spawned or blocked on.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::app::AppError;
-use crate::app::jobs::timeline_of;
+use crate::app::jobs::{analysed, timeline_of};
 use crate::config::Settings;
 use crate::domain::clock::now_ms;
 use crate::domain::reconcile::{ApiConfig, Poll, jitter};
@@ -80,6 +80,8 @@ pub struct Target {
     pub endpoint: String,
     /// Its job API.
     pub api: ApiConfig,
+    /// When the store first saw the job (now, for a job named on the command line).
+    pub first_seen_ms: i64,
 }
 
 /// The endpoints with a job API, as (path, API), narrowed to `only` when given.
@@ -147,11 +149,12 @@ pub fn targets(
             job_id: job.clone(),
             endpoint,
             api,
+            first_seen_ms: now_ms,
         }]);
     }
     let mut out = Vec::new();
     for job_id in reader.recent_jobs("", RECENT_JOBS)? {
-        let timeline = timeline_of(reader, &job_id, now_ms, stuck_after_ms)?;
+        let timeline = analysed(reader, &job_id, now_ms, stuck_after_ms)?;
         let quiet = now_ms - timeline.first_seen_ms > stuck_after_ms;
         let finished = timeline.terminal
             || timeline
@@ -168,6 +171,7 @@ pub fn targets(
                 job_id,
                 endpoint,
                 api,
+                first_seen_ms: timeline.first_seen_ms,
             });
         }
     }
@@ -267,13 +271,11 @@ async fn output_status(client: &Client, api: &ApiConfig, url: &str) -> Option<u1
     get(client, asking, url).await.ok().and_then(|a| a.status)
 }
 
-/// Pages through each API's in-flight listing; every job on it the store has not seen
-/// becomes a poll (a job with no deliveries). Returns those polls and a sentence per listing
-/// that could not be read.
+/// Pages through each API's in-flight listing; every job on it becomes a poll (once, however
+/// many pages name it). Returns those polls and a sentence per listing that could not be read.
 pub async fn list_in_flight(
     clients: &Clients,
     apis: &[(String, ApiConfig)],
-    known: &HashSet<String>,
 ) -> (Vec<Poll>, Vec<String>) {
     let mut polls = Vec::new();
     let mut problems = Vec::new();
@@ -316,7 +318,7 @@ pub async fn list_in_flight(
                 break;
             };
             for (job_id, state) in page.jobs {
-                if known.contains(&job_id) || polls.iter().any(|p: &Poll| p.job_id == job_id) {
+                if polls.iter().any(|p: &Poll| p.job_id == job_id) {
                     continue;
                 }
                 polls.push(Poll {
@@ -340,6 +342,33 @@ pub async fn list_in_flight(
         }
     }
     (polls, problems)
+}
+
+/// Stores the listed jobs the store has never heard of (a job with no deliveries) and returns
+/// their ids; jobs it knows are left to the quiet-job pass.
+async fn record_unknown(
+    store_path: &Path,
+    writer: &StoreWriter,
+    listed: Vec<Poll>,
+) -> Result<Vec<String>, AppError> {
+    let unknown: Vec<Poll> = {
+        let reader = Reader::open(store_path)?;
+        let mut unknown = Vec::new();
+        for poll in listed {
+            if !reader.has_job(&poll.job_id)? {
+                unknown.push(poll);
+            }
+        }
+        unknown
+    };
+    let mut ids = Vec::new();
+    for poll in unknown {
+        ids.push(poll.job_id.clone());
+        writer
+            .maintain(Maintenance::RecordPoll(Box::new(poll)))
+            .await?;
+    }
+    Ok(ids)
 }
 
 /// What one reconcile pass found: the jobs' timelines (with the API's answers and flags) and
@@ -405,28 +434,18 @@ pub async fn reconcile(
     request: &ReconcileRequest,
     stuck_after_ms: i64,
 ) -> Result<Reconciled, AppError> {
-    let (targets, known) = {
+    let targets = {
         let reader = Reader::open(store_path)?;
-        let targets = targets(settings, &reader, request, now_ms(), stuck_after_ms)?;
-        let known: HashSet<String> = reader
-            .recent_jobs("", usize::MAX >> 1)?
-            .into_iter()
-            .collect();
-        (targets, known)
+        targets(settings, &reader, request, now_ms(), stuck_after_ms)?
     };
     let clients = Clients::new()?;
     let mut order: Vec<String> = targets.iter().map(|t| t.job_id.clone()).collect();
     let mut problems = Vec::new();
     if request.job.is_none() {
         let apis = apis(settings, request.endpoint.as_deref())?;
-        let (listed, failed) = list_in_flight(&clients, &apis, &known).await;
+        let (listed, failed) = list_in_flight(&clients, &apis).await;
         problems = failed;
-        for poll in listed {
-            order.push(poll.job_id.clone());
-            writer
-                .maintain(Maintenance::RecordPoll(Box::new(poll)))
-                .await?;
-        }
+        order.extend(record_unknown(store_path, writer, listed).await?);
     }
     for target in &targets {
         let poll = poll_job(&clients, target, ON_DEMAND_PATIENCE).await;
@@ -461,6 +480,7 @@ pub async fn follow(
     let (endpoint, api) = apis(settings, Some(endpoint))?.remove(0);
     let clients = Clients::new()?;
     let started = Instant::now();
+    let started_ms = now_ms();
     // Each job's polls so far and when it is next due.
     let mut due: HashMap<String, (u32, Instant)> =
         jobs.iter().map(|j| (j.clone(), (0, started))).collect();
@@ -474,6 +494,7 @@ pub async fn follow(
             job_id: job.clone(),
             endpoint: endpoint.clone(),
             api: api.clone(),
+            first_seen_ms: started_ms,
         };
         let left = api.pacing.deadline.saturating_sub(started.elapsed());
         let poll = poll_job(&clients, &target, left).await;
@@ -515,25 +536,15 @@ pub async fn background(
     };
     // At start-up the in-flight listings are read too: a job the store never heard of is
     // what a crash between submitting and storing its id leaves behind.
-    if let Ok(all) = apis(&settings, None)
-        && let Ok(known) = Reader::open(&store_path)
-            .and_then(|r| r.recent_jobs("", usize::MAX >> 1))
-            .map(|ids| ids.into_iter().collect::<HashSet<String>>())
-    {
-        let (listed, problems) = list_in_flight(&clients, &all, &known).await;
+    if let Ok(all) = apis(&settings, None) {
+        let (listed, problems) = list_in_flight(&clients, &all).await;
         for problem in problems {
             report(problem);
         }
-        let unknown = listed.len();
-        for poll in listed {
-            if writer
-                .maintain(Maintenance::RecordPoll(Box::new(poll)))
-                .await
-                .is_err()
-            {
-                return;
-            }
-        }
+        let Ok(recorded) = record_unknown(&store_path, &writer, listed).await else {
+            return;
+        };
+        let unknown = recorded.len();
         if unknown > 0 {
             report(format!(
                 "the job API lists {unknown} in-flight job(s) no webhook has named: see the Jobs view or `hookscope reconcile`"
@@ -546,29 +557,18 @@ pub async fn background(
         let found = Reader::open(&store_path)
             .map_err(AppError::from)
             .and_then(|reader| {
-                let targets = targets(
+                targets(
                     &settings,
                     &reader,
                     &ReconcileRequest::default(),
                     now,
                     stuck_after_ms,
-                )?;
-                let first_seen: HashMap<String, i64> = targets
-                    .iter()
-                    .filter_map(|t| {
-                        timeline_of(&reader, &t.job_id, now, stuck_after_ms)
-                            .ok()
-                            .map(|tl| (t.job_id.clone(), tl.first_seen_ms))
-                    })
-                    .collect();
-                Ok((targets, first_seen))
+                )
             });
-        if let Ok((targets, first_seen)) = found {
+        if let Ok(targets) = found {
             let mut disagreements = 0;
             for target in targets {
-                let age = Duration::from_millis(
-                    (now - first_seen.get(&target.job_id).copied().unwrap_or(now)).max(0) as u64,
-                );
+                let age = Duration::from_millis((now - target.first_seen_ms).max(0) as u64);
                 let (n, next) = polled
                     .get(&target.job_id)
                     .copied()

@@ -193,6 +193,16 @@ impl Reader {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// Whether the store knows a job (from a delivery or a poll).
+    pub fn has_job(&self, job_id: &str) -> Result<bool, StoreError> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT 1 FROM jobs WHERE job_id = ?1")?
+            .query_row(params![job_id], |_| Ok(()))
+            .optional()?
+            .is_some())
+    }
+
     /// How many jobs the store knows.
     pub fn count_jobs(&self) -> Result<i64, StoreError> {
         Ok(self

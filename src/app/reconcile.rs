@@ -47,7 +47,10 @@ impl Clients {
     /// Both clients, with the API timeout.
     pub fn new() -> Result<Clients, AppError> {
         Ok(Clients {
-            verify: Client::with_tls(API_TIMEOUT, Tls::Verify)?,
+            // A job API's certificate policy is its config's, not a command-line switch.
+            verify: Client::with_tls(API_TIMEOUT, Tls::Verify)?.with_insecure_hint(
+                "; for a development API on a self-signed certificate, set insecure = true in its [endpoint.reconcile]",
+            ),
             insecure: Client::with_tls(API_TIMEOUT, Tls::AcceptInvalid)?,
         })
     }

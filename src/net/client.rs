@@ -85,6 +85,8 @@ pub struct Client {
     inner: reqwest::Client,
     timeout: Duration,
     tls: Tls,
+    /// What a refused certificate's sentence suggests, for the front end that configured it.
+    insecure_hint: &'static str,
 }
 
 pub(crate) fn check_url(url: &str) -> Result<reqwest::Url, SendError> {
@@ -142,8 +144,8 @@ fn tls_failure(error: &(dyn std::error::Error + 'static)) -> Option<String> {
     None
 }
 
-/// What a refused certificate's sentence suggests (the reconciler says its own config key).
-pub const INSECURE_HINT: &str = "; for a development certificate, pass --insecure (in the window: accept self-signed certificates)";
+/// What a refused certificate's sentence suggests by default (resend, probe, forward).
+const INSECURE_HINT: &str = "; for a development certificate, pass --insecure (in the window: accept self-signed certificates)";
 
 impl Client {
     /// A client with a timeout per request that verifies certificates.
@@ -164,7 +166,15 @@ impl Client {
             inner,
             timeout,
             tls,
+            insecure_hint: INSECURE_HINT,
         })
+    }
+
+    /// The same client, suggesting `hint` when a certificate is refused (a front end whose
+    /// switch for development certificates is not `--insecure`).
+    pub fn with_insecure_hint(mut self, hint: &'static str) -> Client {
+        self.insecure_hint = hint;
+        self
     }
 
     /// How long a handler has to answer.
@@ -249,7 +259,7 @@ impl Client {
                     .unwrap_or_else(|| url.to_string());
                 let why = tls_failure(&e).unwrap_or_default();
                 let hint = if self.tls == Tls::Verify {
-                    INSECURE_HINT
+                    self.insecure_hint
                 } else {
                     ""
                 };

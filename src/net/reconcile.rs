@@ -54,12 +54,6 @@ pub async fn get(client: &Client, api: &ApiConfig, url: &str) -> Result<Answer, 
         retry_after: retry,
         body: attempt.response_body,
         latency_ms: attempt.latency_ms,
-        // A job API's certificate policy is its config's, not a command-line switch.
-        error: attempt.error.map(|e| {
-            e.replace(
-                crate::net::client::INSECURE_HINT,
-                "; for a development API on a self-signed certificate, set insecure = true in its [endpoint.reconcile]",
-            )
-        }),
+        error: attempt.error,
     })
 }

@@ -778,9 +778,9 @@ impl Scheme {
             .iter()
             .map(|s| self.key(s))
             .collect::<Result<Vec<_>, _>>()?;
-        let Some(first) = keys.first() else {
+        if keys.is_empty() {
             return Err(KeyError::Empty);
-        };
+        }
         let payload = match self.family {
             Family::Twilio => {
                 let url = self
@@ -807,10 +807,6 @@ impl Scheme {
             Family::StandardWebhooks => entries.join(" "),
             Family::Stripe => format!("t={ts},{}", entries.join(",")),
             Family::Paddle => format!("ts={ts};{}", entries.join(";")),
-            Family::Token => match first {
-                Key::Token(t) => String::from_utf8_lossy(t).into_owned(),
-                _ => String::new(),
-            },
             _ => entries.into_iter().next().unwrap_or_default(),
         };
         headers.push(Header::new(&self.signature_header, value));
@@ -830,7 +826,8 @@ impl Scheme {
                     _ => KeyError::CannotSign("`whpk_`", "`whsk_`"),
                 });
             }
-            Key::Token(_) => return Ok(String::new()),
+            // A token is sent as it is: GitLab signs nothing.
+            Key::Token(t) => return Ok(String::from_utf8_lossy(t).into_owned()),
             Key::Mac(_) => None,
         };
         let mac = || self.mac(key.mac().unwrap_or_default(), payload, None);

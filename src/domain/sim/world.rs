@@ -443,16 +443,16 @@ impl World {
         now_ms: i64,
     ) {
         let ok = status.is_some_and(|s| (200..300).contains(&s));
-        let state = self
-            .index
-            .get(&work.job_id)
-            .and_then(|j| {
-                self.jobs[*j]
-                    .events
-                    .iter()
-                    .find(|e| e.planned.event_id == work.event_id)
-            })
-            .map(|e| e.planned.state.clone())
+        // Where the event is: its job, and its place in the job's lifecycle.
+        let at = self.index.get(&work.job_id).and_then(|&j| {
+            self.jobs[j]
+                .events
+                .iter()
+                .position(|ev| ev.planned.event_id == work.event_id)
+                .map(|e| (j, e))
+        });
+        let state = at
+            .map(|(j, e)| self.jobs[j].events[e].planned.state.clone())
             .unwrap_or_default();
         if self.recent.len() == RECENT {
             self.recent.pop_front();
@@ -476,14 +476,7 @@ impl World {
             return;
         }
         self.observed.latencies.push((latency_ms, timed_out));
-        let Some(&j) = self.index.get(&work.job_id) else {
-            return;
-        };
-        let Some(e) = self.jobs[j]
-            .events
-            .iter()
-            .position(|ev| ev.planned.event_id == work.event_id)
-        else {
+        let Some((j, e)) = at else {
             return;
         };
         if work.kind != WorkKind::Attempt {

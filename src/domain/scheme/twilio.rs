@@ -141,11 +141,7 @@ pub fn signed_params(url: &str, body: &[u8]) -> Vec<(String, String)> {
 /// scheme and host, its path when it has one (else the delivery's), and the delivery's query.
 /// Without: the `Host` header (or `X-Forwarded-Host`) and `X-Forwarded-Proto`, else `http`.
 pub fn delivery_url(delivery: &Delivery, public_url: Option<&str>) -> String {
-    let query = if delivery.query.is_empty() {
-        String::new()
-    } else {
-        format!("?{}", delivery.query)
-    };
+    let query = query_suffix(delivery);
     if let Some(public) = public_url.and_then(parts) {
         let path = public.rest.split(['?', '#']).next().unwrap_or("");
         let path = if path.is_empty() || path == "/" {
@@ -161,11 +157,7 @@ pub fn delivery_url(delivery: &Delivery, public_url: Option<&str>) -> String {
 
 /// The URL as the delivery's own headers tell it, with the scheme or host replaced.
 pub fn local_url(delivery: &Delivery, scheme: Option<&str>, host: Option<&str>) -> String {
-    let query = if delivery.query.is_empty() {
-        String::new()
-    } else {
-        format!("?{}", delivery.query)
-    };
+    let query = query_suffix(delivery);
     let proto = scheme
         .or_else(|| delivery.header_str("x-forwarded-proto"))
         .map(|p| p.split(',').next().unwrap_or(p).trim())
@@ -176,6 +168,15 @@ pub fn local_url(delivery: &Delivery, scheme: Option<&str>, host: Option<&str>) 
         .map(str::trim)
         .unwrap_or("localhost");
     format!("{proto}://{host}{}{query}", delivery.path)
+}
+
+/// `?` and the delivery's query, or nothing when it has none.
+fn query_suffix(delivery: &Delivery) -> String {
+    if delivery.query.is_empty() {
+        String::new()
+    } else {
+        format!("?{}", delivery.query)
+    }
 }
 
 /// The scheme and host of a URL, for sentences.

@@ -70,6 +70,22 @@ fn webhooks(dir: &Path, events: &[(&str, &str)]) {
     }
 }
 
+/// `hookscope reconcile --job JOB --endpoint /hooks/ocr --json`: the job's line.
+fn reconcile_job(dir: &Path, job: &str) -> Value {
+    let out = run(
+        dir,
+        &[
+            "reconcile",
+            "--job",
+            job,
+            "--endpoint",
+            "/hooks/ocr",
+            "--json",
+        ],
+    );
+    lines(&out).remove(0)
+}
+
 fn lines(out: &Output) -> Vec<Value> {
     String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -248,19 +264,8 @@ fn retry_after_is_honoured_in_seconds_and_as_an_http_date() {
         .insert("job_1".into(), ["1".to_string(), http_date].into());
     let dir = tempfile::tempdir().expect("tempdir");
     configure(dir.path(), &api.url(), "");
-    let out = run(
-        dir.path(),
-        &[
-            "reconcile",
-            "--job",
-            "job_1",
-            "--endpoint",
-            "/hooks/ocr",
-            "--json",
-        ],
-    );
-    let jobs = lines(&out);
-    assert_eq!(jobs[0]["api_state"], "completed", "{:?}", jobs[0]);
+    let job = reconcile_job(dir.path(), "job_1");
+    assert_eq!(job["api_state"], "completed", "{job}");
     let times = api.times("/v1/jobs/job_1");
     assert_eq!(times.len(), 3, "two refusals, then the answer");
     let first_gap = times[1] - times[0];
@@ -281,18 +286,7 @@ fn retry_after_is_honoured_in_seconds_and_as_an_http_date() {
         .expect("lock")
         .refuse
         .insert("job_3".into(), ["3600".to_string()].into());
-    let out = run(
-        dir.path(),
-        &[
-            "reconcile",
-            "--job",
-            "job_3",
-            "--endpoint",
-            "/hooks/ocr",
-            "--json",
-        ],
-    );
-    let job = &lines(&out)[0];
+    let job = &reconcile_job(dir.path(), "job_3");
     assert_eq!(flags(job), ["unreachable"], "{job}");
     assert!(
         job["flags"][0]["detail"]
@@ -568,18 +562,7 @@ fn an_https_job_api_is_asked_with_the_projects_client() {
     let dir = tempfile::tempdir().expect("tempdir");
     // A self-signed certificate is refused unless the API is marked insecure.
     configure(dir.path(), &api.url(), "");
-    let out = run(
-        dir.path(),
-        &[
-            "reconcile",
-            "--job",
-            "job_1",
-            "--endpoint",
-            "/hooks/ocr",
-            "--json",
-        ],
-    );
-    let job = &lines(&out)[0];
+    let job = &reconcile_job(dir.path(), "job_1");
     assert_eq!(flags(job), ["unreachable"], "{job}");
     assert!(
         job["flags"][0]["detail"]
@@ -600,18 +583,7 @@ fn an_https_job_api_is_asked_with_the_projects_client() {
         "the handshake failed before any request"
     );
     configure(dir.path(), &api.url(), "insecure = true");
-    let out = run(
-        dir.path(),
-        &[
-            "reconcile",
-            "--job",
-            "job_1",
-            "--endpoint",
-            "/hooks/ocr",
-            "--json",
-        ],
-    );
-    let job = &lines(&out)[0];
+    let job = &reconcile_job(dir.path(), "job_1");
     assert_eq!(job["api_state"], "completed", "{job}");
     assert_eq!(api.times("/v1/jobs/job_1").len(), 1);
 }

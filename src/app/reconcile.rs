@@ -531,15 +531,15 @@ pub async fn background(
     every: Duration,
     mut report: impl FnMut(String) + Send,
 ) {
-    if apis(&settings, None).is_err() {
+    let Ok(all) = apis(&settings, None) else {
         return;
-    }
+    };
     let Ok(clients) = Clients::new() else {
         return;
     };
     // At start-up the in-flight listings are read too: a job the store never heard of is
     // what a crash between submitting and storing its id leaves behind.
-    if let Ok(all) = apis(&settings, None) {
+    {
         let (listed, problems) = list_in_flight(&clients, &all).await;
         for problem in problems {
             report(problem);

@@ -389,7 +389,9 @@ impl Running {
     /// Waits until every job has ended and every event is settled.
     pub async fn until_done(&self) {
         loop {
-            if self.progress().finished {
+            // Only whether it finished: the full counts are for the reports.
+            let finished = lock(&self.world).finished(now_ms());
+            if finished && self.in_flight.load(Ordering::SeqCst) == 0 {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;

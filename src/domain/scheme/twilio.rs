@@ -84,7 +84,10 @@ pub fn body_hash(body: &[u8]) -> String {
 /// The URL to send a body to: for a body that is not form-encoded, `bodySHA256` set to the
 /// body's hash (replacing any earlier one); otherwise the URL as given.
 pub fn request_url(url: &str, body: &[u8]) -> String {
-    if body.is_empty() || form_fields(body).is_some() {
+    // Only a form's fields are signed: a body that parses as a form without any field (`&`)
+    // would have no byte covered, so it goes by its hash like any other non-form body.
+    let fields = form_fields(body).is_some_and(|f| !f.is_empty());
+    if body.is_empty() || fields {
         return url.to_string();
     }
     let (base, fragment) = match url.split_once('#') {
@@ -221,6 +224,11 @@ mod tests {
         assert_eq!(
             request_url("https://x.test/a", b"A=1&B=2"),
             "https://x.test/a"
+        );
+        // A form with no field signs nothing of itself: its hash goes in the URL.
+        assert_eq!(
+            request_url("https://x.test/a", b"&"),
+            format!("https://x.test/a?bodySHA256={}", body_hash(b"&"))
         );
     }
 

@@ -221,6 +221,11 @@ pub struct EngineHandle {
     pub data_dir: PathBuf,
     /// The config file.
     pub config_path: PathBuf,
+    /// Whether the store takes writes now (the top bar says "disk full" and the like).
+    pub health: Arc<crate::store::Health>,
+    /// Set when the history was opened read-only (another hookscope captures into the data
+    /// dir, or it cannot be written): the sentence that says so. Nothing is captured then.
+    pub read_only: Option<String>,
 }
 
 impl EngineHandle {
@@ -265,13 +270,17 @@ struct Engine {
     controls: Arc<Controls>,
     /// The running simulation's stop switch and whether it is still active.
     simulation: Option<(Arc<AtomicBool>, Arc<AtomicBool>)>,
+    /// The data dir's capture lock, held while the engine runs (`None` when read-only).
+    _lock: Option<crate::store::CaptureLock>,
+    /// Why the history is read-only, when it is.
+    read_only: Option<String>,
 }
 
 /// Opens the store and the config, starts the engine thread and the receiver.
 pub fn spawn(options: EngineOptions, waker: Waker) -> Result<EngineHandle, AppError> {
     let config = config::load_file(&options.config_path)?;
     let settings = Settings::resolve(&config, &Overrides::default())?;
-    let (store, recovered) = Store::open_or_recover(&options.data_dir.join(STORE_FILE))?;
+    let (store, recovered, lock, read_only) = open_store(&options.data_dir)?;
     let reader = store.reader()?;
     let latest = reader.list(1, None)?.first().map(|d| d.id).unwrap_or(0);
     let latest_id = Arc::new(AtomicI64::new(latest));
@@ -297,7 +306,10 @@ pub fn spawn(options: EngineOptions, waker: Waker) -> Result<EngineHandle, AppEr
         test_counter: 0,
         controls: Arc::clone(&controls),
         simulation: None,
+        _lock: lock,
+        read_only: read_only.clone(),
     };
+    let health = engine.store.writer().health_handle();
     let port = app::paths::port(options.port, &config);
     engine.start_reconciler();
     std::thread::Builder::new()
@@ -316,17 +328,69 @@ pub fn spawn(options: EngineOptions, waker: Waker) -> Result<EngineHandle, AppEr
         config,
         data_dir: options.data_dir,
         config_path: options.config_path,
+        health,
+        read_only,
     })
+}
+
+/// Opens the store for capturing, holding the data dir's lock. When another hookscope holds
+/// it, or the dir cannot be written, the history that is there opens read-only instead, with
+/// the sentence that says so; with no history to show, that is an error.
+#[allow(clippy::type_complexity)]
+fn open_store(
+    data_dir: &std::path::Path,
+) -> Result<
+    (
+        Store,
+        Option<String>,
+        Option<crate::store::CaptureLock>,
+        Option<String>,
+    ),
+    AppError,
+> {
+    let path = data_dir.join(STORE_FILE);
+    match crate::store::CaptureLock::acquire(data_dir) {
+        Ok(lock) => {
+            let (store, recovered) = Store::open_or_recover(&path)?;
+            Ok((store, recovered, Some(lock), None))
+        }
+        Err(
+            err @ (crate::store::StoreError::InUse { .. }
+            | crate::store::StoreError::Unwritable { .. }),
+        ) if path.exists() => {
+            let reason = match &err {
+                crate::store::StoreError::InUse { holder, .. } => {
+                    format!("another hookscope ({holder}) is capturing into it")
+                }
+                crate::store::StoreError::Unwritable { reason, .. } => reason.clone(),
+                _ => err.to_string(),
+            };
+            let store = Store::open_read_only(&path, &reason)?;
+            let sentence = format!(
+                "history opened read-only: {err} This window shows what is stored and does not capture."
+            );
+            Ok((store, None, None, Some(sentence)))
+        }
+        Err(err) => Err(err.into()),
+    }
 }
 
 impl Engine {
     fn run(&mut self, commands: StdReceiver<Command>) {
         let mut last_retention = Instant::now();
+        let mut health_changes = self.store.writer().health().changes;
         loop {
-            match commands.recv_timeout(Duration::from_secs(60)) {
+            // A second's wait at most: a change in the store's health (disk full, space back)
+            // wakes the window, which draws it in the top bar.
+            match commands.recv_timeout(Duration::from_secs(1)) {
                 Ok(command) => self.handle(command),
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
+            }
+            let changes = self.store.writer().health().changes;
+            if changes != health_changes {
+                health_changes = changes;
+                (self.waker)();
             }
             if last_retention.elapsed() > Duration::from_secs(600) {
                 self.apply_retention();
@@ -698,6 +762,10 @@ impl Engine {
         if let Some(receiver) = self.receiver.take() {
             receiver.stop();
         }
+        if let Some(sentence) = &self.read_only {
+            self.emit(Event::Receiver(ReceiverState::Failed(sentence.clone())));
+            return;
+        }
         let (events_tx, mut events_rx) = tokio::sync::mpsc::channel::<StoredDelivery>(1024);
         let latest = Arc::clone(&self.latest_id);
         let waker = Arc::clone(&self.waker);
@@ -759,6 +827,9 @@ impl Engine {
     }
 
     fn apply_retention(&mut self) {
+        if self.read_only.is_some() {
+            return;
+        }
         let now = (now_ms() / 1000) * 1000;
         match app::history::apply_retention(&self.store.writer(), &self.config.retention, now) {
             Ok(0) => {}

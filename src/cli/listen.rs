@@ -12,7 +12,7 @@ use hookscope::domain::clock::now_ms;
 use hookscope::domain::endpoint::Endpoint;
 use hookscope::domain::scheme::Secret;
 use hookscope::net::receiver::{Controls, Receiver};
-use hookscope::store::Store;
+use hookscope::store::{CaptureLock, Store};
 
 use super::{Common, load_config};
 
@@ -89,6 +89,8 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
             .store(args.insecure, std::sync::atomic::Ordering::SeqCst);
     }
 
+    // One capturing hookscope per data dir; the lock is held until this function returns.
+    let _lock = CaptureLock::acquire(&paths.data_dir)?;
     let (store, recovered) = Store::open_or_recover(&paths.store_file())?;
     if let Some(sentence) = recovered {
         eprintln!("hookscope: {sentence}");
@@ -127,9 +129,20 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
         tokio::pin!(reconciler);
         // Without a job API the reconciler returns at once: never poll it again.
         let mut reconciling = true;
+        // The store's health, said once per change (not once per refused delivery).
+        let writer = store.writer();
+        let mut said = writer.health().changes;
+        let mut health_tick = tokio::time::interval(std::time::Duration::from_millis(250));
         loop {
             tokio::select! {
                 () = &mut reconciler, if reconciling => reconciling = false,
+                _ = health_tick.tick() => {
+                    let health = writer.health();
+                    if health.changes != said {
+                        said = health.changes;
+                        eprintln!("hookscope: {}", health_sentence(&health, store.path()));
+                    }
+                }
                 event = events_rx.recv() => {
                     let Some(stored) = event else { break };
                     let line = if json {
@@ -151,6 +164,17 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
     receiver.stop();
     store.shutdown();
     Ok(ExitCode::SUCCESS)
+}
+
+/// The line `listen` prints when the store's health changes.
+fn health_sentence(health: &hookscope::store::HealthReport, store: &std::path::Path) -> String {
+    match &health.trouble {
+        Some(trouble) => trouble.sentence(store),
+        None => format!(
+            "the store accepts writes again: capture resumed ({} deliveries were refused with 503 meanwhile, for their senders to retry)",
+            health.refused
+        ),
+    }
 }
 
 /// What `listen` prints on stderr once it listens: the address (scripts wait for this line),

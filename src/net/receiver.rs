@@ -446,9 +446,18 @@ async fn evaluate(
 async fn store(shared: &Shared, record: NewRecord) -> Result<StoredDelivery, Response> {
     let path = record.delivery.path.clone();
     shared.writer.insert(record).await.map_err(|e| {
-        eprintln!("hookscope: a delivery to {path} could not be stored: {e}");
+        // A store that refuses every write (disk full, read-only, gone) is said once by the
+        // front end that watches the store's health; a failure of this delivery alone is said
+        // here.
+        if !matches!(e, crate::store::StoreError::Refused(_)) {
+            eprintln!("hookscope: a delivery to {path} could not be stored: {e}");
+        }
         (
             StatusCode::SERVICE_UNAVAILABLE,
+            [(
+                header::RETRY_AFTER,
+                HeaderValue::from(crate::store::health::RETRY_AFTER_SECS),
+            )],
             format!("hookscope could not store this delivery: {e}\n"),
         )
             .into_response()

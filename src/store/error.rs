@@ -42,6 +42,30 @@ pub enum StoreError {
         /// The database file.
         path: PathBuf,
     },
+    /// Another hookscope captures into the same data dir (it holds `hookscope.lock`).
+    #[error(
+        "another hookscope ({holder}) is already capturing into {dir}; stop it, or give this one another --data-dir"
+    )]
+    InUse {
+        /// The data dir, symlinks resolved.
+        dir: PathBuf,
+        /// Who holds the lock ("process 4242").
+        holder: String,
+    },
+    /// The data dir cannot be written (a read-only volume, permissions, a dir that vanished).
+    #[error(
+        "the data dir {dir} cannot be written ({reason}); hookscope cannot store deliveries there: make it writable, or give another --data-dir"
+    )]
+    Unwritable {
+        /// The data dir.
+        dir: PathBuf,
+        /// The system's reason.
+        reason: String,
+    },
+    /// The store refuses writes for now (disk full, read-only, gone): the sentence says which
+    /// and what happens meanwhile.
+    #[error("{0}")]
+    Refused(String),
     /// The file is not a usable database (garbage, truncated, corrupt).
     #[error("the store {path} is damaged: {what}")]
     DamagedFile {

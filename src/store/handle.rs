@@ -2,11 +2,13 @@
 //! handles that submit writes to it.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot};
 
 use crate::domain::attempt::Attempt;
 use crate::store::error::StoreError;
+use crate::store::health::Health;
 use crate::store::reader::Reader;
 use crate::store::records::{NewRecord, StoredDelivery};
 use crate::store::recovery::{check_not_truncated, classify, move_aside};
@@ -25,6 +27,7 @@ pub struct Store {
 #[derive(Debug, Clone)]
 pub struct StoreWriter {
     sender: mpsc::Sender<WriteJob>,
+    health: Arc<Health>,
 }
 
 impl Store {
@@ -46,13 +49,49 @@ impl Store {
         })
         .map_err(|e| classify(StoreError::Query(e), path))?;
         let (sender, receiver) = mpsc::channel(WRITE_QUEUE);
-        let thread = std::thread::Builder::new()
-            .name("hookscope-store-writer".into())
-            .spawn(move || writer_loop(conn, receiver))
-            .map_err(|e| StoreError::Write(format!("cannot start the writer thread: {e}")))?;
+        let health = Arc::new(Health::default());
+        let thread = {
+            let health = Arc::clone(&health);
+            let path = path.to_path_buf();
+            std::thread::Builder::new()
+                .name("hookscope-store-writer".into())
+                .spawn(move || writer_loop(conn, receiver, &path, &health))
+                .map_err(|e| StoreError::Write(format!("cannot start the writer thread: {e}")))?
+        };
         Ok(Store {
             path: path.to_path_buf(),
-            writer: StoreWriter { sender },
+            writer: StoreWriter { sender, health },
+            thread: Some(thread),
+        })
+    }
+
+    /// Opens an existing store for reading only, when its dir cannot be written: every write
+    /// handed to it is refused with `reason` (the window shows the history and does not
+    /// capture). Fails when the file cannot even be read.
+    pub fn open_read_only(path: &Path, reason: &str) -> Result<Store, StoreError> {
+        let reader = Reader::open(path)?;
+        drop(reader);
+        let (sender, mut receiver) = mpsc::channel::<WriteJob>(WRITE_QUEUE);
+        let health = Arc::new(Health::default());
+        health.failed(
+            crate::store::health::Trouble::ReadOnly(reason.to_string()),
+            0,
+        );
+        let refusal = crate::store::health::Trouble::ReadOnly(reason.to_string()).sentence(path);
+        let thread = {
+            let health = Arc::clone(&health);
+            std::thread::Builder::new()
+                .name("hookscope-store-writer".into())
+                .spawn(move || {
+                    while let Some(job) = receiver.blocking_recv() {
+                        job.refuse(&refusal, &health);
+                    }
+                })
+                .map_err(|e| StoreError::Write(format!("cannot start the writer thread: {e}")))?
+        };
+        Ok(Store {
+            path: path.to_path_buf(),
+            writer: StoreWriter { sender, health },
             thread: Some(thread),
         })
     }
@@ -98,7 +137,10 @@ impl Store {
     /// it holds. Returns once every other [`StoreWriter`] clone has been dropped too.
     pub fn shutdown(mut self) {
         let (dead, _) = mpsc::channel(1);
-        self.writer = StoreWriter { sender: dead };
+        self.writer = StoreWriter {
+            sender: dead,
+            health: Arc::clone(&self.writer.health),
+        };
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
@@ -106,6 +148,16 @@ impl Store {
 }
 
 impl StoreWriter {
+    /// Whether writes succeed now, and why not.
+    pub fn health(&self) -> crate::store::health::HealthReport {
+        self.health.report()
+    }
+
+    /// The shared health, for a front end that outlives this handle.
+    pub fn health_handle(&self) -> Arc<Health> {
+        Arc::clone(&self.health)
+    }
+
     /// Writes a delivery and returns it as stored, after its transaction has committed.
     pub async fn insert(&self, record: NewRecord) -> Result<StoredDelivery, StoreError> {
         let (reply, answer) = oneshot::channel();

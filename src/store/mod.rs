@@ -9,11 +9,14 @@
 //!
 //! The files follow those seams: [`handle`] (the store and its writer handle), [`schema`] (tables and migrations), [`writer`] (the writer
 //! thread, group commit, the text index, maintenance), [`reader`] (queries), [`query`] (the
-//! filter language as SQL), [`records`] (the row types), [`recovery`] (damaged files kept aside)
-//! and [`error`].
+//! filter language as SQL), [`records`] (the row types), [`recovery`] (damaged files kept aside),
+//! [`health`] (whether writes succeed now, and why not), [`lock`] (one capturing hookscope per
+//! data dir) and [`error`].
 
 pub mod error;
 pub mod handle;
+pub mod health;
+pub mod lock;
 pub mod query;
 pub mod reader;
 pub mod records;
@@ -23,6 +26,8 @@ pub mod writer;
 
 pub use error::StoreError;
 pub use handle::{Store, StoreWriter};
+pub use health::{Health, HealthReport, Trouble};
+pub use lock::CaptureLock;
 pub use reader::Reader;
 pub use records::{ListRow, NewRecord, StoredDelivery};
 pub use writer::Maintenance;

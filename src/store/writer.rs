@@ -11,6 +11,7 @@ use crate::domain::checks::{
 };
 use crate::domain::delivery::{decode_headers, encode_headers};
 use crate::store::error::StoreError;
+use crate::store::health::{self, Health, Identity, Trouble};
 use crate::store::records::{NewRecord, StoredDelivery};
 
 /// How many pending writes the channel holds before senders wait.
@@ -35,6 +36,59 @@ pub(crate) enum WriteJob {
         task: Box<Maintenance>,
         reply: oneshot::Sender<Result<usize, StoreError>>,
     },
+}
+
+impl WriteJob {
+    /// Answers the job with a refusal without trying it (the store is known to be unwritable).
+    pub(crate) fn refuse(self, sentence: &str, health: &Health) {
+        let err = || StoreError::Refused(sentence.to_string());
+        match self {
+            WriteJob::Insert { reply, .. } => {
+                health.refused(1);
+                let _ = reply.send(Err(err()));
+            }
+            WriteJob::Attempt { reply, .. } => {
+                let _ = reply.send(Err(err()));
+            }
+            WriteJob::InsertMany { reply, .. } | WriteJob::Maintain { reply, .. } => {
+                let _ = reply.send(Err(err()));
+            }
+        }
+    }
+}
+
+/// What the writer knows about where it writes: the file, whether it is still there, and the
+/// health it reports.
+struct Place<'a> {
+    path: &'a std::path::Path,
+    identity: Identity,
+    health: &'a Health,
+}
+
+impl Place<'_> {
+    /// Turns a failed write into the error to answer. A cause outside the record (disk full,
+    /// read-only, gone) is recorded in the health and answered with its sentence; anything
+    /// else is the record's own failure.
+    fn failure(&self, err: rusqlite::Error, refused: u64) -> StoreError {
+        match health::classify(&err, self.path) {
+            Trouble::Failing(_) => StoreError::Write(err.to_string()),
+            trouble => {
+                let sentence = trouble.sentence(self.path);
+                self.health.failed(trouble, refused);
+                StoreError::Refused(sentence)
+            }
+        }
+    }
+
+    /// Whether a write may be tried: not when the file is known to be gone, or was just found
+    /// gone (writing on would land in a deleted file).
+    fn writable(&mut self, refused: u64) -> Result<(), StoreError> {
+        if !self.health.vanished() && self.identity.still_there() {
+            return Ok(());
+        }
+        self.health.failed(Trouble::Vanished, refused);
+        Err(StoreError::Refused(Trouble::Vanished.sentence(self.path)))
+    }
 }
 
 fn write_attempt(conn: &Connection, a: &Attempt) -> Result<i64, rusqlite::Error> {
@@ -111,7 +165,17 @@ const INDEX_CHUNK: usize = 64;
 /// batch even when busy, so a sustained load cannot starve the index.
 const INDEX_BACKLOG: i64 = 20_000;
 
-pub(crate) fn writer_loop(mut conn: Connection, mut receiver: mpsc::Receiver<WriteJob>) {
+pub(crate) fn writer_loop(
+    mut conn: Connection,
+    mut receiver: mpsc::Receiver<WriteJob>,
+    path: &std::path::Path,
+    health: &Health,
+) {
+    let mut place = Place {
+        path,
+        identity: Identity::new(path),
+        health,
+    };
     let mut pending = None;
     // Acknowledging comes first: the text index is derived data, filled when the queue is
     // empty (milliseconds behind when idle).
@@ -144,23 +208,31 @@ pub(crate) fn writer_loop(mut conn: Connection, mut receiver: mpsc::Receiver<Wri
         let (record, reply) = match first {
             WriteJob::Insert { record, reply } => (record, reply),
             WriteJob::Maintain { task, reply } => {
-                let _ = reply.send(maintain(&mut conn, &task).map_err(StoreError::from));
+                let result = place
+                    .writable(0)
+                    .and_then(|()| maintain(&mut conn, &task).map_err(|e| place.failure(e, 0)));
+                let _ = reply.send(result);
                 continue;
             }
             WriteJob::Attempt { attempt, reply } => {
-                let _ = reply.send(write_attempt(&conn, &attempt).map_err(StoreError::from));
+                let result = place
+                    .writable(0)
+                    .and_then(|()| write_attempt(&conn, &attempt).map_err(|e| place.failure(e, 0)));
+                let _ = reply.send(result);
                 continue;
             }
             WriteJob::InsertMany { records, reply } => {
                 // Bulk writes (imports, seeding) are searchable as soon as they are answered.
                 let refs: Vec<&NewRecord> = records.iter().collect();
-                let result = write_batch(&mut conn, &refs)
-                    .map(|stored| stored.len())
-                    .and_then(|n| {
-                        while index_pending(&mut conn, INDEX_CHUNK * 8)? > 0 {}
-                        Ok(n)
-                    })
-                    .map_err(|e| StoreError::Write(e.to_string()));
+                let result = place.writable(0).and_then(|()| {
+                    write_batch(&mut conn, &refs)
+                        .map(|stored| stored.len())
+                        .and_then(|n| {
+                            while index_pending(&mut conn, INDEX_CHUNK * 8)? > 0 {}
+                            Ok(n)
+                        })
+                        .map_err(|e| place.failure(e, 0))
+                });
                 let _ = reply.send(result);
                 continue;
             }
@@ -184,24 +256,47 @@ pub(crate) fn writer_loop(mut conn: Connection, mut receiver: mpsc::Receiver<Wri
         {
             backlog -= n as i64;
         }
+        if let Err(refusal) = place.writable(batch.len() as u64) {
+            for (_, reply) in batch {
+                let _ = reply.send(Err(refusal_copy(&refusal)));
+            }
+            continue;
+        }
         match write_batch(&mut conn, &records) {
             Ok(stored) => {
+                place.health.ok();
                 for ((_, reply), stored) in batch.into_iter().zip(stored) {
                     let _ = reply.send(Ok(stored));
                 }
             }
-            Err(_) => {
-                // One bad record must not fail its neighbours: write each alone, so every
-                // delivery gets its own verdict.
-                for (record, reply) in batch {
-                    let result = write_batch(&mut conn, &[&record])
-                        .map(|mut v| v.remove(0))
-                        .map_err(|e| StoreError::Write(e.to_string()));
-                    let _ = reply.send(result);
+            Err(err) => match place.failure(err, batch.len() as u64) {
+                // The disk, not a record: every delivery of the batch is refused alike.
+                refusal @ StoreError::Refused(_) => {
+                    for (_, reply) in batch {
+                        let _ = reply.send(Err(refusal_copy(&refusal)));
+                    }
                 }
-            }
+                _ => {
+                    // One bad record must not fail its neighbours: write each alone, so
+                    // every delivery gets its own verdict.
+                    for (record, reply) in batch {
+                        let result = write_batch(&mut conn, &[&record])
+                            .map(|mut v| v.remove(0))
+                            .map_err(|e| place.failure(e, 1));
+                        if result.is_ok() {
+                            place.health.ok();
+                        }
+                        let _ = reply.send(result);
+                    }
+                }
+            },
         }
     }
+}
+
+/// The same refusal for each delivery of a batch.
+fn refusal_copy(refusal: &StoreError) -> StoreError {
+    StoreError::Refused(refusal.to_string())
 }
 
 /// How many deliveries are not yet in the text index.

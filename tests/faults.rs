@@ -407,3 +407,93 @@ fn a_second_listen_on_the_same_dir_through_a_symlink_is_refused() {
     // The first is untouched.
     assert_eq!(post(first.port, "/hooks/x", b"{}").status, 200);
 }
+
+/// Builds the slow-disk shim (`tests/common/slow_fsync.c`) with the system's C compiler.
+#[cfg(target_os = "linux")]
+fn slow_fsync_shim() -> PathBuf {
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("libslowfsync.so");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/common/slow_fsync.c");
+    let built = Command::new("cc")
+        .args(["-shared", "-fPIC", "-O2", "-o"])
+        .arg(&out)
+        .arg(&source)
+        .arg("-ldl")
+        .output()
+        .expect("a C compiler (cc) builds the slow-disk shim");
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    out
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_slow_disk_slows_acknowledgements_but_never_answers_before_the_commit() {
+    let shim = slow_fsync_shim();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let count = dir.path().join("fsyncs");
+    let listen = common::Listener::start_with_env(
+        &dir.path().join("data"),
+        &[],
+        &[
+            ("LD_PRELOAD", shim.to_str().expect("utf-8 path")),
+            ("SLOW_FSYNC_MS", "200"),
+            ("SLOW_FSYNC_COUNT", count.to_str().expect("utf-8 path")),
+        ],
+    );
+    let store = listen.store_path();
+    let port = listen.port;
+    let started = Instant::now();
+    let senders: Vec<_> = (0..8)
+        .map(|sender| {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                let reader = hookscope::store::Reader::open(&store).expect("reader");
+                let mut latencies = Vec::new();
+                for n in 0..6 {
+                    let sent = Instant::now();
+                    let answer = post(port, "/hooks/slow", &body(sender * 100 + n));
+                    latencies.push(sent.elapsed());
+                    assert_eq!(answer.status, 200, "{}", answer.text);
+                    let id: i64 = answer
+                        .header("x-hookscope-delivery-id")
+                        .and_then(|v| v.parse().ok())
+                        .expect("the answer names its delivery");
+                    // Committed before the answer: another connection sees it at once.
+                    assert!(
+                        reader.get(id).expect("read").is_some(),
+                        "delivery {id} was acknowledged before its commit"
+                    );
+                }
+                latencies
+            })
+        })
+        .collect();
+    let mut latencies: Vec<Duration> = senders
+        .into_iter()
+        .flat_map(|s| s.join().expect("sender"))
+        .collect();
+    let elapsed = started.elapsed();
+    latencies.sort();
+    let fsyncs = std::fs::read(&count).map(|c| c.len()).unwrap_or(0);
+    eprintln!(
+        "slow disk (fsync +200 ms): 48 deliveries by 8 senders in {elapsed:?}, ack min {:?} median {:?} max {:?}, {fsyncs} fsyncs",
+        latencies[0],
+        latencies[latencies.len() / 2],
+        latencies[latencies.len() - 1]
+    );
+    assert!(fsyncs > 0, "the shim slowed the store's syncs");
+    assert!(
+        latencies[0] >= Duration::from_millis(200),
+        "no acknowledgement came before its fsync: fastest {:?}",
+        latencies[0]
+    );
+    // Group commit: eight senders share each slow sync, so the whole run takes far less than
+    // 48 syncs one after another.
+    assert!(
+        elapsed < Duration::from_millis(48 * 200),
+        "commits were grouped: {elapsed:?}"
+    );
+}

@@ -87,8 +87,9 @@ impl Health {
         self.lock().trouble == Some(Trouble::Vanished)
     }
 
-    /// A write of `refused` deliveries failed for `trouble`.
-    pub(crate) fn failed(&self, trouble: Trouble, refused: u64) {
+    /// A write of `refused` deliveries failed for `trouble`. The writer thread calls it; a
+    /// front end's tests may too, to draw a trouble without filling a disk.
+    pub fn failed(&self, trouble: Trouble, refused: u64) {
         let mut state = self.lock();
         if state.trouble.as_ref() != Some(&trouble) {
             state.trouble = Some(trouble);
@@ -105,7 +106,7 @@ impl Health {
     }
 
     /// A write succeeded.
-    pub(crate) fn ok(&self) {
+    pub fn ok(&self) {
         let mut state = self.lock();
         if state.trouble.is_some() {
             state.trouble = None;

@@ -164,6 +164,52 @@ fn a_posted_delivery_appears_and_selecting_it_shows_its_checks() {
 }
 
 #[test]
+fn a_second_window_on_a_captured_dir_shows_the_history_read_only_and_says_so() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut first = harness(dir.path());
+    let addr = receiver_addr(&mut first);
+    assert_eq!(
+        post_signed(addr, "/hooks/a", "msg_ro_1", r#"{"id":1}"#, false),
+        200
+    );
+    wait_until(&mut first, "the first window's row", |h| {
+        h.query_by_label_contains("/hooks/a").is_some()
+    });
+    let mut second = harness(dir.path());
+    wait_until(&mut second, "the read-only sentence", |h| {
+        h.query_by_label_contains("history opened read-only: another hookscope (process")
+            .is_some()
+    });
+    wait_until(&mut second, "the stored row, read-only", |h| {
+        h.query_by_label_contains("/hooks/a").is_some()
+    });
+    assert!(matches!(second.state().receiver, ReceiverState::Failed(_)));
+    assert!(second.state().engine.read_only.is_some());
+    // The first window still captures.
+    assert_eq!(
+        post_signed(addr, "/hooks/b", "msg_ro_2", r#"{"id":2}"#, false),
+        200
+    );
+}
+
+#[test]
+fn the_top_bar_says_disk_full_while_the_store_refuses_and_stops_saying_it_after() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut harness = harness(dir.path());
+    receiver_addr(&mut harness);
+    let health = std::sync::Arc::clone(&harness.state().engine.health);
+    health.failed(hookscope::store::Trouble::DiskFull, 3);
+    wait_until(&mut harness, "the disk-full line", |h| {
+        h.query_by_label_contains("disk full: deliveries are being refused")
+            .is_some()
+    });
+    health.ok();
+    wait_until(&mut harness, "the line gone", |h| {
+        h.query_by_label_contains("disk full").is_none()
+    });
+}
+
+#[test]
 fn the_filter_sig_fail_narrows_the_list() {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(

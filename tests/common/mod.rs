@@ -43,10 +43,16 @@ impl Listener {
     /// Starts `hookscope listen --port 0 --json ARGS…` over `data_dir` and waits for its
     /// `listening on` line.
     pub fn start(data_dir: &Path, args: &[&str]) -> Listener {
+        Listener::start_with_env(data_dir, args, &[])
+    }
+
+    /// [`Listener::start`] with extra environment variables (a fault-injecting `LD_PRELOAD`).
+    pub fn start_with_env(data_dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Listener {
         let mut child = Command::new(bin())
             .arg("listen")
             .args(["--port", "0", "--json"])
             .args(args)
+            .envs(env.iter().copied())
             .env("HOOKSCOPE_DATA_DIR", data_dir)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -142,6 +142,7 @@ fn retention_by_count_keeps_the_newest_and_drops_emptied_jobs() {
         max_age_ms: None,
         max_count: Some(10),
         now_ms: 0,
+        steady_ms: 0,
     };
     assert_eq!(store.writer().maintain_blocking(task).expect("retain"), 90);
     let kept = reader.page(&Filter::default(), 0, 100).expect("page");
@@ -162,6 +163,7 @@ fn retention_by_age_keeps_what_arrived_within_the_window() {
         max_age_ms: Some(1),
         max_count: None,
         now_ms: 1_790_000_000_000 + 95 * 1000,
+        steady_ms: 1_790_000_000_000 + 95 * 1000,
     };
     assert_eq!(store.writer().maintain_blocking(task).expect("retain"), 95);
     assert_eq!(count(&reader, ""), 5);
@@ -169,6 +171,34 @@ fn retention_by_age_keeps_what_arrived_within_the_window() {
     assert_eq!(
         kept.iter().map(|r| r.id).collect::<Vec<_>>(),
         [96, 97, 98, 99, 100]
+    );
+}
+
+#[test]
+fn retention_never_deletes_because_the_clock_went_forward() {
+    let (_dir, store, reader) = seeded(100);
+    // The seed's newest delivery arrived at 1_790_000_100 s; an hour's retention.
+    let newest = 1_790_000_000_000 + 100 * 1000;
+    let hour = 3_600_000;
+    // The wall clock jumped a day ahead of the steady clock: nothing is an hour old yet.
+    let jumped = Maintenance::Retain {
+        max_age_ms: Some(hour),
+        max_count: None,
+        now_ms: newest + 86_400_000,
+        steady_ms: newest + 1_000,
+    };
+    assert_eq!(store.writer().maintain_blocking(jumped).expect("retain"), 0);
+    assert_eq!(count(&reader, ""), 100);
+    // The same "now" with a steady clock that agrees: a day really passed, and all go.
+    let passed = Maintenance::Retain {
+        max_age_ms: Some(hour),
+        max_count: None,
+        now_ms: newest + 86_400_000,
+        steady_ms: newest + 86_400_000,
+    };
+    assert_eq!(
+        store.writer().maintain_blocking(passed).expect("retain"),
+        100
     );
 }
 

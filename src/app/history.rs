@@ -22,6 +22,7 @@ pub fn apply_retention(
             .max_deliveries
             .map(|n| n.min(i64::MAX as u64) as i64),
         now_ms,
+        steady_ms: crate::domain::clock::steady_ms(),
     };
     Ok(writer.maintain_blocking(task)?)
 }

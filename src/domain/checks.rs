@@ -730,7 +730,9 @@ fn judge_skew(scheme: &Scheme, raw: i64, now_secs: i64, tolerance: u64) -> Times
         TimestampCheck {
             status: TimestampStatus::Pass,
             skew_secs: Some(skew),
-            detail: format!("The timestamp is {described}, within the {tolerance} s tolerance."),
+            detail: format!(
+                "The timestamp is {described} by this machine's clock, within the {tolerance} s tolerance."
+            ),
             tolerance_secs: Some(tolerance),
             milliseconds: false,
         }

@@ -62,6 +62,10 @@ pub enum FlagKind {
     OutputExpired,
     /// The job API could not be asked.
     Unreachable,
+    /// A delivery is stamped earlier than one that reached the store before it: this machine's
+    /// clock moved back between them (or it was imported). Spans across it are not drawn
+    /// backwards.
+    ClockSkew,
 }
 
 impl FlagKind {
@@ -198,20 +202,23 @@ pub fn analyze(
     now_ms: i64,
     stuck_after_ms: i64,
 ) -> JobTimeline {
-    deliveries.sort_by_key(|d| (d.received_at_ms, d.delivery_id));
+    // Arrival order is the store's order (ids are given as deliveries commit), not the wall
+    // clock's, which can move back.
+    deliveries.sort_by_key(|d| d.delivery_id);
     let mut polls = polls.to_vec();
-    polls.sort_by_key(|p| (p.at_ms, p.id));
+    polls.sort_by_key(|p| p.id);
     let arrival_order: Vec<i64> = deliveries.iter().map(|d| d.delivery_id).collect();
-    let first_poll_ms = polls.first().map(|p| p.at_ms);
     let first_seen_ms = deliveries
-        .first()
+        .iter()
         .map(|d| d.received_at_ms)
-        .or(first_poll_ms)
+        .min()
+        .or(polls.iter().map(|p| p.at_ms).min())
         .unwrap_or(0);
     let last_seen_ms = deliveries
-        .last()
+        .iter()
         .map(|d| d.received_at_ms)
-        .or(polls.last().map(|p| p.at_ms))
+        .max()
+        .or(polls.iter().map(|p| p.at_ms).max())
         .unwrap_or(0);
     let events = Events::of(&deliveries);
     let state = State::of(&deliveries);
@@ -222,6 +229,7 @@ pub fn analyze(
     flags.extend(regressions(&events.firsts));
     flags.extend(conflicting_terminals(&events.firsts));
     flags.extend(duplicate_deliveries(&events.copies));
+    flags.extend(clock_skew(&deliveries));
     if answer.is_none_or(|a| !a.terminal()) && !deliveries.is_empty() {
         flags.extend(stuck(
             &state,
@@ -502,6 +510,60 @@ fn conflicting_terminals(firsts: &[&JobDelivery]) -> Option<Flag> {
         ),
         delivery_ids: terminals.iter().map(|d| d.delivery_id).collect(),
     })
+}
+
+/// Beyond this, an arrival stamped earlier than the one before it is the clock, not two
+/// requests committed in the other order.
+const SKEW_MS: i64 = 1_000;
+
+/// Deliveries stamped earlier than one that reached the store before them.
+fn clock_skew(deliveries: &[JobDelivery]) -> Option<Flag> {
+    let mut latest: Option<&JobDelivery> = None;
+    let mut worst: Option<(&JobDelivery, &JobDelivery)> = None;
+    let mut ids = Vec::new();
+    for d in deliveries {
+        if let Some(before) = latest {
+            if before.received_at_ms - d.received_at_ms > SKEW_MS {
+                ids.push(d.delivery_id);
+                if worst.is_none_or(|(b, a)| {
+                    before.received_at_ms - d.received_at_ms > b.received_at_ms - a.received_at_ms
+                }) {
+                    worst = Some((before, d));
+                }
+            }
+        }
+        if latest.is_none_or(|l| d.received_at_ms >= l.received_at_ms) {
+            latest = Some(d);
+        }
+    }
+    let (before, after) = worst?;
+    Some(Flag {
+        kind: FlagKind::ClockSkew,
+        severity: FlagKind::ClockSkew.severity(),
+        detail: format!(
+            "#{} is stamped {} before #{}, which reached the store earlier: this machine's clock moved back between them (or #{} was imported). Arrival order is the store's; spans across it are not drawn backwards.",
+            after.delivery_id,
+            human_duration(
+                ((before.received_at_ms - after.received_at_ms + 500) / 1000).max(0) as u64
+            ),
+            before.delivery_id,
+            after.delivery_id
+        ),
+        delivery_ids: ids,
+    })
+}
+
+/// Times made non-decreasing (each at least the one before): how a lane draws a clock that
+/// moved back.
+pub fn monotone(times: impl IntoIterator<Item = i64>) -> Vec<i64> {
+    let mut latest = i64::MIN;
+    times
+        .into_iter()
+        .map(|t| {
+            latest = latest.max(t);
+            latest
+        })
+        .collect()
 }
 
 /// Duplicate deliveries of one event.

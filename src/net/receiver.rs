@@ -423,13 +423,13 @@ async fn evaluate(
     if delivery.body.len() <= 64 * 1024 {
         let evaluation =
             checks::evaluate(&delivery, settings.endpoint_for(&delivery.path), now_secs);
-        return Ok((delivery, evaluation));
+        return Ok((delivery, with_clock_note(evaluation)));
     }
     let settings = Arc::clone(settings);
     tokio::task::spawn_blocking(move || {
         let evaluation =
             checks::evaluate(&delivery, settings.endpoint_for(&delivery.path), now_secs);
-        (delivery, evaluation)
+        (delivery, with_clock_note(evaluation))
     })
     .await
     .map_err(|e| {
@@ -440,6 +440,22 @@ async fn evaluate(
         )
             .into_response()
     })
+}
+
+/// The timestamp check is made against the clock as it reads now; when that clock jumped
+/// while hookscope ran, its sentence says so.
+fn with_clock_note(mut evaluation: Evaluation) -> Evaluation {
+    if evaluation.timestamp.skew_secs.is_some()
+        && let Some(jump) = crate::domain::clock::jump_sentence()
+    {
+        let mut first = jump;
+        first[..1].make_ascii_uppercase();
+        evaluation.timestamp.detail = format!(
+            "{} {first}: the check used the clock as it reads now.",
+            evaluation.timestamp.detail
+        );
+    }
+    evaluation
 }
 
 /// Commits the delivery. Not stored means not acknowledged: a 503 makes the sender retry later.

@@ -149,6 +149,10 @@ pub enum Maintenance {
     /// Deletes every delivery.
     Clear,
     /// Deletes deliveries older than `max_age_ms` before now, and the oldest beyond `max_count`.
+    /// When the clock looks wrong (it jumped since start by more than
+    /// [`crate::domain::clock::JUMP_THRESHOLD_MS`], or reads earlier than the newest capture),
+    /// age is counted from the earliest of now, the steady clock and the newest capture, so a
+    /// clock that went forward never deletes anything.
     Retain {
         /// Keep deliveries received within this many milliseconds.
         max_age_ms: Option<i64>,
@@ -156,6 +160,8 @@ pub enum Maintenance {
         max_count: Option<i64>,
         /// The current time, in Unix milliseconds.
         now_ms: i64,
+        /// The steady clock ([`crate::domain::clock::steady_ms`]) at the same moment.
+        steady_ms: i64,
     },
 }
 
@@ -380,7 +386,8 @@ fn maintain(conn: &mut Connection, task: &Maintenance) -> Result<usize, rusqlite
             max_age_ms,
             max_count,
             now_ms,
-        } => retain(&tx, *max_age_ms, *max_count, *now_ms)?,
+            steady_ms,
+        } => retain(&tx, *max_age_ms, *max_count, *now_ms, *steady_ms)?,
     };
     tx.commit()?;
     Ok(touched)
@@ -489,14 +496,35 @@ fn retain(
     max_age_ms: Option<i64>,
     max_count: Option<i64>,
     now_ms: i64,
+    steady_ms: i64,
 ) -> Result<usize, rusqlite::Error> {
+    use crate::domain::clock::JUMP_THRESHOLD_MS;
     let mut cutoff_id = 0i64;
     if let Some(age) = max_age_ms {
+        let newest: Option<i64> =
+            tx.query_row("SELECT MAX(received_at_ms) FROM deliveries", [], |r| {
+                r.get(0)
+            })?;
+        let wrong = (now_ms - steady_ms).abs() > JUMP_THRESHOLD_MS
+            || newest.is_some_and(|n| n > now_ms + JUMP_THRESHOLD_MS);
+        let reference = if wrong {
+            now_ms.min(steady_ms).min(newest.unwrap_or(now_ms))
+        } else {
+            now_ms
+        };
+        // Deliveries are deleted in id (arrival) order, up to the newest one that is old
+        // enough: a capture stamped by a clock that was behind is not a reason to delete the
+        // ones that arrived before it.
         let id: Option<i64> = tx.query_row(
-            "SELECT MAX(id) FROM deliveries WHERE received_at_ms < ?1",
-            params![now_ms - age],
+            "SELECT MIN(id) - 1 FROM deliveries WHERE received_at_ms >= ?1",
+            params![reference - age],
             |r| r.get(0),
         )?;
+        let id = match id {
+            Some(id) => Some(id),
+            // Every delivery is old enough.
+            None => tx.query_row("SELECT MAX(id) FROM deliveries", [], |r| r.get(0))?,
+        };
         cutoff_id = cutoff_id.max(id.unwrap_or(0));
     }
     if let Some(count) = max_count {

@@ -90,7 +90,8 @@ fn flag_color(kind: FlagKind) -> Color32 {
         FlagKind::DuplicateDelivery
         | FlagKind::Stuck
         | FlagKind::Unreachable
-        | FlagKind::OutputExpired => widgets::WARN,
+        | FlagKind::OutputExpired
+        | FlagKind::ClockSkew => widgets::WARN,
         _ => widgets::FAIL,
     }
 }
@@ -334,7 +335,18 @@ fn timeline_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, job: &JobTimeline) {
             .map(|d| d.created_at_ms.unwrap_or(d.received_at_ms))
             .collect(),
     );
-    let arrival_span = span(deliveries.iter().map(|d| d.received_at_ms).collect());
+    // Arrivals in the store's order, never drawn backwards when the clock moved back (the
+    // timeline flags that as clock skew).
+    let arrivals: Vec<(i64, i64)> = {
+        let ordered: Vec<&JobDelivery> = job
+            .arrival_order
+            .iter()
+            .filter_map(|id| deliveries.iter().find(|d| d.delivery_id == *id))
+            .collect();
+        let times = hookscope::domain::timeline::monotone(ordered.iter().map(|d| d.received_at_ms));
+        ordered.iter().map(|d| d.delivery_id).zip(times).collect()
+    };
+    let arrival_span = span(arrivals.iter().map(|(_, ms)| *ms).collect());
     let x_in = |(start, end): (i64, i64), ms: i64| {
         left + (right - left) * ((ms - start) as f32 / (end - start) as f32)
     };
@@ -357,11 +369,9 @@ fn timeline_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, job: &JobTimeline) {
         })
         .collect();
     spread(&mut created_xs, left, right, GAP);
-    let mut arrival_xs: Vec<(i64, f32)> = job
-        .arrival_order
+    let mut arrival_xs: Vec<(i64, f32)> = arrivals
         .iter()
-        .filter_map(|id| deliveries.iter().find(|d| d.delivery_id == *id))
-        .map(|d| (d.delivery_id, x_in(arrival_span, d.received_at_ms)))
+        .map(|(id, ms)| (*id, x_in(arrival_span, *ms)))
         .collect();
     spread(&mut arrival_xs, left, right, GAP);
     let created_x = |d: &JobDelivery| {
@@ -400,7 +410,8 @@ fn timeline_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, job: &JobTimeline) {
     let arrival_lane = created_lane + 66.0;
     let resource_lane = arrival_lane + 66.0;
     let sent_lane = resource_lane + resource_height;
-    let resource_span = span(job.polls.iter().map(|p| p.at_ms).collect());
+    let poll_times = hookscope::domain::timeline::monotone(job.polls.iter().map(|p| p.at_ms));
+    let resource_span = span(poll_times.clone());
     let sent_span = span(job.sent.iter().map(|s| s.at_ms).collect());
     // A job only the API knows has no webhook lanes to draw.
     let mut lanes = Vec::new();
@@ -500,7 +511,8 @@ fn timeline_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, job: &JobTimeline) {
     let mut poll_xs: Vec<(i64, f32)> = job
         .polls
         .iter()
-        .map(|p| (p.id, x_in(resource_span, p.at_ms)))
+        .zip(&poll_times)
+        .map(|(p, ms)| (p.id, x_in(resource_span, *ms)))
         .collect();
     spread(&mut poll_xs, left, right, GAP);
     let mut last_state: Option<&str> = None;

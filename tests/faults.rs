@@ -497,3 +497,127 @@ fn a_slow_disk_slows_acknowledgements_but_never_answers_before_the_commit() {
         "commits were grouped: {elapsed:?}"
     );
 }
+
+/// A version-1 store (the oldest schema) of `count` deliveries over 1,000 jobs.
+fn version_1_store(path: &Path, count: i64) {
+    // Verdicts as hookscope writes them, taken from a delivery the seeder checked.
+    let seeded = tempfile::tempdir().expect("tempdir");
+    common::seed(seeded.path(), 1);
+    let checks: String = rusqlite::Connection::open(seeded.path().join("hookscope.sqlite"))
+        .expect("seeded store")
+        .query_row("SELECT checks_json FROM deliveries", [], |r| r.get(0))
+        .expect("checks");
+    let conn = rusqlite::Connection::open(path).expect("create");
+    let tx = conn.unchecked_transaction().expect("tx");
+    tx.execute_batch(hookscope::store::schema::MIGRATIONS[0])
+        .expect("v1 schema");
+    tx.pragma_update(None, "user_version", 1).expect("version");
+    {
+        let mut insert = tx
+            .prepare(
+                "INSERT INTO deliveries (id, received_at_ms, method, path, query, headers, body, body_size,
+                    body_complete, endpoint, event_id, job_id, sig_status, ts_status, dup_status,
+                    checks_json, response_status, latency_ms)
+                 VALUES (?1, ?2, 'POST', '/hooks/old', '', x'', ?3, ?4, 1, '/', ?5, ?6, 'skipped',
+                    'skipped', 'first', ?7, 200, 1)",
+            )
+            .expect("prepare");
+        for id in 1..=count {
+            let body = format!("{{\"id\":\"evt_{id}\",\"job_id\":\"job_{}\"}}", id % 1000);
+            insert
+                .execute(rusqlite::params![
+                    id,
+                    1_700_000_000_000 + id,
+                    body.as_bytes(),
+                    body.len() as i64,
+                    format!("evt_{id}"),
+                    format!("job_{}", id % 1000),
+                    checks,
+                ])
+                .expect("insert");
+        }
+    }
+    tx.commit().expect("commit");
+}
+
+/// What must survive: the count, and sums over every id and body.
+fn fingerprint(path: &Path) -> (i64, i64, i64) {
+    let conn = rusqlite::Connection::open(path).expect("open");
+    let check: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .expect("integrity_check");
+    assert_eq!(check, "ok");
+    conn.query_row(
+        "SELECT COUNT(*), SUM(id), SUM(length(body) + unicode(substr(body, 9, 1))) FROM deliveries",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )
+    .expect("fingerprint")
+}
+
+fn user_version(path: &Path) -> i64 {
+    rusqlite::Connection::open(path)
+        .expect("open")
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .expect("user_version")
+}
+
+#[test]
+fn sigkill_during_the_migration_of_a_large_old_store_loses_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).expect("dir");
+    let store = data.join("hookscope.sqlite");
+    let count = 120_000;
+    version_1_store(&store, count);
+    let expected = fingerprint(&store);
+    assert_eq!(expected.0, count);
+    let latest = hookscope::store::schema::MIGRATIONS.len() as i64;
+    let wal = data.join("hookscope.sqlite-wal");
+    let mut seen = Vec::new();
+    // Each round starts `listen` on the store and kills it a little later than the last, once
+    // the migration has begun writing (the write-ahead log appears).
+    for delay_ms in [0u64, 2, 5, 10, 20, 40, 80, 160] {
+        let mut child = Command::new(bin())
+            .args(["listen", "--port", "0"])
+            .env("HOOKSCOPE_DATA_DIR", &data)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("listen");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        child.kill().expect("SIGKILL");
+        child.wait().expect("reaped");
+        let version = user_version(&store);
+        seen.push(version);
+        assert!((1..=latest).contains(&version), "version {version}");
+        assert_eq!(
+            fingerprint(&store),
+            expected,
+            "after a kill at version {version}"
+        );
+    }
+    eprintln!("schema version after each SIGKILL: {seen:?} (of {latest})");
+    assert!(
+        seen.iter().any(|v| *v < latest),
+        "at least one kill landed before the migration finished: {seen:?}"
+    );
+    // The next start completes it.
+    let out = common::run(&data, &["list", "--limit", "1", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(user_version(&store), latest);
+    assert_eq!(fingerprint(&store), expected);
+    let conn = rusqlite::Connection::open(&store).expect("open");
+    let jobs: i64 = conn
+        .query_row("SELECT COUNT(*) FROM jobs", [], |r| r.get(0))
+        .expect("jobs");
+    assert_eq!(jobs, 1000, "jobs back-filled");
+}

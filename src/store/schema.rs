@@ -8,7 +8,7 @@ use rusqlite::{Connection, OpenFlags};
 use crate::store::error::StoreError;
 
 /// The schema, one entry per version; `PRAGMA user_version` says how many were applied.
-pub(crate) const MIGRATIONS: &[&str] = &[
+pub const MIGRATIONS: &[&str] = &[
     // v1: deliveries and the event-id index that decides duplicates.
     "CREATE TABLE deliveries (
         id INTEGER PRIMARY KEY,

@@ -48,6 +48,10 @@ fn filters_count_what_the_seed_put_there() {
     assert_eq!(count(&reader, "seed"), 200);
     assert_eq!(count(&reader, "doc_000000"), 50);
     assert_eq!(count(&reader, "nothing-like-this"), 0);
+    // Control characters are separators, not an SQL error (found by the `filter` fuzz target:
+    // a NUL ended FTS5's query string).
+    assert_eq!(count(&reader, "doc_000000\u{0}"), 50);
+    assert_eq!(count(&reader, "\u{4}\u{0}\u{0}\u{0}"), 200);
 }
 
 #[test]

@@ -80,7 +80,8 @@ fn split_terms(text: &str) -> Vec<String> {
                 quoted = !quoted;
                 current.push(c);
             }
-            c if c.is_whitespace() && !quoted => {
+            // Control characters separate terms like spaces (a pasted NUL or tab is not a word).
+            c if (c.is_whitespace() || c.is_control()) && !quoted => {
                 if !current.is_empty() {
                     terms.push(std::mem::take(&mut current));
                 }

@@ -105,7 +105,11 @@ fn clause(term: &Term, params: &mut Vec<String>) -> String {
 /// One free-text term as an FTS5 query: a quoted phrase, matched as a prefix when unquoted.
 fn fts_phrase(text: &str) -> String {
     let phrase = text.trim_matches('"');
-    let escaped = phrase.replace('"', "\"\"");
+    // FTS5 reads a query up to a NUL ("unterminated string"); the tokenizer treats every
+    // control character as a separator anyway, so a space means the same.
+    let escaped = phrase
+        .replace('"', "\"\"")
+        .replace(|c: char| c.is_control(), " ");
     if text.starts_with('"') {
         format!("\"{escaped}\"")
     } else {

@@ -35,6 +35,53 @@ pub fn mark_process_start() {
     let _ = PROCESS_START.set(Instant::now());
 }
 
+/// `HOOKSCOPE_TRACE_FRAMES=1`: the CPU time of every frame's update (hookscope's own work:
+/// events, queries answered, layout; not the GPU's painting), summed up on stderr every 10 s
+/// for the soak and the benchmarks.
+#[derive(Debug)]
+struct FrameTrace {
+    frames_ms: Vec<f32>,
+    since_print: usize,
+    printed_at: Instant,
+}
+
+impl FrameTrace {
+    fn from_env() -> Option<FrameTrace> {
+        std::env::var_os("HOOKSCOPE_TRACE_FRAMES").map(|_| FrameTrace {
+            frames_ms: Vec::new(),
+            since_print: 0,
+            printed_at: Instant::now(),
+        })
+    }
+
+    fn record(&mut self, took: Duration) {
+        self.frames_ms.push(took.as_secs_f32() * 1000.0);
+        self.since_print += 1;
+        if self.printed_at.elapsed() >= Duration::from_secs(10) {
+            let at = |all: &mut Vec<f32>, q: f64| {
+                all.sort_by(f32::total_cmp);
+                all.get(((all.len().max(1) - 1) as f64 * q).round() as usize)
+                    .copied()
+                    .unwrap_or(0.0)
+            };
+            let mut recent = self.frames_ms[self.frames_ms.len() - self.since_print..].to_vec();
+            let mut all = self.frames_ms.clone();
+            eprintln!(
+                "hookscope: frames: last 10 s {} p99 {:.2} ms max {:.2} ms; all {} p50 {:.2} ms p99 {:.2} ms max {:.2} ms",
+                recent.len(),
+                at(&mut recent, 0.99),
+                at(&mut recent, 1.0),
+                all.len(),
+                at(&mut all, 0.5),
+                at(&mut all, 0.99),
+                at(&mut all, 1.0)
+            );
+            self.since_print = 0;
+            self.printed_at = Instant::now();
+        }
+    }
+}
+
 /// Rows fetched beyond each side of the visible ones.
 const PREFETCH_PAD: usize = 300;
 
@@ -152,6 +199,8 @@ struct Notice {
 
 /// The hookscope window.
 pub struct HookscopeApp {
+    /// `HOOKSCOPE_TRACE_FRAMES`: each frame's CPU time.
+    frame_trace: Option<FrameTrace>,
     engine: EngineHandle,
     /// egui's context, for work that happens outside a frame's drawing (a copy after a load).
     ctx: egui::Context,
@@ -252,6 +301,7 @@ impl HookscopeApp {
             confirm_clear: false,
             about_open: false,
             startup_traced: std::env::var_os("HOOKSCOPE_TRACE_STARTUP").is_none(),
+            frame_trace: FrameTrace::from_env(),
         })
     }
 
@@ -829,7 +879,11 @@ impl HookscopeApp {
 
 impl eframe::App for HookscopeApp {
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+        let started = Instant::now();
         self.draw(ui);
+        if let Some(trace) = &mut self.frame_trace {
+            trace.record(started.elapsed());
+        }
     }
 
     fn save(&mut self, storage: &mut dyn eframe::Storage) {

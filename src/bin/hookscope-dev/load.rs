@@ -47,6 +47,10 @@ pub struct LoadOptions {
     pub body_size: usize,
     /// Sign with this scheme and secret (`None`: unsigned).
     pub signing: Option<(Scheme, Secret)>,
+    /// Percent of requests that repeat the previous event (its id and body): retries.
+    pub duplicate_pct: u64,
+    /// Percent of requests whose signature is spoiled (one character changed).
+    pub bad_signature_pct: u64,
 }
 
 fn body_of(n: u64, size: usize) -> Vec<u8> {
@@ -96,7 +100,15 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport, String> {
                     }
                     next += interval;
                 }
-                let n = counter.fetch_add(1, Ordering::Relaxed);
+                let sequence = counter.fetch_add(1, Ordering::Relaxed);
+                // A retry repeats the previous event whole; bad signatures are a separate
+                // band of the same hundred, so the two mixes do not overlap.
+                let n = if sequence > 0 && sequence % 100 < options.duplicate_pct {
+                    sequence - 1
+                } else {
+                    sequence
+                };
+                let spoil = (50..50 + options.bad_signature_pct).contains(&(sequence % 100));
                 let body = body_of(n, options.body_size);
                 let mut request = client
                     .post(&options.url)
@@ -110,7 +122,12 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport, String> {
                         &body,
                     ) {
                         Ok(headers) => {
-                            for h in headers {
+                            for mut h in headers {
+                                if spoil && h.name.contains("signature") {
+                                    if let Some(last) = h.value.iter_mut().rev().find(|b| b.is_ascii_alphanumeric()) {
+                                        *last = if *last == b'A' { b'B' } else { b'A' };
+                                    }
+                                }
                                 request = request.header(h.name, h.value);
                             }
                         }

@@ -61,6 +61,12 @@ enum DevCommand {
         /// The signing secret
         #[arg(long, value_name = "S")]
         secret: Option<String>,
+        /// Percent of requests that repeat the previous event (retries)
+        #[arg(long, value_name = "PCT", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=49))]
+        duplicates: u64,
+        /// Percent of requests with a spoiled signature
+        #[arg(long, value_name = "PCT", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=50))]
+        bad_signatures: u64,
     },
     /// A bare HTTP server answering 200 without checking or storing, to compare `listen` against
     Bare {
@@ -82,7 +88,11 @@ fn main() -> ExitCode {
             body_size,
             scheme,
             secret,
+            duplicates,
+            bad_signatures,
         } => run_load(load::LoadOptions {
+            duplicate_pct: duplicates,
+            bad_signature_pct: bad_signatures,
             url,
             connections,
             duration: std::time::Duration::from_secs(seconds),

@@ -63,6 +63,7 @@ fn body(n: usize) -> Vec<u8> {
 
 /// Whether this process may make mount namespaces (root, or the test is skipped and says so:
 /// on a developer's machine without root there is no real small volume to fill).
+#[cfg(target_os = "linux")]
 fn can_mount() -> bool {
     let root = Command::new("id")
         .arg("-u")
@@ -78,6 +79,7 @@ fn can_mount() -> bool {
 
 /// `hookscope listen` whose data dir is a fresh tmpfs of `size` in a private mount namespace.
 /// The test reaches the volume through `/proc/PID/root`, as any process outside could.
+#[cfg(target_os = "linux")]
 struct OnVolume {
     child: Child,
     port: u16,
@@ -87,6 +89,7 @@ struct OnVolume {
     _outside: tempfile::TempDir,
 }
 
+#[cfg(target_os = "linux")]
 impl OnVolume {
     /// `before` runs in the namespace after the mount and before `listen` (shell).
     fn start(size: &str, before: &str) -> Result<OnVolume, String> {
@@ -127,12 +130,8 @@ impl OnVolume {
                 ));
             }
             log.lock().expect("log").push_str(&line);
-            if let Some(url) = line.trim().strip_prefix("listening on ") {
-                break url
-                    .rsplit(':')
-                    .next()
-                    .and_then(|p| p.parse().ok())
-                    .expect("port");
+            if let Some(port) = common::listening_port(&line) {
+                break port;
             }
         };
         let drain = Arc::clone(&log);
@@ -191,6 +190,7 @@ impl OnVolume {
     }
 }
 
+#[cfg(target_os = "linux")]
 impl Drop for OnVolume {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -199,6 +199,7 @@ impl Drop for OnVolume {
 }
 
 /// Fills the volume with one file until the system says it is full; returns its size.
+#[cfg(target_os = "linux")]
 fn fill(path: &Path) -> u64 {
     let mut file = std::fs::File::create(path).expect("filler");
     let chunk = vec![0x5au8; 64 * 1024];
@@ -222,6 +223,7 @@ fn fill(path: &Path) -> u64 {
 }
 
 /// Every acknowledged body is in the store, and the store passes `integrity_check`.
+#[cfg(target_os = "linux")]
 fn assert_all_stored(store: &Path, acknowledged: &[Vec<u8>]) {
     let conn = rusqlite::Connection::open(store).expect("open the store");
     let check: String = conn
@@ -237,6 +239,7 @@ fn assert_all_stored(store: &Path, acknowledged: &[Vec<u8>]) {
     }
 }
 
+#[cfg(target_os = "linux")]
 #[test]
 fn a_full_disk_refuses_with_503_and_capture_resumes_when_space_returns() {
     if !can_mount() {
@@ -325,6 +328,7 @@ fn a_full_disk_refuses_with_503_and_capture_resumes_when_space_returns() {
     assert_all_stored(&copy.path().join("hookscope.sqlite"), &acknowledged);
 }
 
+#[cfg(target_os = "linux")]
 #[test]
 fn an_unmounted_volume_is_noticed_and_nothing_more_is_acknowledged() {
     if !can_mount() {
@@ -352,15 +356,20 @@ fn an_unmounted_volume_is_noticed_and_nothing_more_is_acknowledged() {
     assert_eq!(said.matches("is gone").count(), 1, "{said}");
 }
 
+#[cfg(target_os = "linux")]
 #[test]
 fn a_read_only_data_dir_at_start_is_one_sentence_and_no_listening() {
     if !can_mount() {
         return;
     }
-    // A store is made, then the volume turns read-only, then `listen` starts on it.
+    // A store is made and closed cleanly (no `-shm` left), the volume turns read-only, the
+    // history can still be read (`list` exits 0, exit 99 otherwise), then `listen` starts on it.
     let err = OnVolume::start(
         "8m",
-        "HOOKSCOPE_DATA_DIR=\"$0\" \"$1\" list >/dev/null && mount -o remount,ro \"$0\" || exit 98",
+        "\"$1\" --data-dir \"$0\" listen --port 0 2>/dev/null & p=$!; sleep 2; kill -TERM $p; wait $p
+        test ! -e \"$0/hookscope.sqlite-shm\" || exit 97
+        mount -o remount,ro \"$0\" || exit 98
+        \"$1\" --data-dir \"$0\" list --json >/dev/null || exit 99",
     )
     .err()
     .expect("listen refuses a read-only data dir");

@@ -481,12 +481,8 @@ fn secrets_stay_out_of_every_output_even_at_trace_level() {
         let mut line = String::new();
         std::io::BufRead::read_line(&mut stderr, &mut line).expect("read");
         head.push_str(&line);
-        if let Some(url) = line.trim().strip_prefix("listening on ") {
-            break url
-                .rsplit(':')
-                .next()
-                .and_then(|p| p.parse().ok())
-                .expect("port");
+        if let Some(port) = common::listening_port(&line) {
+            break port;
         }
     };
     let scheme = Scheme::preset("standard-webhooks").expect("preset");

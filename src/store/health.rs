@@ -132,8 +132,9 @@ pub(crate) fn classify(err: &rusqlite::Error, store: &Path) -> Trouble {
     }
 }
 
-/// Tries to create (and remove) a file beside the store; the system's answer names the cause.
-fn probe_dir(store: &Path) -> Option<Trouble> {
+/// Tries to create (and remove) a file beside the store; the system's answer names the cause
+/// (`None`: the dir takes writes).
+pub(crate) fn probe_dir(store: &Path) -> Option<Trouble> {
     let dir = store.parent()?;
     if !store.exists() {
         return Some(Trouble::Vanished);

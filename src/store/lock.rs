@@ -53,6 +53,10 @@ impl CaptureLock {
                     },
                 });
             }
+            // A file system without locks (some network mounts): capture goes on unguarded
+            // rather than not at all.
+            Err(std::fs::TryLockError::Error(e)) if e.kind() == std::io::ErrorKind::Unsupported => {
+            }
             Err(std::fs::TryLockError::Error(e)) => return Err(unwritable(e)),
         }
         // Say who holds it, for the sentence the next one prints. Best effort: the lock itself

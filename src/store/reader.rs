@@ -28,6 +28,23 @@ const SELECT_COLUMNS: &str = "id, received_at_ms, method, path, query, headers, 
 impl Reader {
     /// Opens a read connection to an existing store (creating and migrating it if absent).
     pub fn open(path: &Path) -> Result<Reader, StoreError> {
+        match Reader::open_shared(path) {
+            // A store closed cleanly has no `-shm` file, and SQLite cannot make one on a
+            // read-only volume: read it as immutable there (nobody can be writing to it).
+            Err(StoreError::Query(e) | StoreError::Open { source: e, .. })
+                if e.sqlite_error_code() == Some(rusqlite::ErrorCode::CannotOpen)
+                    && path.exists()
+                    && crate::store::health::probe_dir(path).is_some() =>
+            {
+                Ok(Reader {
+                    conn: crate::store::schema::open_immutable(path)?,
+                })
+            }
+            other => other,
+        }
+    }
+
+    fn open_shared(path: &Path) -> Result<Reader, StoreError> {
         let current = if path.exists() {
             let conn = open_connection(path, true)?;
             conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))?

@@ -148,6 +148,32 @@ pub(crate) fn open_connection(path: &Path, read_only: bool) -> Result<Connection
     Ok(conn)
 }
 
+/// A read-only connection that takes no locks and makes no `-shm` file (SQLite's `immutable`):
+/// for a store on a read-only volume, which nobody can be writing to.
+pub(crate) fn open_immutable(path: &Path) -> Result<Connection, StoreError> {
+    let mut uri = String::from("file:");
+    for c in path.to_string_lossy().chars() {
+        match c {
+            '%' => uri.push_str("%25"),
+            '?' => uri.push_str("%3f"),
+            '#' => uri.push_str("%23"),
+            '\\' => uri.push('/'),
+            c => uri.push(c),
+        }
+    }
+    uri.push_str("?immutable=1");
+    Connection::open_with_flags(
+        &uri,
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|source| StoreError::Open {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
 pub(crate) fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {
     let open_err = |source| StoreError::Open {
         path: path.to_path_buf(),

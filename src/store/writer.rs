@@ -270,6 +270,11 @@ pub(crate) fn writer_loop(
         }
         match write_batch(&mut conn, &records) {
             Ok(stored) => {
+                if place.health.report().trouble.is_some() {
+                    // The text index may have stopped while writes failed: count again what
+                    // it still lacks, so it catches up.
+                    backlog = index_backlog(&conn).unwrap_or(backlog);
+                }
                 place.health.ok();
                 for ((_, reply), stored) in batch.into_iter().zip(stored) {
                     let _ = reply.send(Ok(stored));

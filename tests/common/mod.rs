@@ -121,6 +121,17 @@ impl Drop for Listener {
     }
 }
 
+/// The port in `listen`'s `listening on http://ADDR:PORT` line, when `line` is that line.
+pub fn listening_port(line: &str) -> Option<u16> {
+    let url = line.trim().strip_prefix("listening on ")?;
+    Some(
+        url.rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("a port in the listening line"),
+    )
+}
+
 /// Unix time now, in seconds.
 pub fn now_secs() -> i64 {
     hookscope::domain::clock::now_secs()

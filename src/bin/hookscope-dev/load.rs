@@ -124,7 +124,9 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport, String> {
                         Ok(headers) => {
                             for mut h in headers {
                                 if spoil && h.name.contains("signature") {
-                                    if let Some(last) = h.value.iter_mut().rev().find(|b| b.is_ascii_alphanumeric()) {
+                                    if let Some(last) =
+                                        h.value.iter_mut().rev().find(|b| b.is_ascii_alphanumeric())
+                                    {
                                         *last = if *last == b'A' { b'B' } else { b'A' };
                                     }
                                 }

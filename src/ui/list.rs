@@ -33,9 +33,13 @@ pub fn list_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
     let mut clicked = None;
     // Labels in rows must not take the click: the whole row selects.
     ui.style_mut().interaction.selectable_labels = false;
+    // Rows take clicks but not keyboard focus: the list has its own keys (arrows, Home/End,
+    // PageUp/PageDown, Enter), and egui keeps every focusable widget's id until arrow-key focus
+    // moves; with the list following new rows, each delivery's cells would stay there forever
+    // (26 MiB after 90,000 rows, found with heaptrack during the soak).
     let mut table = TableBuilder::new(ui)
         .striped(true)
-        .sense(egui::Sense::click())
+        .sense(egui::Sense::CLICK)
         .stick_to_bottom(!app.paused && scroll_to.is_none())
         // Jumps (keyboard, links) land at once, so following the newest rows cannot undo them.
         .animate_scrolling(false)

@@ -201,6 +201,8 @@ struct Notice {
 pub struct HookscopeApp {
     /// `HOOKSCOPE_TRACE_FRAMES`: each frame's CPU time.
     frame_trace: Option<FrameTrace>,
+    /// The store health's change counter as last drawn.
+    health_seen: u64,
     engine: EngineHandle,
     /// egui's context, for work that happens outside a frame's drawing (a copy after a load).
     ctx: egui::Context,
@@ -302,6 +304,7 @@ impl HookscopeApp {
             about_open: false,
             startup_traced: std::env::var_os("HOOKSCOPE_TRACE_STARTUP").is_none(),
             frame_trace: FrameTrace::from_env(),
+            health_seen: 0,
         })
     }
 

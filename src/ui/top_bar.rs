@@ -110,13 +110,20 @@ pub fn top_bar_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
         });
     });
     // The reason gets a line of its own: the bar has no room for a sentence.
+    let health = app.engine.health.report();
     if let ReceiverState::Failed(reason) = &app.receiver {
         ui.colored_label(widgets::FAIL, reason);
-    } else if let Some(trouble) = app.engine.health.report().trouble {
+    } else if let Some(trouble) = &health.trouble {
         // Disk full, a read-only dir, a vanished store: said while it lasts, gone when a
         // write succeeds again.
         let store = app.engine.data_dir.join(hookscope::app::paths::STORE_FILE);
         ui.colored_label(widgets::FAIL, trouble.sentence(&store));
+    }
+    // The line changes the bar's height: lay the frame out again at once, or the filter row
+    // stays clipped until something else repaints.
+    if health.changes != app.health_seen {
+        app.health_seen = health.changes;
+        ui.ctx().request_discard("the store's health line changed the top bar's height");
     }
     // The simulator has no filter: its view is a form and a live report.
     if app.state.view == View::Simulate {

@@ -123,7 +123,8 @@ pub fn top_bar_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
     // stays clipped until something else repaints.
     if health.changes != app.health_seen {
         app.health_seen = health.changes;
-        ui.ctx().request_discard("the store's health line changed the top bar's height");
+        ui.ctx()
+            .request_discard("the store's health line changed the top bar's height");
     }
     // The simulator has no filter: its view is a form and a live report.
     if app.state.view == View::Simulate {

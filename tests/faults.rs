@@ -135,13 +135,16 @@ impl OnVolume {
             }
         };
         let drain = Arc::clone(&log);
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            while stderr.read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
-                drain.lock().expect("log").push_str(&line);
-                line.clear();
-            }
-        });
+        std::thread::Builder::new()
+            .name("test-stderr-log".into())
+            .spawn(move || {
+                let mut line = String::new();
+                while stderr.read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
+                    drain.lock().expect("log").push_str(&line);
+                    line.clear();
+                }
+            })
+            .expect("log thread");
         Ok(OnVolume {
             child,
             port,
@@ -458,26 +461,29 @@ fn a_slow_disk_slows_acknowledgements_but_never_answers_before_the_commit() {
     let senders: Vec<_> = (0..8)
         .map(|sender| {
             let store = store.clone();
-            std::thread::spawn(move || {
-                let reader = hookscope::store::Reader::open(&store).expect("reader");
-                let mut latencies = Vec::new();
-                for n in 0..6 {
-                    let sent = Instant::now();
-                    let answer = post(port, "/hooks/slow", &body(sender * 100 + n));
-                    latencies.push(sent.elapsed());
-                    assert_eq!(answer.status, 200, "{}", answer.text);
-                    let id: i64 = answer
-                        .header("x-hookscope-delivery-id")
-                        .and_then(|v| v.parse().ok())
-                        .expect("the answer names its delivery");
-                    // Committed before the answer: another connection sees it at once.
-                    assert!(
-                        reader.get(id).expect("read").is_some(),
-                        "delivery {id} was acknowledged before its commit"
-                    );
-                }
-                latencies
-            })
+            std::thread::Builder::new()
+                .name(format!("slow-sender-{sender}"))
+                .spawn(move || {
+                    let reader = hookscope::store::Reader::open(&store).expect("reader");
+                    let mut latencies = Vec::new();
+                    for n in 0..6 {
+                        let sent = Instant::now();
+                        let answer = post(port, "/hooks/slow", &body(sender * 100 + n));
+                        latencies.push(sent.elapsed());
+                        assert_eq!(answer.status, 200, "{}", answer.text);
+                        let id: i64 = answer
+                            .header("x-hookscope-delivery-id")
+                            .and_then(|v| v.parse().ok())
+                            .expect("the answer names its delivery");
+                        // Committed before the answer: another connection sees it at once.
+                        assert!(
+                            reader.get(id).expect("read").is_some(),
+                            "delivery {id} was acknowledged before its commit"
+                        );
+                    }
+                    latencies
+                })
+                .expect("sender thread")
         })
         .collect();
     let mut latencies: Vec<Duration> = senders

@@ -522,14 +522,14 @@ fn clock_skew(deliveries: &[JobDelivery]) -> Option<Flag> {
     let mut worst: Option<(&JobDelivery, &JobDelivery)> = None;
     let mut ids = Vec::new();
     for d in deliveries {
-        if let Some(before) = latest {
-            if before.received_at_ms - d.received_at_ms > SKEW_MS {
-                ids.push(d.delivery_id);
-                if worst.is_none_or(|(b, a)| {
-                    before.received_at_ms - d.received_at_ms > b.received_at_ms - a.received_at_ms
-                }) {
-                    worst = Some((before, d));
-                }
+        if let Some(before) = latest
+            && before.received_at_ms - d.received_at_ms > SKEW_MS
+        {
+            ids.push(d.delivery_id);
+            if worst.is_none_or(|(b, a)| {
+                before.received_at_ms - d.received_at_ms > b.received_at_ms - a.received_at_ms
+            }) {
+                worst = Some((before, d));
             }
         }
         if latest.is_none_or(|l| d.received_at_ms >= l.received_at_ms) {

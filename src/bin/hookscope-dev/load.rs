@@ -123,12 +123,12 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport, String> {
                     ) {
                         Ok(headers) => {
                             for mut h in headers {
-                                if spoil && h.name.contains("signature") {
-                                    if let Some(last) =
+                                if spoil
+                                    && h.name.contains("signature")
+                                    && let Some(last) =
                                         h.value.iter_mut().rev().find(|b| b.is_ascii_alphanumeric())
-                                    {
-                                        *last = if *last == b'A' { b'B' } else { b'A' };
-                                    }
+                                {
+                                    *last = if *last == b'A' { b'B' } else { b'A' };
                                 }
                                 request = request.header(h.name, h.value);
                             }

@@ -378,7 +378,8 @@ fn open_store(
 impl Engine {
     fn run(&mut self, commands: StdReceiver<Command>) {
         let mut last_retention = Instant::now();
-        let mut health_changes = self.store.writer().health().changes;
+        let health = self.store.writer().health_handle();
+        let mut health_changes = health.report().changes;
         loop {
             // A second's wait at most: a change in the store's health (disk full, space back)
             // wakes the window, which draws it in the top bar.
@@ -387,7 +388,7 @@ impl Engine {
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
             }
-            let changes = self.store.writer().health().changes;
+            let changes = health.report().changes;
             if changes != health_changes {
                 health_changes = changes;
                 (self.waker)();

@@ -52,12 +52,12 @@ pub fn jump_ms() -> i64 {
     now_ms() - steady_ms()
 }
 
-/// Whether the clock looks wrong: it jumped by more than [`JUMP_THRESHOLD_MS`] since start, or
-/// it reads earlier than a capture already stamped (`newest_ms`).
-pub fn looks_wrong(newest_ms: Option<i64>) -> bool {
-    let now = now_ms();
-    jump_ms().abs() > JUMP_THRESHOLD_MS
-        || newest_ms.is_some_and(|newest| newest > now + JUMP_THRESHOLD_MS)
+/// Whether a wall-clock reading `now_ms` looks wrong beside the steady clock's `steady_ms`
+/// taken at the same moment: it jumped by more than [`JUMP_THRESHOLD_MS`] since start, or it
+/// reads earlier than a capture already stamped (`newest_ms`).
+pub fn looks_wrong_at(now_ms: i64, steady_ms: i64, newest_ms: Option<i64>) -> bool {
+    (now_ms - steady_ms).abs() > JUMP_THRESHOLD_MS
+        || newest_ms.is_some_and(|newest| newest > now_ms + JUMP_THRESHOLD_MS)
 }
 
 /// A sentence about a jump, when there was one: "this machine's clock moved 1 h back while

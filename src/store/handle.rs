@@ -72,12 +72,10 @@ impl Store {
         let reader = Reader::open(path)?;
         drop(reader);
         let (sender, mut receiver) = mpsc::channel::<WriteJob>(WRITE_QUEUE);
+        let trouble = crate::store::health::Trouble::ReadOnly(reason.to_string());
+        let refusal = trouble.sentence(path);
         let health = Arc::new(Health::default());
-        health.failed(
-            crate::store::health::Trouble::ReadOnly(reason.to_string()),
-            0,
-        );
-        let refusal = crate::store::health::Trouble::ReadOnly(reason.to_string()).sentence(path);
+        health.failed(trouble, 0);
         let thread = {
             let health = Arc::clone(&health);
             std::thread::Builder::new()

@@ -25,16 +25,6 @@ pub enum Trouble {
 }
 
 impl Trouble {
-    /// A few words for a status bar: "disk full", "read-only", …
-    pub fn short(&self) -> &'static str {
-        match self {
-            Trouble::DiskFull => "disk full",
-            Trouble::ReadOnly(_) => "data dir read-only",
-            Trouble::Vanished => "store gone",
-            Trouble::Failing(_) => "store failing",
-        }
-    }
-
     /// One sentence naming the cause, the place and what happens to deliveries meanwhile.
     pub fn sentence(&self, store: &Path) -> String {
         let dir = store.parent().unwrap_or(store).display();
@@ -105,14 +95,16 @@ impl Health {
         self.lock().refused += n;
     }
 
-    /// A write succeeded.
-    pub fn ok(&self) {
+    /// A write succeeded; answers whether that ended a trouble.
+    pub fn ok(&self) -> bool {
         let mut state = self.lock();
-        if state.trouble.is_some() {
-            state.trouble = None;
-            state.since_ms = now_ms();
-            state.changes += 1;
+        if state.trouble.is_none() {
+            return false;
         }
+        state.trouble = None;
+        state.since_ms = now_ms();
+        state.changes += 1;
+        true
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HealthReport> {
@@ -197,7 +189,8 @@ impl Identity {
         self.checked = std::time::Instant::now();
         #[cfg(unix)]
         {
-            inode(&self.path).is_some() && inode(&self.path) == self.inode
+            let now = inode(&self.path);
+            now.is_some() && now == self.inode
         }
         #[cfg(not(unix))]
         {
@@ -225,8 +218,8 @@ mod tests {
         let report = health.report();
         assert_eq!(report.trouble, Some(Trouble::DiskFull));
         assert_eq!((report.refused, report.changes), (4, 1));
-        health.ok();
-        health.ok();
+        assert!(health.ok(), "a success ends the trouble");
+        assert!(!health.ok(), "and only once");
         let report = health.report();
         assert_eq!(
             (report.trouble, report.refused, report.changes),

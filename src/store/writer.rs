@@ -270,12 +270,11 @@ pub(crate) fn writer_loop(
         }
         match write_batch(&mut conn, &records) {
             Ok(stored) => {
-                if place.health.report().trouble.is_some() {
+                if place.health.ok() {
                     // The text index may have stopped while writes failed: count again what
                     // it still lacks, so it catches up.
                     backlog = index_backlog(&conn).unwrap_or(backlog);
                 }
-                place.health.ok();
                 for ((_, reply), stored) in batch.into_iter().zip(stored) {
                     let _ = reply.send(Ok(stored));
                 }
@@ -295,7 +294,7 @@ pub(crate) fn writer_loop(
                             .map(|mut v| v.remove(0))
                             .map_err(|e| place.failure(e, 1));
                         if result.is_ok() {
-                            place.health.ok();
+                            let _ = place.health.ok();
                         }
                         let _ = reply.send(result);
                     }
@@ -503,16 +502,13 @@ fn retain(
     now_ms: i64,
     steady_ms: i64,
 ) -> Result<usize, rusqlite::Error> {
-    use crate::domain::clock::JUMP_THRESHOLD_MS;
     let mut cutoff_id = 0i64;
     if let Some(age) = max_age_ms {
         let newest: Option<i64> =
             tx.query_row("SELECT MAX(received_at_ms) FROM deliveries", [], |r| {
                 r.get(0)
             })?;
-        let wrong = (now_ms - steady_ms).abs() > JUMP_THRESHOLD_MS
-            || newest.is_some_and(|n| n > now_ms + JUMP_THRESHOLD_MS);
-        let reference = if wrong {
+        let reference = if crate::domain::clock::looks_wrong_at(now_ms, steady_ms, newest) {
             now_ms.min(steady_ms).min(newest.unwrap_or(now_ms))
         } else {
             now_ms

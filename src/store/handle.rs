@@ -76,6 +76,8 @@ impl Store {
         let refusal = trouble.sentence(path);
         let health = Arc::new(Health::default());
         health.failed(trouble, 0);
+        // Nothing new will come: no reader ever waits for a delivery here.
+        health.made_visible(i64::MAX);
         let thread = {
             let health = Arc::clone(&health);
             std::thread::Builder::new()

@@ -60,13 +60,42 @@ pub struct HealthReport {
     pub changes: u64,
 }
 
-/// Shared between the writer thread and the front ends.
+/// Shared between the writer thread and the front ends: whether writes succeed, and the newest
+/// delivery readers can see.
 #[derive(Debug, Default)]
 pub struct Health {
     state: Mutex<HealthReport>,
+    /// The newest delivery id committed (visible to readers); acknowledged deliveries reach it
+    /// within [`crate::store::writer::COMMIT_EVERY`].
+    visible: Mutex<i64>,
+    visible_moved: std::sync::Condvar,
 }
 
 impl Health {
+    /// The newest delivery id readers can see.
+    pub fn visible_id(&self) -> i64 {
+        *self.visible.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until delivery `id` is visible to readers, at most `timeout`; answers whether it is.
+    pub fn wait_visible(&self, id: i64, timeout: std::time::Duration) -> bool {
+        let guard = self.visible.lock().unwrap_or_else(|e| e.into_inner());
+        let (guard, _) = self
+            .visible_moved
+            .wait_timeout_while(guard, timeout, |visible| *visible < id)
+            .unwrap_or_else(|e| e.into_inner());
+        *guard >= id
+    }
+
+    /// The writer committed up to `id`.
+    pub(crate) fn made_visible(&self, id: i64) {
+        let mut visible = self.visible.lock().unwrap_or_else(|e| e.into_inner());
+        if id > *visible {
+            *visible = id;
+            self.visible_moved.notify_all();
+        }
+    }
+
     /// The state now.
     pub fn report(&self) -> HealthReport {
         self.lock().clone()
@@ -126,6 +155,14 @@ pub(crate) fn classify(err: &rusqlite::Error, store: &Path) -> Trouble {
 
 /// Tries to create (and remove) a file beside the store; the system's answer names the cause
 /// (`None`: the dir takes writes).
+/// The trouble behind a failed write to a file beside the store (the capture journal).
+pub(crate) fn classify_io(err: &std::io::Error, store: &Path) -> Trouble {
+    if err.kind() == std::io::ErrorKind::StorageFull {
+        return Trouble::DiskFull;
+    }
+    probe_dir(store).unwrap_or_else(|| Trouble::Failing(err.to_string()))
+}
+
 pub(crate) fn probe_dir(store: &Path) -> Option<Trouble> {
     let dir = store.parent()?;
     if !store.exists() {

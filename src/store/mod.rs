@@ -16,6 +16,7 @@
 pub mod error;
 pub mod handle;
 pub mod health;
+pub mod journal;
 pub mod lock;
 pub mod query;
 pub mod reader;

@@ -19,7 +19,12 @@ use crate::store::schema::{MIGRATIONS, migrate, open_connection};
 /// A read connection.
 pub struct Reader {
     conn: Connection,
+    path: std::path::PathBuf,
 }
+
+/// How long a reader opened right after an acknowledgement waits for that delivery to be
+/// committed (the writer commits within [`crate::store::writer::COMMIT_EVERY`]).
+const SETTLE: std::time::Duration = std::time::Duration::from_millis(250);
 
 const SELECT_COLUMNS: &str = "id, received_at_ms, method, path, query, headers, body, body_size, body_complete,
     remote_addr, endpoint, scheme, event_id, event_type, job_id, job_status, checks_json, response_status,
@@ -38,9 +43,29 @@ impl Reader {
             {
                 Ok(Reader {
                     conn: crate::store::schema::open_immutable(path)?,
+                    path: path.to_path_buf(),
                 })
             }
+            Ok(reader) => {
+                crate::store::writer::recover_orphaned_journal(path);
+                reader.settle(SETTLE);
+                Ok(reader)
+            }
             other => other,
+        }
+    }
+
+    /// Waits (at most `timeout`) until every delivery acknowledged so far is visible: the ones
+    /// in the capture journal that the writer has not committed yet. A reader opened after an
+    /// acknowledgement (`hookscope list` right after a `curl`) sees that delivery.
+    pub fn settle(&self, timeout: std::time::Duration) {
+        let Some(newest) = crate::store::journal::newest_journaled(&self.path) else {
+            return;
+        };
+        let started = std::time::Instant::now();
+        while self.newest_id().is_ok_and(|visible| visible < newest) && started.elapsed() < timeout
+        {
+            std::thread::sleep(std::time::Duration::from_millis(1));
         }
     }
 
@@ -63,6 +88,7 @@ impl Reader {
             });
         }
         Ok(Reader {
+            path: path.to_path_buf(),
             conn: open_connection(path, true)?,
         })
     }
@@ -72,6 +98,15 @@ impl Reader {
         Ok(self
             .conn
             .query_row("SELECT COUNT(*) FROM deliveries", [], |r| r.get(0))?)
+    }
+
+    /// The id of the newest delivery readers can see (0 when empty).
+    pub fn newest_id(&self) -> Result<i64, StoreError> {
+        Ok(self.conn.query_row(
+            "SELECT COALESCE(MAX(id), 0) FROM deliveries",
+            [],
+            |r| r.get(0),
+        )?)
     }
 
     /// The newest deliveries first, at most `limit`, older than `before_id` when given.

@@ -12,6 +12,7 @@ use crate::domain::checks::{
 use crate::domain::delivery::{decode_headers, encode_headers};
 use crate::store::error::StoreError;
 use crate::store::health::{self, Health, Identity, Trouble};
+use crate::store::journal::{EventEffect, Row};
 use crate::store::records::{NewRecord, StoredDelivery};
 
 /// How many pending writes the channel holds before senders wait.
@@ -165,85 +166,165 @@ pub enum Maintenance {
     },
 }
 
-/// Rows indexed per idle step of the writer.
-const INDEX_CHUNK: usize = 64;
+/// Rows indexed per step of the writer when its queue is empty (inside the open transaction,
+/// so a step costs no commit; small, so a delivery arriving meanwhile waits < 1 ms).
+const INDEX_CHUNK: usize = 16;
+/// A run of the text index starts once this many deliveries wait for it...
+const INDEX_BATCH: i64 = 256;
+/// ...or once the oldest of them has waited this long...
+const INDEX_DELAY: std::time::Duration = std::time::Duration::from_secs(1);
+/// ...or once deliveries stopped coming for this long.
+const INDEX_QUIET: std::time::Duration = std::time::Duration::from_millis(200);
 /// Beyond this many deliveries not yet in the text index, the writer indexes a little after every
 /// batch even when busy, so a sustained load cannot starve the index.
 const INDEX_BACKLOG: i64 = 20_000;
+/// How long acknowledged deliveries may wait in the open transaction before it commits: what
+/// readers (the window, `list`) may lag behind the acknowledgement. The journal holds them on
+/// disk meanwhile.
+pub const COMMIT_EVERY: std::time::Duration = std::time::Duration::from_millis(80);
+/// The most rows one open transaction gathers before it commits regardless of time.
+const COMMIT_ROWS: usize = 8192;
+/// After this long without a write, the store checkpoints its WAL into the database file,
+/// truncates the WAL and empties the journal.
+pub const IDLE_CHECKPOINT: std::time::Duration = std::time::Duration::from_secs(1);
+/// Beyond this size the journal is emptied as soon as a checkpoint completes, even under load.
+const JOURNAL_LIMIT: u64 = 16 * 1024 * 1024;
+
+/// Why a batch was not written.
+enum BatchError {
+    /// SQLite refused it (a record's own failure, or the disk).
+    Sql(rusqlite::Error),
+    /// The journal could not be written or synced.
+    Journal(std::io::Error),
+}
+
+/// The writer thread's state: the connection, the journal, the transaction it keeps open
+/// across batches, and the text index's backlog.
+struct Writer<'a> {
+    conn: Connection,
+    journal: Option<crate::store::journal::Journal>,
+    place: Place<'a>,
+    /// When the open transaction began (none is open when `None`).
+    open_since: Option<std::time::Instant>,
+    /// Rows written in the open transaction, and the newest id among them.
+    open_rows: usize,
+    open_newest: i64,
+    /// Deliveries not yet in the text index.
+    backlog: i64,
+    /// A run of the text index is under way (see [`Writer::index_due_in`]).
+    indexing: bool,
+    /// Since when deliveries wait for the text index.
+    unindexed_since: Option<std::time::Instant>,
+    /// When the last delivery was written.
+    last_insert: std::time::Instant,
+    /// The journal holds acknowledged rows the store lost (a failed commit): write them again
+    /// before anything else.
+    needs_replay: bool,
+    /// Something was committed since the last complete checkpoint.
+    dirty: bool,
+    last_write: std::time::Instant,
+}
 
 pub(crate) fn writer_loop(
-    mut conn: Connection,
+    conn: Connection,
     mut receiver: mpsc::Receiver<WriteJob>,
     path: &std::path::Path,
     health: &Health,
 ) {
-    let mut place = Place {
-        path,
-        identity: Identity::new(path),
-        health,
+    let journal = crate::store::journal::Journal::open(path);
+    let mut w = Writer {
+        conn,
+        journal: None,
+        place: Place {
+            path,
+            identity: Identity::new(path),
+            health,
+        },
+        open_since: None,
+        open_rows: 0,
+        open_newest: 0,
+        backlog: 0,
+        indexing: false,
+        unindexed_since: None,
+        last_insert: std::time::Instant::now(),
+        needs_replay: false,
+        dirty: true,
+        last_write: std::time::Instant::now(),
     };
+    match journal {
+        Ok(journal) => w.journal = journal,
+        Err(e) => health.failed(health::classify_io(&e, path), 0),
+    }
+    if w.journal.is_some() {
+        // Commits need no sync of their own: the journal is synced before every answer, and a
+        // checkpoint (which syncs) comes before the journal is emptied.
+        let _ = w.conn.pragma_update(None, "synchronous", "NORMAL");
+        w.needs_replay = true;
+        w.replay();
+    } else {
+        // Another writer owns the journal (it is capturing): this one syncs every commit.
+        w.publish_newest();
+    }
+    w.backlog = index_backlog(&w.conn).unwrap_or(0);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .ok();
     let mut pending = None;
-    // Acknowledging comes first: the text index is derived data, filled when the queue is
-    // empty (milliseconds behind when idle).
-    let mut backlog = index_backlog(&conn).unwrap_or(0);
     loop {
         let next = match pending.take() {
             Some(job) => Some(job),
             None => match receiver.try_recv() {
                 Ok(job) => Some(job),
                 Err(mpsc::error::TryRecvError::Disconnected) => None,
-                Err(mpsc::error::TryRecvError::Empty) => {
-                    if backlog > 0 {
-                        match index_pending(&mut conn, INDEX_CHUNK) {
-                            Ok(n) if n > 0 => {
-                                backlog = backlog.saturating_sub(n as i64);
-                                continue;
-                            }
-                            _ => backlog = 0,
+                Err(mpsc::error::TryRecvError::Empty) => match w.idle_step() {
+                    Some(wait) => match &runtime {
+                        Some(rt) => match rt
+                            .block_on(async { tokio::time::timeout(wait, receiver.recv()).await })
+                        {
+                            Ok(job) => job,
+                            Err(_elapsed) => continue,
+                        },
+                        None => {
+                            std::thread::sleep(wait.min(COMMIT_EVERY));
+                            continue;
                         }
-                    }
-                    receiver.blocking_recv()
-                }
+                    },
+                    None => continue,
+                },
             },
         };
         let Some(first) = next else {
-            // Closing: index what is left, so the next start finds it done.
-            while index_pending(&mut conn, INDEX_CHUNK).is_ok_and(|n| n > 0) {}
+            w.close();
             break;
         };
         let (record, reply) = match first {
             WriteJob::Insert { record, reply } => (record, reply),
             WriteJob::Maintain { task, reply } => {
-                let result = place
-                    .writable(0)
-                    .and_then(|()| maintain(&mut conn, &task).map_err(|e| place.failure(e, 0)));
+                let result = w.durably(|conn| maintain(conn, &task));
                 let _ = reply.send(result);
                 continue;
             }
             WriteJob::Attempt { attempt, reply } => {
-                let result = place
-                    .writable(0)
-                    .and_then(|()| write_attempt(&conn, &attempt).map_err(|e| place.failure(e, 0)));
+                let result = w.durably(|conn| write_attempt(conn, &attempt));
                 let _ = reply.send(result);
                 continue;
             }
             WriteJob::InsertMany { records, reply } => {
-                // Bulk writes (imports, seeding) are searchable as soon as they are answered.
-                let refs: Vec<&NewRecord> = records.iter().collect();
-                let result = place.writable(0).and_then(|()| {
-                    write_batch(&mut conn, &refs)
-                        .map(|stored| stored.len())
-                        .and_then(|n| {
-                            while index_pending(&mut conn, INDEX_CHUNK * 8)? > 0 {}
-                            Ok(n)
-                        })
-                        .map_err(|e| place.failure(e, 0))
+                // Bulk writes (imports, seeding) are committed with a sync of their own, and are
+                // searchable as soon as they are answered.
+                let result = w.durably(|conn| {
+                    let tx = conn.transaction()?;
+                    let n = write_rows(&tx, &records.iter().collect::<Vec<_>>())?.0.len();
+                    while index_pending(&tx, INDEX_CHUNK * 32)? > 0 {}
+                    tx.commit()?;
+                    Ok(n)
                 });
                 let _ = reply.send(result);
                 continue;
             }
         };
-        // Group commit: take every insert already waiting, up to a batch, into one transaction.
+        // Group commit: take every insert already waiting, up to a batch.
         let mut batch = vec![(record, reply)];
         while batch.len() < MAX_BATCH {
             match receiver.try_recv() {
@@ -255,52 +336,465 @@ pub(crate) fn writer_loop(
                 Err(_) => break,
             }
         }
-        let records: Vec<&NewRecord> = batch.iter().map(|(record, _)| record.as_ref()).collect();
-        backlog += records.len() as i64;
-        if backlog > INDEX_BACKLOG
-            && let Ok(n) = index_pending(&mut conn, records.len())
-        {
-            backlog -= n as i64;
+        w.insert_batch(batch);
+    }
+}
+
+type Reply = oneshot::Sender<Result<StoredDelivery, StoreError>>;
+
+impl Writer<'_> {
+    /// Opens the transaction batches are written in, when none is.
+    fn begin(&mut self) -> Result<(), rusqlite::Error> {
+        if self.open_since.is_none() {
+            self.conn.execute_batch("BEGIN IMMEDIATE")?;
+            self.open_since = Some(std::time::Instant::now());
+            self.open_rows = 0;
         }
-        if let Err(refusal) = place.writable(batch.len() as u64) {
-            for (_, reply) in batch {
-                let _ = reply.send(Err(refusal_copy(&refusal)));
+        Ok(())
+    }
+
+    /// Commits the open transaction. When the commit fails, what it held is still in the
+    /// journal: the store writes it again before taking new deliveries.
+    fn commit(&mut self) -> Result<(), StoreError> {
+        if self.open_since.take().is_none() {
+            return Ok(());
+        }
+        self.dirty = true;
+        self.last_write = std::time::Instant::now();
+        match self.conn.execute_batch("COMMIT") {
+            Ok(()) => {
+                self.place.health.made_visible(self.open_newest);
+                Ok(())
             }
-            continue;
+            Err(err) => {
+                // A failed commit may leave its transaction open (SQLite's choice): roll back.
+                let _ = self.conn.execute_batch("ROLLBACK");
+                self.needs_replay = true;
+                Err(self.place.failure(err, 0))
+            }
         }
-        match write_batch(&mut conn, &records) {
+    }
+
+    /// Writes the rows the journal holds and the store lost (after a crash, a power cut or a
+    /// failed commit). Until that succeeds, new deliveries are refused: their ids would follow
+    /// rows that are not there yet.
+    fn replay(&mut self) -> bool {
+        if !self.needs_replay {
+            return true;
+        }
+        let Some(journal) = &mut self.journal else {
+            self.needs_replay = false;
+            return true;
+        };
+        if !self.conn.is_autocommit() {
+            // A failed commit can leave its transaction open: it must go before the replay.
+            let _ = self.conn.execute_batch("ROLLBACK");
+            self.open_since = None;
+        }
+        let _ = self.conn.pragma_update(None, "synchronous", "FULL");
+        let result = replay_journal(&mut self.conn, journal);
+        let _ = self.conn.pragma_update(None, "synchronous", "NORMAL");
+        match result {
+            Ok(n) => {
+                self.needs_replay = false;
+                self.publish_newest();
+                if n > 0 {
+                    self.backlog = index_backlog(&self.conn).unwrap_or(self.backlog);
+                }
+                let _ = self.place.health.ok();
+                true
+            }
+            Err(ReplayError::Journal(e)) => {
+                self.place
+                    .health
+                    .failed(health::classify_io(&e, self.place.path), 0);
+                false
+            }
+            Err(ReplayError::Sql(err)) => {
+                let _ = self.place.failure(err, 0);
+                false
+            }
+        }
+    }
+
+    /// Makes every commit durable and empties the journal. When idle (`truncate`), by a
+    /// checkpoint that copies the WAL into the database file (synced) and cuts the WAL to zero;
+    /// under load, or when readers hold the WAL, by syncing the WAL file. Never waits for
+    /// readers.
+    fn make_durable(&mut self, truncate: bool) {
+        if self.open_since.is_some() || self.needs_replay {
+            return;
+        }
+        if truncate {
+            let _ = self.conn.busy_timeout(std::time::Duration::ZERO);
+            let done = self
+                .conn
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, i64>(1)?,
+                        r.get::<_, i64>(2)?,
+                    ))
+                })
+                .is_ok_and(|(busy, log, done)| busy == 0 && log == done);
+            let _ = self.conn.busy_timeout(std::time::Duration::from_secs(5));
+            if done {
+                self.dirty = false;
+                self.clear_journal();
+                return;
+            }
+        }
+        let wal = {
+            let mut name = self.place.path.as_os_str().to_owned();
+            name.push("-wal");
+            std::path::PathBuf::from(name)
+        };
+        match std::fs::File::open(&wal).and_then(|f| f.sync_data()) {
+            Ok(()) => self.clear_journal(),
+            // No WAL file: nothing committed waits in it.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.clear_journal(),
+            Err(e) => self
+                .place
+                .health
+                .failed(health::classify_io(&e, self.place.path), 0),
+        }
+    }
+
+    fn clear_journal(&mut self) {
+        if let Some(journal) = &mut self.journal
+            && let Err(e) = journal.clear()
+        {
+            self.place
+                .health
+                .failed(health::classify_io(&e, self.place.path), 0);
+        }
+    }
+
+    /// What the writer does when its queue is empty: indexes text (in small steps, inside the
+    /// open transaction), commits a transaction that is due, checkpoints when idle. Answers
+    /// how long to wait for the next job (`None`: look again at once).
+    fn idle_step(&mut self) -> Option<std::time::Duration> {
+        use std::time::{Duration, Instant};
+        if self.needs_replay {
+            self.replay();
+        }
+        let now = Instant::now();
+        let index_in = self.index_due_in(now);
+        if index_in == Some(Duration::ZERO) && self.begin().is_ok() && self.index_step() {
+            return None;
+        }
+        let mut wait = index_in.unwrap_or(Duration::from_secs(3600));
+        if let Some(since) = self.open_since {
+            let due = since + COMMIT_EVERY;
+            if now < due {
+                return Some(wait.min(due - now));
+            }
+            let _ = self.commit();
+            self.after_commit();
+        }
+        if self.dirty && !self.indexing {
+            let quiet = self.last_write.elapsed();
+            if quiet >= IDLE_CHECKPOINT {
+                self.make_durable(true);
+                if self.dirty {
+                    // Readers held the WAL: try again later.
+                    wait = wait.min(IDLE_CHECKPOINT);
+                }
+            } else {
+                wait = wait.min(IDLE_CHECKPOINT - quiet);
+            }
+        }
+        if self.needs_replay {
+            wait = wait.min(IDLE_CHECKPOINT);
+        }
+        Some(wait)
+    }
+
+    /// When the text index should next take a step: now (`ZERO`), later, or never (nothing to
+    /// index). It fills in runs: once a run starts it goes on until nothing is left. A run
+    /// starts when [`INDEX_BATCH`] deliveries wait, when the oldest has waited
+    /// [`INDEX_DELAY`], or when deliveries stopped coming for [`INDEX_QUIET`]: each run's
+    /// rows share one segment of the index instead of one per commit.
+    fn index_due_in(&mut self, now: std::time::Instant) -> Option<std::time::Duration> {
+        if self.backlog <= 0 {
+            self.indexing = false;
+            self.unindexed_since = None;
+            return None;
+        }
+        let since = *self.unindexed_since.get_or_insert(now);
+        if !self.indexing {
+            let start_at = (since + INDEX_DELAY).min(self.last_insert + INDEX_QUIET);
+            self.indexing = self.backlog >= INDEX_BATCH || now >= start_at;
+            if !self.indexing {
+                return Some(start_at - now);
+            }
+        }
+        Some(std::time::Duration::ZERO)
+    }
+
+    /// One step of the text index inside the open transaction; whether it indexed anything.
+    fn index_step(&mut self) -> bool {
+        match index_pending(&self.conn, INDEX_CHUNK) {
+            Ok(n) if n > 0 => {
+                self.backlog = self.backlog.saturating_sub(n as i64);
+                true
+            }
+            _ => {
+                self.backlog = 0;
+                self.indexing = false;
+                self.unindexed_since = None;
+                false
+            }
+        }
+    }
+
+    /// After a commit: keep the journal bounded under a sustained load.
+    fn after_commit(&mut self) {
+        if self
+            .journal
+            .as_ref()
+            .is_some_and(|j| j.len() > JOURNAL_LIMIT)
+        {
+            self.make_durable(false);
+        }
+    }
+
+    /// Runs `work` in its own transaction, committed with a sync (maintenance, attempts and
+    /// bulk writes are answered only once durable), after committing the open one.
+    fn durably<T>(
+        &mut self,
+        work: impl FnOnce(&mut Connection) -> Result<T, rusqlite::Error>,
+    ) -> Result<T, StoreError> {
+        self.place.writable(0)?;
+        if !self.replay() {
+            return Err(self.refusal());
+        }
+        self.commit()?;
+        let journaled = self.journal.is_some();
+        if journaled {
+            let _ = self.conn.pragma_update(None, "synchronous", "FULL");
+        }
+        let result = work(&mut self.conn).map_err(|e| self.place.failure(e, 0));
+        if journaled {
+            let _ = self.conn.pragma_update(None, "synchronous", "NORMAL");
+        }
+        self.dirty = true;
+        self.last_write = std::time::Instant::now();
+        self.backlog = index_backlog(&self.conn).unwrap_or(self.backlog);
+        self.publish_newest();
+        result
+    }
+
+    /// Makes the newest stored id visible (after writes outside the open transaction).
+    fn publish_newest(&self) {
+        if let Ok(Some(id)) = self
+            .conn
+            .query_row("SELECT MAX(id) FROM deliveries", [], |r| r.get::<_, Option<i64>>(0))
+        {
+            self.place.health.made_visible(id);
+        }
+    }
+
+    /// The sentence a delivery is refused with while the store is in trouble.
+    fn refusal(&self) -> StoreError {
+        let report = self.place.health.report();
+        StoreError::Refused(
+            report
+                .trouble
+                .map(|t| t.sentence(self.place.path))
+                .unwrap_or_else(|| "the store could not be written".into()),
+        )
+    }
+
+    /// Writes a batch of deliveries and answers each: appended to the journal and synced
+    /// before any answer, written in the open transaction.
+    fn insert_batch(&mut self, batch: Vec<(Box<NewRecord>, Reply)>) {
+        let refuse = |batch: Vec<(Box<NewRecord>, Reply)>, refusal: &StoreError| {
+            for (_, reply) in batch {
+                let _ = reply.send(Err(refusal_copy(refusal)));
+            }
+        };
+        if let Err(refusal) = self.place.writable(batch.len() as u64) {
+            return refuse(batch, &refusal);
+        }
+        if !self.replay() {
+            let refusal = self.refusal();
+            self.place.health.refused(batch.len() as u64);
+            return refuse(batch, &refusal);
+        }
+        let records: Vec<&NewRecord> = batch.iter().map(|(record, _)| record.as_ref()).collect();
+        if self.backlog + records.len() as i64 > INDEX_BACKLOG
+            && self.begin().is_ok()
+            && let Ok(n) = index_pending(&self.conn, records.len())
+        {
+            self.backlog -= n as i64;
+        }
+        match self.write_journaled(&records) {
             Ok(stored) => {
-                if place.health.ok() {
-                    // The text index may have stopped while writes failed: count again what
-                    // it still lacks, so it catches up.
-                    backlog = index_backlog(&conn).unwrap_or(backlog);
+                self.backlog += stored.len() as i64;
+                self.last_insert = std::time::Instant::now();
+                if self.place.health.ok() {
+                    // The text index may have stopped while writes failed: count again.
+                    self.backlog = index_backlog(&self.conn).unwrap_or(self.backlog);
                 }
                 for ((_, reply), stored) in batch.into_iter().zip(stored) {
                     let _ = reply.send(Ok(stored));
                 }
             }
-            Err(err) => match place.failure(err, batch.len() as u64) {
+            Err(BatchError::Journal(e)) => {
+                let trouble = health::classify_io(&e, self.place.path);
+                let sentence = trouble.sentence(self.place.path);
+                self.place.health.failed(trouble, batch.len() as u64);
+                refuse(batch, &StoreError::Refused(sentence));
+            }
+            Err(BatchError::Sql(err)) => match self.place.failure(err, batch.len() as u64) {
                 // The disk, not a record: every delivery of the batch is refused alike.
-                refusal @ StoreError::Refused(_) => {
-                    for (_, reply) in batch {
-                        let _ = reply.send(Err(refusal_copy(&refusal)));
-                    }
-                }
+                refusal @ StoreError::Refused(_) => refuse(batch, &refusal),
                 _ => {
                     // One bad record must not fail its neighbours: write each alone, so
                     // every delivery gets its own verdict.
                     for (record, reply) in batch {
-                        let result = write_batch(&mut conn, &[&record])
-                            .map(|mut v| v.remove(0))
-                            .map_err(|e| place.failure(e, 1));
-                        if result.is_ok() {
-                            let _ = place.health.ok();
-                        }
+                        let result = match self.write_journaled(&[&record]) {
+                            Ok(mut stored) => {
+                                let _ = self.place.health.ok();
+                                self.backlog += 1;
+                                Ok(stored.remove(0))
+                            }
+                            Err(BatchError::Sql(e)) => Err(self.place.failure(e, 1)),
+                            Err(BatchError::Journal(e)) => {
+                                let trouble = health::classify_io(&e, self.place.path);
+                                let sentence = trouble.sentence(self.place.path);
+                                self.place.health.failed(trouble, 1);
+                                Err(StoreError::Refused(sentence))
+                            }
+                        };
                         let _ = reply.send(result);
                     }
                 }
             },
         }
+        // Without a journal (another writer owns it), each batch is committed and synced
+        // before it is answered... (see below); with one, every COMMIT_EVERY.
+        if self.journal.is_none()
+            || self
+                .open_since
+                .is_some_and(|since| since.elapsed() >= COMMIT_EVERY)
+            || self.open_rows >= COMMIT_ROWS
+        {
+            let _ = self.commit();
+            self.after_commit();
+        }
+    }
+
+    /// Decides, writes and journals the records inside a savepoint of the open transaction;
+    /// undoes them when the journal cannot take them.
+    fn write_journaled(
+        &mut self,
+        records: &[&NewRecord],
+    ) -> Result<Vec<StoredDelivery>, BatchError> {
+        self.begin().map_err(BatchError::Sql)?;
+        self.conn
+            .execute_batch("SAVEPOINT batch")
+            .map_err(BatchError::Sql)?;
+        let undo = |conn: &Connection| {
+            conn.execute_batch("ROLLBACK TO batch; RELEASE batch")
+        };
+        let written = write_rows(&self.conn, records);
+        let (rows, stored) = match written {
+            Ok(done) => done,
+            Err(e) => {
+                if undo(&self.conn).is_err() {
+                    self.abandon();
+                }
+                return Err(BatchError::Sql(e));
+            }
+        };
+        if let Some(journal) = &mut self.journal
+            && let Err(e) = journal.append(&rows)
+        {
+            if undo(&self.conn).is_err() {
+                self.abandon();
+            }
+            return Err(BatchError::Journal(e));
+        }
+        if self.conn.execute_batch("RELEASE batch").is_err() {
+            // Journaled and about to be answered: the replay writes them.
+            self.abandon();
+        }
+        self.open_rows += rows.len();
+        self.open_newest = self.open_newest.max(rows.last().map_or(0, |r| r.id));
+        Ok(stored)
+    }
+
+    /// Drops the open transaction; the journal holds what it had.
+    fn abandon(&mut self) {
+        let _ = self.conn.execute_batch("ROLLBACK");
+        self.open_since = None;
+        self.needs_replay = true;
+    }
+
+    /// Closing: commit, index what is left, checkpoint and empty the journal, so the next
+    /// start finds it done.
+    fn close(&mut self) {
+        let _ = self.commit();
+        if self.replay() {
+            let _ = self.begin();
+            while index_pending(&self.conn, INDEX_CHUNK * 32).is_ok_and(|n| n > 0) {}
+            let _ = self.commit();
+            self.make_durable(true);
+        }
+    }
+}
+
+/// Why the journal could not be replayed.
+pub(crate) enum ReplayError {
+    Sql(rusqlite::Error),
+    Journal(std::io::Error),
+}
+
+/// Writes the journal's rows the tables lack (after `journal_state.built_id`) in one
+/// transaction, committed with the connection's sync setting (callers use `FULL`), then empties
+/// the journal: its rows are durable in the store. Answers how many rows were written.
+pub(crate) fn replay_journal(
+    conn: &mut Connection,
+    journal: &mut crate::store::journal::Journal,
+) -> Result<usize, ReplayError> {
+    if journal.len() == 0 {
+        return Ok(0);
+    }
+    let rows = journal.rows().map_err(ReplayError::Journal)?;
+    let n = (|| {
+        let tx = conn.transaction()?;
+        let built: i64 = tx.query_row("SELECT built_id FROM journal_state", [], |r| r.get(0))?;
+        let mut n = 0;
+        for row in rows.iter().filter(|row| row.id > built) {
+            apply_row(&tx, row)?;
+            n += 1;
+        }
+        if let Some(newest) = rows.iter().map(|r| r.id).max().filter(|&id| id > built) {
+            tx.execute("UPDATE journal_state SET built_id = ?1", params![newest])?;
+        }
+        tx.commit()?;
+        Ok(n)
+    })()
+    .map_err(ReplayError::Sql)?;
+    journal.clear().map_err(ReplayError::Journal)?;
+    Ok(n)
+}
+
+/// For a reader: when the journal beside `path` holds rows and no writer owns it (the process
+/// that captured them died), writes them into the tables now, so `list` after a crash shows
+/// every acknowledged delivery. Best effort: on any failure the next writer does it.
+pub(crate) fn recover_orphaned_journal(path: &std::path::Path) {
+    let journal_path = crate::store::journal::path_beside(path);
+    if std::fs::metadata(&journal_path).map_or(true, |m| m.len() == 0) {
+        return;
+    }
+    let Ok(Some(mut journal)) = crate::store::journal::Journal::open(path) else {
+        return;
+    };
+    if let Ok(mut conn) = crate::store::schema::open_connection(path, false) {
+        let _ = replay_journal(&mut conn, &mut journal);
     }
 }
 
@@ -318,17 +812,17 @@ fn index_backlog(conn: &Connection) -> Result<i64, rusqlite::Error> {
     )
 }
 
-/// Adds up to `max` deliveries not yet in the text index; returns how many.
-fn index_pending(conn: &mut Connection, max: usize) -> Result<usize, rusqlite::Error> {
-    let tx = conn.transaction()?;
-    let last: i64 = tx.query_row("SELECT last_id FROM fts_state", [], |r| r.get(0))?;
+/// Adds up to `max` deliveries not yet in the text index, in the caller's transaction;
+/// returns how many.
+fn index_pending(conn: &Connection, max: usize) -> Result<usize, rusqlite::Error> {
+    let last: i64 = conn.query_row("SELECT last_id FROM fts_state", [], |r| r.get(0))?;
     let mut done = 0;
     let mut newest = last;
     {
-        let mut select = tx.prepare_cached(
+        let mut select = conn.prepare_cached(
             "SELECT id, path, headers, body FROM deliveries WHERE id > ?1 ORDER BY id LIMIT ?2",
         )?;
-        let mut insert = tx.prepare_cached(
+        let mut insert = conn.prepare_cached(
             "INSERT INTO deliveries_fts (rowid, path, headers, body) VALUES (?1, ?2, ?3, ?4)",
         )?;
         let mut rows = select.query(params![last, max as i64])?;
@@ -348,9 +842,8 @@ fn index_pending(conn: &mut Connection, max: usize) -> Result<usize, rusqlite::E
         }
     }
     if done > 0 {
-        tx.execute("UPDATE fts_state SET last_id = ?1", params![newest])?;
+        conn.execute("UPDATE fts_state SET last_id = ?1", params![newest])?;
     }
-    tx.commit()?;
     Ok(done)
 }
 
@@ -561,16 +1054,15 @@ fn retain(
 }
 
 /// The duplicate verdict of a delivery about to get `id`, decided against the unique index on
-/// (endpoint, event id) inside the writer's transaction.
+/// (endpoint, event id) inside the writer's transaction, and what it does to that table.
 fn decide_duplicate(
     find_event: &mut rusqlite::CachedStatement<'_>,
-    add_event: &mut rusqlite::CachedStatement<'_>,
     record: &NewRecord,
     id: i64,
-) -> Result<DuplicateCheck, rusqlite::Error> {
+) -> Result<(DuplicateCheck, EventEffect), rusqlite::Error> {
     let evaluation = &record.evaluation;
     let Some(event_id) = &evaluation.event_id else {
-        return Ok(DuplicateCheck::skipped());
+        return Ok((DuplicateCheck::skipped(), EventEffect::None));
     };
     let seen: Option<(i64, i64)> = find_event
         .query_row(params![record.endpoint, event_id], |r| {
@@ -578,113 +1070,165 @@ fn decide_duplicate(
         })
         .optional()?;
     Ok(match seen {
-        Some((first_id, seen_before)) => {
-            DuplicateCheck::duplicate(first_id, event_id, seen_before.max(1) as u64)
-        }
-        None if evaluation.signature.status == SignatureStatus::Fail => {
-            // A delivery that fails verification must not claim the event id, or a forged
-            // first copy would make the real one look like a retry.
-            DuplicateCheck::first_unverified(id, event_id)
-        }
-        None => {
-            // The primary key on (endpoint, event_id) is what makes this the only `first`: a
-            // second insert of the same pair would fail.
-            add_event.execute(params![record.endpoint, event_id, id])?;
-            DuplicateCheck::first(id, event_id)
-        }
+        Some((first_id, seen_before)) => (
+            DuplicateCheck::duplicate(first_id, event_id, seen_before.max(1) as u64),
+            EventEffect::Counted,
+        ),
+        // A delivery that fails verification must not claim the event id, or a forged first
+        // copy would make the real one look like a retry.
+        None if evaluation.signature.status == SignatureStatus::Fail => (
+            DuplicateCheck::first_unverified(id, event_id),
+            EventEffect::None,
+        ),
+        // The primary key on (endpoint, event_id) is what makes this the only `first`: a
+        // second insert of the same pair would fail.
+        None => (DuplicateCheck::first(id, event_id), EventEffect::Claimed),
     })
 }
 
-fn write_batch(
-    conn: &mut Connection,
-    records: &[&NewRecord],
-) -> Result<Vec<StoredDelivery>, rusqlite::Error> {
-    let tx = conn.transaction()?;
-    let mut stored = Vec::with_capacity(records.len());
-    {
-        let mut insert = tx.prepare_cached(
-            "INSERT INTO deliveries (id, received_at_ms, method, path, query, headers, body, body_size,
-                body_complete, remote_addr, endpoint, scheme, event_id, event_type, job_id, job_status,
-                sig_status, ts_status, dup_status, first_id, checks_json, response_status, latency_ms, note,
-                job_created_at_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
-        )?;
-        let mut find_event = tx.prepare_cached(
-            "UPDATE event_ids SET seen = seen + 1 WHERE endpoint = ?1 AND event_id = ?2
-             RETURNING first_delivery_id, seen - 1",
-        )?;
-        let mut upsert_job = tx.prepare_cached(
+/// Writes one row: the delivery, its effect on the event-id table, its job. The one way a
+/// delivery enters the tables, for new deliveries and for rows replayed from the journal.
+fn apply_row(conn: &Connection, row: &Row) -> Result<(), rusqlite::Error> {
+    let mut insert = conn.prepare_cached(
+        "INSERT INTO deliveries (id, received_at_ms, method, path, query, headers, body, body_size,
+            body_complete, remote_addr, endpoint, scheme, event_id, event_type, job_id, job_status,
+            sig_status, ts_status, dup_status, first_id, checks_json, response_status, latency_ms, note,
+            job_created_at_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
+    )?;
+    insert.execute(params![
+        row.id,
+        row.received_at_ms,
+        row.method,
+        row.path,
+        row.query,
+        row.headers,
+        row.body,
+        row.body_size,
+        row.body_complete,
+        row.remote_addr,
+        row.endpoint,
+        row.scheme,
+        row.event_id,
+        row.event_type,
+        row.job_id,
+        row.job_status,
+        row.sig_status,
+        row.ts_status,
+        row.dup_status,
+        row.first_id,
+        row.checks_json,
+        row.response_status,
+        row.latency_ms,
+        row.note,
+        row.job_created_at_ms,
+    ])?;
+    match (row.event, &row.event_id) {
+        (EventEffect::Claimed, Some(event_id)) => {
+            conn.prepare_cached(
+                "INSERT INTO event_ids (endpoint, event_id, first_delivery_id) VALUES (?1, ?2, ?3)",
+            )?
+            .execute(params![row.endpoint, event_id, row.id])?;
+        }
+        (EventEffect::Counted, Some(event_id)) => {
+            conn.prepare_cached(
+                "UPDATE event_ids SET seen = seen + 1 WHERE endpoint = ?1 AND event_id = ?2",
+            )?
+            .execute(params![row.endpoint, event_id])?;
+        }
+        _ => {}
+    }
+    if let Some(job_id) = &row.job_id {
+        conn.prepare_cached(
             "INSERT INTO jobs (job_id, first_seen_ms, last_seen_ms, last_delivery_id, deliveries) VALUES (?1, ?2, ?2, ?3, 1)
              ON CONFLICT (job_id) DO UPDATE SET last_seen_ms = MAX(last_seen_ms, ?2),
                  first_seen_ms = MIN(first_seen_ms, ?2), last_delivery_id = ?3, deliveries = deliveries + 1",
-        )?;
-        let mut add_event = tx.prepare_cached(
-            "INSERT INTO event_ids (endpoint, event_id, first_delivery_id) VALUES (?1, ?2, ?3)",
-        )?;
-        let next_id: i64 =
-            tx.query_row("SELECT MAX(COALESCE((SELECT MAX(id) FROM deliveries), 0), (SELECT last_id FROM fts_state)) + 1", [], |r| {
-                r.get(0)
-            })?;
-        for (offset, record) in records.iter().enumerate() {
-            let id = next_id + offset as i64;
-            let evaluation = &record.evaluation;
-            let duplicate = decide_duplicate(&mut find_event, &mut add_event, record, id)?;
-            let checks = Checks {
-                signature: evaluation.signature.clone(),
-                timestamp: evaluation.timestamp.clone(),
-                duplicate,
-                advice: evaluation.advice.clone(),
-            };
-            let checks_json = serde_json::to_string(&checks)
-                .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
-            let d = &record.delivery;
-            insert.execute(params![
-                id,
-                d.received_at_ms,
-                d.method,
-                d.path,
-                d.query,
-                encode_headers(&d.headers),
-                d.body,
-                d.body_size as i64,
-                d.body_complete,
-                d.remote_addr,
-                record.endpoint,
-                evaluation.scheme,
-                evaluation.event_id,
-                evaluation.event_type,
-                evaluation.job.as_ref().map(|j| j.job_id.clone()),
-                evaluation.job.as_ref().and_then(|j| j.status.clone()),
-                checks.signature.status.as_str(),
-                checks.timestamp.status.as_str(),
-                checks.duplicate.status.as_str(),
-                checks.duplicate.first_id,
-                checks_json,
-                record.response_status,
-                record.latency_ms as i64,
-                record.note,
-                evaluation.job.as_ref().and_then(|j| j.created_at_ms),
-            ])?;
-            if let Some(job) = &evaluation.job {
-                upsert_job.execute(params![job.job_id, d.received_at_ms, id])?;
-            }
-            stored.push(StoredDelivery {
-                id,
-                delivery: record.delivery.clone(),
-                endpoint: record.endpoint.clone(),
-                scheme: evaluation.scheme.clone(),
-                event_id: evaluation.event_id.clone(),
-                event_type: evaluation.event_type.clone(),
-                job: evaluation.job.clone(),
-                checks,
-                response_status: record.response_status,
-                latency_ms: record.latency_ms,
-                note: record.note.clone(),
-            });
-        }
+        )?
+        .execute(params![job_id, row.received_at_ms, row.id])?;
     }
-    tx.commit()?;
-    Ok(stored)
+    Ok(())
+}
+
+/// Decides each record's id and duplicate verdict and writes it, in the caller's transaction;
+/// answers the rows (for the journal) and the deliveries as stored.
+fn write_rows(
+    conn: &Connection,
+    records: &[&NewRecord],
+) -> Result<(Vec<Row>, Vec<StoredDelivery>), rusqlite::Error> {
+    let mut rows = Vec::with_capacity(records.len());
+    let mut stored = Vec::with_capacity(records.len());
+    let mut find_event = conn.prepare_cached(
+        "SELECT first_delivery_id, seen FROM event_ids WHERE endpoint = ?1 AND event_id = ?2",
+    )?;
+    // Ids never go back: not after deletes, not after clearing the history.
+    let next_id: i64 = conn.query_row(
+        "SELECT MAX(COALESCE((SELECT MAX(id) FROM deliveries), 0), (SELECT last_id FROM fts_state),
+            (SELECT built_id FROM journal_state)) + 1",
+        [],
+        |r| r.get(0),
+    )?;
+    for (offset, record) in records.iter().enumerate() {
+        let id = next_id + offset as i64;
+        let evaluation = &record.evaluation;
+        let (duplicate, event) = decide_duplicate(&mut find_event, record, id)?;
+        let checks = Checks {
+            signature: evaluation.signature.clone(),
+            timestamp: evaluation.timestamp.clone(),
+            duplicate,
+            advice: evaluation.advice.clone(),
+        };
+        let checks_json = serde_json::to_string(&checks)
+            .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+        let d = &record.delivery;
+        let row = Row {
+            id,
+            received_at_ms: d.received_at_ms,
+            method: d.method.clone(),
+            path: d.path.clone(),
+            query: d.query.clone(),
+            headers: encode_headers(&d.headers),
+            body: d.body.to_vec(),
+            body_size: d.body_size as i64,
+            body_complete: d.body_complete,
+            remote_addr: d.remote_addr.clone(),
+            endpoint: record.endpoint.clone(),
+            scheme: evaluation.scheme.clone(),
+            event_id: evaluation.event_id.clone(),
+            event_type: evaluation.event_type.clone(),
+            job_id: evaluation.job.as_ref().map(|j| j.job_id.clone()),
+            job_status: evaluation.job.as_ref().and_then(|j| j.status.clone()),
+            sig_status: checks.signature.status.as_str().to_string(),
+            ts_status: checks.timestamp.status.as_str().to_string(),
+            dup_status: checks.duplicate.status.as_str().to_string(),
+            first_id: checks.duplicate.first_id,
+            checks_json,
+            response_status: i64::from(record.response_status),
+            latency_ms: record.latency_ms as i64,
+            note: record.note.clone(),
+            job_created_at_ms: evaluation.job.as_ref().and_then(|j| j.created_at_ms),
+            event,
+        };
+        apply_row(conn, &row)?;
+        rows.push(row);
+        stored.push(StoredDelivery {
+            id,
+            delivery: record.delivery.clone(),
+            endpoint: record.endpoint.clone(),
+            scheme: evaluation.scheme.clone(),
+            event_id: evaluation.event_id.clone(),
+            event_type: evaluation.event_type.clone(),
+            job: evaluation.job.clone(),
+            checks,
+            response_status: record.response_status,
+            latency_ms: record.latency_ms,
+            note: record.note.clone(),
+        });
+    }
+    if let Some(newest) = rows.last() {
+        conn.prepare_cached("UPDATE journal_state SET built_id = ?1")?
+            .execute(params![newest.id])?;
+    }
+    Ok((rows, stored))
 }
 
 /// The most of a body the free-text index holds.

@@ -30,6 +30,23 @@ pub struct LoadReport {
     pub p99_ms: f64,
     /// Slowest.
     pub max_ms: f64,
+    /// With `--watch-store`: from an acknowledgement to the delivery being visible to a reader
+    /// of the store, over every tenth acknowledged delivery (milliseconds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub visible: Option<Visibility>,
+}
+
+/// How long acknowledged deliveries took to become visible to a reader of the store.
+#[derive(Debug, Clone, Serialize)]
+pub struct Visibility {
+    /// Deliveries sampled.
+    pub samples: usize,
+    /// Median, milliseconds.
+    pub p50_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+    /// Slowest.
+    pub max_ms: f64,
 }
 
 /// How to load a receiver.
@@ -51,6 +68,45 @@ pub struct LoadOptions {
     pub duplicate_pct: u64,
     /// Percent of requests whose signature is spoiled (one character changed).
     pub bad_signature_pct: u64,
+    /// The receiver's store file: watch when acknowledged deliveries become visible in it.
+    pub watch_store: Option<std::path::PathBuf>,
+}
+
+/// Reads the store's newest visible id every 0.2 ms and times each sampled acknowledgement
+/// (delivery id, when answered) until its id is visible. Ids become visible in order.
+fn watch_visibility(
+    store: std::path::PathBuf,
+    samples: std::sync::mpsc::Receiver<(i64, Instant)>,
+) -> Result<Vec<Duration>, String> {
+    let reader = hookscope::store::Reader::open(&store).map_err(|e| e.to_string())?;
+    let mut waiting: std::collections::VecDeque<(i64, Instant)> = Default::default();
+    let mut times = Vec::new();
+    let mut open = true;
+    while open || !waiting.is_empty() {
+        loop {
+            match samples.try_recv() {
+                Ok(sample) => waiting.push_back(sample),
+                Err(std::sync::mpsc::TryRecvError::Empty) => break,
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                    open = false;
+                    break;
+                }
+            }
+        }
+        if !waiting.is_empty() {
+            let newest = reader.newest_id().map_err(|e| e.to_string())?;
+            let now = Instant::now();
+            while let Some(&(id, acked)) = waiting.front() {
+                if id > newest && now - acked < Duration::from_secs(10) {
+                    break;
+                }
+                times.push(now - acked);
+                waiting.pop_front();
+            }
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    Ok(times)
 }
 
 fn body_of(n: u64, size: usize) -> Vec<u8> {
@@ -79,8 +135,13 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport, String> {
     let deadline = started + options.duration;
     let per_connection_interval = (options.rate > 0)
         .then(|| Duration::from_secs_f64(options.connections as f64 / options.rate as f64));
+    let (samples, watched) = std::sync::mpsc::channel::<(i64, Instant)>();
+    let watcher = options.watch_store.clone().map(|store| {
+        std::thread::spawn(move || watch_visibility(store, watched))
+    });
     let mut tasks = Vec::new();
     for connection in 0..options.connections {
+        let samples = samples.clone();
         let client = client.clone();
         let counter = Arc::clone(&counter);
         let options = options.clone();
@@ -93,11 +154,16 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport, String> {
                     .map(|i| i.mul_f64(connection as f64 / options.connections as f64))
                     .unwrap_or_default();
             while Instant::now() < deadline {
+                // Paced (open loop): each request has its moment on a fixed schedule, and its
+                // latency counts from that moment, not from when a connection that was held up
+                // got round to sending it (wrk2's correction for coordinated omission).
+                let mut scheduled = None;
                 if let Some(interval) = per_connection_interval {
                     let now = Instant::now();
                     if next > now {
                         tokio::time::sleep(next - now).await;
                     }
+                    scheduled = Some(next);
                     next += interval;
                 }
                 let sequence = counter.fetch_add(1, Ordering::Relaxed);
@@ -136,14 +202,25 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport, String> {
                         Err(e) => return Err(e.to_string()),
                     }
                 }
-                let t = Instant::now();
+                let t = scheduled.unwrap_or_else(Instant::now);
                 sent += 1;
                 match request.body(body).send().await {
                     Ok(response) => {
                         let ok = response.status().is_success();
-                        let _ = response.bytes().await;
+                        let answer = response.bytes().await;
                         if ok {
                             latencies.push(t.elapsed());
+                            if options.watch_store.is_some()
+                                && sequence % 10 == 0
+                                && let Some(id) = answer.ok().and_then(|a| {
+                                    serde_json::from_slice::<serde_json::Value>(&a)
+                                        .ok()?
+                                        .get("delivery_id")?
+                                        .as_i64()
+                                })
+                            {
+                                let _ = samples.send((id, Instant::now()));
+                            }
                         } else {
                             refused += 1;
                         }
@@ -164,6 +241,22 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport, String> {
         sent += s;
     }
     let seconds = started.elapsed().as_secs_f64();
+    drop(samples);
+    let visible = match watcher {
+        Some(thread) => {
+            let mut times = thread
+                .join()
+                .map_err(|_| "the store watcher panicked".to_string())??;
+            times.sort();
+            Some(Visibility {
+                samples: times.len(),
+                p50_ms: percentile(&times, 0.5),
+                p99_ms: percentile(&times, 0.99),
+                max_ms: percentile(&times, 1.0),
+            })
+        }
+        None => None,
+    };
     latencies.sort();
     let at = |q: f64| {
         latencies
@@ -181,5 +274,13 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport, String> {
         p50_ms: at(0.5),
         p99_ms: at(0.99),
         max_ms: at(1.0),
+        visible,
     })
+}
+
+fn percentile(sorted: &[Duration], q: f64) -> f64 {
+    sorted
+        .get(((sorted.len().max(1) - 1) as f64 * q).round() as usize)
+        .map(|d| d.as_secs_f64() * 1000.0)
+        .unwrap_or(0.0)
 }

@@ -49,12 +49,17 @@ enum DevCommand {
         /// How long, in seconds
         #[arg(long, default_value_t = 10)]
         seconds: u64,
-        /// Offered requests per second (0: as fast as possible)
+        /// Offered requests per second (0: as fast as possible). Paced on a fixed schedule (open
+        /// loop); latency counts from each request's scheduled moment
         #[arg(long, default_value_t = 0)]
         rate: u64,
         /// Body size in bytes
         #[arg(long, default_value_t = 1024)]
         body_size: usize,
+        /// The receiver's store file: report how long every tenth acknowledged delivery took to
+        /// become visible to a reader of it
+        #[arg(long, value_name = "FILE")]
+        watch_store: Option<std::path::PathBuf>,
         /// Sign as this scheme (with --secret)
         #[arg(long, value_name = "NAME", requires = "secret")]
         scheme: Option<String>,
@@ -90,7 +95,9 @@ fn main() -> ExitCode {
             secret,
             duplicates,
             bad_signatures,
+            watch_store,
         } => run_load(load::LoadOptions {
+            watch_store,
             duplicate_pct: duplicates,
             bad_signature_pct: bad_signatures,
             url,

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Bytes written to disk per delivery at a trickle, and the WAL and journal kept bounded.
+# `listen` gets N deliveries (default 1,000) of 1 KiB, one at a time on one connection at ~150/s;
+# `write_bytes` of /proc/PID/io (what the process sent to the storage layer) is read before and
+# after, and divided by the deliveries and by their size as stored (body + header bytes).
+#   bench/trickle.sh [N]
+#   LISTEN_BIN=/path/to/older/hookscope bench/trickle.sh   # measure another build of listen
+set -euo pipefail
+cd "$(dirname "$0")/.."
+n=${1:-1000}
+cargo build --release --quiet --bins
+. bench/common.sh
+work=$(mktemp -d /tmp/hookscope-trickle.XXXXXX)
+trap 'kill ${pid:-} 2>/dev/null || true; rm -rf "$work"' EXIT
+"${LISTEN_BIN:-./target/release/hookscope}" --data-dir "$work/store" listen --port 0 --scheme standard-webhooks \
+  --secret "$secret" >/dev/null 2>"$work/listen.log" & pid=$!
+port=$(port_of "$work/listen.log")
+url="http://127.0.0.1:$port/hooks"
+load() { ./target/release/hookscope-dev load --url "$url" --connections 1 --rate 150 --seconds "$1" \
+  --scheme standard-webhooks --secret "$secret"; }
+load 1 >/dev/null   # warm-up: the store's tables exist, the first pages are written
+sleep 2
+written() { awk '/^write_bytes/ {print $2}' "/proc/$pid/io"; }
+size() { stat -c %s "$1" 2>/dev/null || echo 0; }
+before=$(written)
+report=$(load "$(( (n + 149) / 150 ))")
+sent=$(echo "$report" | field acknowledged | cut -d. -f1)
+after_load=$(written)
+wal_busy=$(size "$work/store/hookscope.sqlite-wal")
+journal_busy=$(size "$work/store/hookscope.journal")
+sleep 3
+after_idle=$(written)
+wal_idle=$(size "$work/store/hookscope.sqlite-wal")
+journal_idle=$(size "$work/store/hookscope.journal")
+kill -INT "$pid"; wait "$pid" 2>/dev/null || true
+python3 - "$work/store/hookscope.sqlite" "$sent" "$before" "$after_load" "$after_idle" \
+  "$wal_busy" "$journal_busy" "$wal_idle" "$journal_idle" "$(size "$work/store/hookscope.sqlite")" <<'PY'
+import sqlite3, sys
+db, sent, before, after_load, after_idle, wal_busy, journal_busy, wal_idle, journal_idle, db_size = sys.argv[1:]
+c = sqlite3.connect(db)
+stored, size = c.execute("SELECT COUNT(*), AVG(LENGTH(body) + LENGTH(headers)) FROM deliveries").fetchone()
+sent = int(sent)
+per = (int(after_idle) - int(before)) / sent
+print(f"deliveries acknowledged {sent}, stored {stored} (incl. warm-up)")
+print(f"delivery size as stored (body + headers): {size:.0f} B")
+print(f"written during the trickle: {(int(after_load) - int(before)) / 1e6:.2f} MB; "
+      f"including the idle checkpoint after it: {(int(after_idle) - int(before)) / 1e6:.2f} MB")
+print(f"written per delivery: {per / 1024:.1f} KiB = {per / size:.1f}x its size (target <= 10x)")
+print(f"WAL at the end of the trickle {int(wal_busy) / 1e6:.2f} MB, 3 s idle later {int(wal_idle) / 1e6:.2f} MB")
+print(f"journal at the end of the trickle {int(journal_busy) / 1e3:.1f} kB, 3 s idle later {int(journal_idle) / 1e3:.1f} kB")
+print(f"database file {int(db_size) / 1e6:.2f} MB")
+PY

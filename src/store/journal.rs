@@ -1,0 +1,449 @@
+//! The capture journal: an append-only file beside the store (`hookscope.journal`) that holds
+//! every acknowledged delivery until the SQLite store holds it durably.
+//!
+//! The writer appends a batch's rows and `fdatasync`s the journal before any delivery of the
+//! batch is answered: that sync is what makes a 2xx mean "on disk", across a power cut. The
+//! SQLite tables are written in the same thread, but committed every few tens of milliseconds
+//! without a sync of their own (`synchronous = NORMAL`), so a trickle of deliveries no longer
+//! rewrites the row's pages, its indexes and the log behind them once per delivery. When the
+//! store has checkpointed everything (its database file synced), the journal is emptied. At
+//! start, rows of the journal the store does not hold (`journal_state.built_id` says how far it
+//! got) are written again: the journal is the truth for what was acknowledged.
+//!
+//! A frame is `[payload length u32 LE][CRC-32 of the payload u32 LE][payload]`. A frame cut
+//! short or failing its CRC ends the journal (a crash during an append: those rows were never
+//! acknowledged, since their sync had not returned).
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read as _, Write as _};
+use std::path::{Path, PathBuf};
+
+/// The journal's file name, beside the store.
+pub const FILE_NAME: &str = "hookscope.journal";
+
+/// One delivery as the store writes it: every column, and what it does to the event-id table.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Row {
+    pub id: i64,
+    pub received_at_ms: i64,
+    pub method: String,
+    pub path: String,
+    pub query: String,
+    pub headers: Vec<u8>,
+    pub body: Vec<u8>,
+    pub body_size: i64,
+    pub body_complete: bool,
+    pub remote_addr: Option<String>,
+    pub endpoint: String,
+    pub scheme: Option<String>,
+    pub event_id: Option<String>,
+    pub event_type: Option<String>,
+    pub job_id: Option<String>,
+    pub job_status: Option<String>,
+    pub sig_status: String,
+    pub ts_status: String,
+    pub dup_status: String,
+    pub first_id: Option<i64>,
+    pub checks_json: String,
+    pub response_status: i64,
+    pub latency_ms: i64,
+    pub note: Option<String>,
+    pub job_created_at_ms: Option<i64>,
+    /// What the delivery did to the event-id table.
+    pub event: EventEffect,
+}
+
+/// What a delivery did to the (endpoint, event id) table when its duplicate verdict was decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EventEffect {
+    /// Nothing (no event id, or a failing signature that must not claim it).
+    None,
+    /// It claimed the event id: the first verified copy.
+    Claimed,
+    /// It counted one more copy of an event already claimed.
+    Counted,
+}
+
+impl Row {
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        out.extend_from_slice(&[0; 8]);
+        let mut e = Encoder(out);
+        e.i64(self.id);
+        e.i64(self.received_at_ms);
+        e.str(&self.method);
+        e.str(&self.path);
+        e.str(&self.query);
+        e.bytes(&self.headers);
+        e.bytes(&self.body);
+        e.i64(self.body_size);
+        e.u8(self.body_complete as u8);
+        e.opt_str(&self.remote_addr);
+        e.str(&self.endpoint);
+        e.opt_str(&self.scheme);
+        e.opt_str(&self.event_id);
+        e.opt_str(&self.event_type);
+        e.opt_str(&self.job_id);
+        e.opt_str(&self.job_status);
+        e.str(&self.sig_status);
+        e.str(&self.ts_status);
+        e.str(&self.dup_status);
+        e.opt_i64(self.first_id);
+        e.str(&self.checks_json);
+        e.i64(self.response_status);
+        e.i64(self.latency_ms);
+        e.opt_str(&self.note);
+        e.opt_i64(self.job_created_at_ms);
+        e.u8(match self.event {
+            EventEffect::None => 0,
+            EventEffect::Claimed => 1,
+            EventEffect::Counted => 2,
+        });
+        let len = (out.len() - start - 8) as u32;
+        let crc = crc32fast::hash(&out[start + 8..]);
+        out[start..start + 4].copy_from_slice(&len.to_le_bytes());
+        out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
+    }
+
+    fn decode(payload: &[u8]) -> Option<Row> {
+        let mut d = Decoder(payload);
+        let row = Row {
+            id: d.i64()?,
+            received_at_ms: d.i64()?,
+            method: d.str()?,
+            path: d.str()?,
+            query: d.str()?,
+            headers: d.bytes()?,
+            body: d.bytes()?,
+            body_size: d.i64()?,
+            body_complete: d.u8()? != 0,
+            remote_addr: d.opt_str()?,
+            endpoint: d.str()?,
+            scheme: d.opt_str()?,
+            event_id: d.opt_str()?,
+            event_type: d.opt_str()?,
+            job_id: d.opt_str()?,
+            job_status: d.opt_str()?,
+            sig_status: d.str()?,
+            ts_status: d.str()?,
+            dup_status: d.str()?,
+            first_id: d.opt_i64()?,
+            checks_json: d.str()?,
+            response_status: d.i64()?,
+            latency_ms: d.i64()?,
+            note: d.opt_str()?,
+            job_created_at_ms: d.opt_i64()?,
+            event: match d.u8()? {
+                0 => EventEffect::None,
+                1 => EventEffect::Claimed,
+                2 => EventEffect::Counted,
+                _ => return None,
+            },
+        };
+        d.0.is_empty().then_some(row)
+    }
+}
+
+struct Encoder<'a>(&'a mut Vec<u8>);
+
+impl Encoder<'_> {
+    fn u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+    fn i64(&mut self, v: i64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn bytes(&mut self, v: &[u8]) {
+        self.0.extend_from_slice(&(v.len() as u32).to_le_bytes());
+        self.0.extend_from_slice(v);
+    }
+    fn str(&mut self, v: &str) {
+        self.bytes(v.as_bytes());
+    }
+    fn opt_str(&mut self, v: &Option<String>) {
+        match v {
+            None => self.u8(0),
+            Some(s) => {
+                self.u8(1);
+                self.str(s);
+            }
+        }
+    }
+    fn opt_i64(&mut self, v: Option<i64>) {
+        match v {
+            None => self.u8(0),
+            Some(n) => {
+                self.u8(1);
+                self.i64(n);
+            }
+        }
+    }
+}
+
+struct Decoder<'a>(&'a [u8]);
+
+impl Decoder<'_> {
+    fn take(&mut self, n: usize) -> Option<&[u8]> {
+        if self.0.len() < n {
+            return None;
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Some(head)
+    }
+    fn u8(&mut self) -> Option<u8> {
+        self.take(1).map(|b| b[0])
+    }
+    fn i64(&mut self) -> Option<i64> {
+        self.take(8)
+            .map(|b| i64::from_le_bytes(b.try_into().expect("8 bytes")))
+    }
+    fn bytes(&mut self) -> Option<Vec<u8>> {
+        let len = u32::from_le_bytes(self.take(4)?.try_into().ok()?) as usize;
+        self.take(len).map(<[u8]>::to_vec)
+    }
+    fn str(&mut self) -> Option<String> {
+        String::from_utf8(self.bytes()?).ok()
+    }
+    fn opt_str(&mut self) -> Option<Option<String>> {
+        match self.u8()? {
+            0 => Some(None),
+            1 => self.str().map(Some),
+            _ => None,
+        }
+    }
+    fn opt_i64(&mut self) -> Option<Option<i64>> {
+        match self.u8()? {
+            0 => Some(None),
+            1 => self.i64().map(Some),
+            _ => None,
+        }
+    }
+}
+
+/// The open journal file.
+#[derive(Debug)]
+pub(crate) struct Journal {
+    file: File,
+    path: PathBuf,
+    len: u64,
+    buffer: Vec<u8>,
+    /// A failed append could not be cut back.
+    torn: bool,
+}
+
+impl Journal {
+    /// Opens (or creates) the journal beside the store file `store` and takes it: one writer
+    /// at a time owns a journal (an OS lock on the file, released when it is dropped). `None`
+    /// when another writer owns it: that one is capturing, and this one writes without a
+    /// journal (each commit synced).
+    pub(crate) fn open(store: &Path) -> std::io::Result<Option<Journal>> {
+        let path = path_beside(store);
+        let file = OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true)
+            .open(&path)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
+            // A file system without locks: as the capture lock, go on unguarded.
+            Err(std::fs::TryLockError::Error(e)) if e.kind() == std::io::ErrorKind::Unsupported => {}
+            Err(std::fs::TryLockError::Error(e)) => return Err(e),
+        }
+        let len = file.metadata()?.len();
+        Ok(Some(Journal {
+            file,
+            path,
+            len,
+            buffer: Vec::new(),
+            torn: false,
+        }))
+    }
+
+    /// Appends the rows and waits until they are on disk.
+    pub(crate) fn append(&mut self, rows: &[Row]) -> std::io::Result<()> {
+        if self.torn {
+            // A failed append left part of a frame: rows after it would be unreadable.
+            self.file.set_len(self.len)?;
+            self.torn = false;
+        }
+        self.buffer.clear();
+        for row in rows {
+            row.encode(&mut self.buffer);
+        }
+        let result = self
+            .file
+            .write_all(&self.buffer)
+            .and_then(|()| self.file.sync_data());
+        match result {
+            Ok(()) => {
+                self.len += self.buffer.len() as u64;
+                Ok(())
+            }
+            Err(e) => {
+                // Leave no half-written frame behind for the next append to follow (a reader
+                // would stop at it): cut the file back to its last good length, now or before
+                // the next append.
+                self.torn = self.file.set_len(self.len).is_err();
+                Err(e)
+            }
+        }
+    }
+
+    /// Bytes held.
+    pub(crate) fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Empties the journal (once the store holds every row durably).
+    pub(crate) fn clear(&mut self) -> std::io::Result<()> {
+        if self.len == 0 {
+            return Ok(());
+        }
+        self.file.set_len(0)?;
+        self.file.sync_all()?;
+        self.len = 0;
+        Ok(())
+    }
+
+    /// Every complete row in the journal, in order.
+    pub(crate) fn rows(&self) -> std::io::Result<Vec<Row>> {
+        let mut bytes = Vec::new();
+        File::open(&self.path)?.read_to_end(&mut bytes)?;
+        Ok(parse(&bytes))
+    }
+}
+
+/// The journal's path beside the store file.
+pub fn path_beside(store: &Path) -> PathBuf {
+    store.with_file_name(FILE_NAME)
+}
+
+/// The ids of the complete rows in the journal beside `store` (for tests and tools: a delivery
+/// whose id is here was on disk when it was acknowledged).
+pub fn journaled_ids(store: &Path) -> Vec<i64> {
+    std::fs::read(path_beside(store))
+        .map(|bytes| parse(&bytes).iter().map(|row| row.id).collect())
+        .unwrap_or_default()
+}
+
+/// The newest delivery id the journal beside `store` holds, when a writer appended to it in the
+/// last second (a journal left by a crash waits for the next start, not for a reader).
+pub(crate) fn newest_journaled(store: &Path) -> Option<i64> {
+    let path = path_beside(store);
+    let meta = std::fs::metadata(&path).ok()?;
+    let fresh = meta
+        .modified()
+        .ok()
+        .and_then(|m| m.elapsed().ok())
+        .is_some_and(|age| age < std::time::Duration::from_secs(1));
+    if meta.len() == 0 || !fresh {
+        return None;
+    }
+    let bytes = std::fs::read(&path).ok()?;
+    let mut rest = &bytes[..];
+    let mut newest = None;
+    while rest.len() >= 16 {
+        let len = u32::from_le_bytes(rest[0..4].try_into().expect("4 bytes")) as usize;
+        let crc = u32::from_le_bytes(rest[4..8].try_into().expect("4 bytes"));
+        match rest.get(8..8 + len) {
+            Some(payload) if len >= 8 && crc32fast::hash(payload) == crc => {
+                newest = Some(i64::from_le_bytes(payload[0..8].try_into().expect("8 bytes")));
+                rest = &rest[8 + len..];
+            }
+            _ => break,
+        }
+    }
+    newest
+}
+
+/// The complete frames at the start of `bytes`; stops at the first frame cut short or damaged.
+fn parse(mut bytes: &[u8]) -> Vec<Row> {
+    let mut rows = Vec::new();
+    while bytes.len() >= 8 {
+        let len = u32::from_le_bytes(bytes[0..4].try_into().expect("4 bytes")) as usize;
+        let crc = u32::from_le_bytes(bytes[4..8].try_into().expect("4 bytes"));
+        let Some(payload) = bytes.get(8..8 + len) else {
+            break;
+        };
+        if crc32fast::hash(payload) != crc {
+            break;
+        }
+        let Some(row) = Row::decode(payload) else {
+            break;
+        };
+        rows.push(row);
+        bytes = &bytes[8 + len..];
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn row(id: i64) -> Row {
+        Row {
+            id,
+            received_at_ms: 1_700_000_000_000 + id,
+            method: "POST".into(),
+            path: "/hooks".into(),
+            query: String::new(),
+            headers: vec![1, 2, 3],
+            body: format!("{{\"n\":{id}}}").into_bytes(),
+            body_size: 8,
+            body_complete: true,
+            remote_addr: Some("127.0.0.1:1".into()),
+            endpoint: "/hooks".into(),
+            scheme: None,
+            event_id: Some(format!("evt_{id}")),
+            event_type: None,
+            job_id: Some("job_1".into()),
+            job_status: None,
+            sig_status: "skipped".into(),
+            ts_status: "skipped".into(),
+            dup_status: "first".into(),
+            first_id: Some(id),
+            checks_json: "{}".into(),
+            response_status: 200,
+            latency_ms: 0,
+            note: None,
+            job_created_at_ms: Some(5),
+            event: EventEffect::Claimed,
+        }
+    }
+
+    #[test]
+    fn rows_come_back_as_written_and_a_torn_tail_is_not_a_row() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = dir.path().join("hookscope.sqlite");
+        let mut journal = Journal::open(&store).expect("open").expect("not owned");
+        assert!(
+            Journal::open(&store).expect("open").is_none(),
+            "a second writer does not get the journal"
+        );
+        journal.append(&[row(1), row(2)]).expect("append");
+        journal.append(&[row(3)]).expect("append");
+        assert_eq!(journal.rows().expect("rows"), [row(1), row(2), row(3)]);
+        // A crash in the middle of the next append: half a frame at the end.
+        let mut frame = Vec::new();
+        row(4).encode(&mut frame);
+        let mut file = OpenOptions::new()
+            .append(true)
+            .open(path_beside(&store))
+            .expect("file");
+        file.write_all(&frame[..frame.len() / 2]).expect("torn");
+        assert_eq!(journal.rows().expect("rows").len(), 3);
+        // A flipped byte in a frame ends the journal there.
+        let mut bytes = std::fs::read(path_beside(&store)).expect("read");
+        let second = bytes.len() - frame.len() / 2 - 1;
+        bytes[second] ^= 0xff;
+        assert_eq!(parse(&bytes).len(), 2);
+        journal.clear().expect("clear");
+        assert!(journal.rows().expect("rows").is_empty());
+        assert_eq!(std::fs::metadata(path_beside(&store)).expect("meta").len(), 0);
+        drop(journal);
+        assert!(Journal::open(&store).expect("open").is_some(), "released");
+    }
+}

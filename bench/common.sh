@@ -13,3 +13,67 @@ port_of() { # wait for "listening on http://127.0.0.1:PORT" in a log
 }
 
 field() { python3 -c "import json,sys; print(round(json.load(sys.stdin)['$1'], 2))"; }
+
+# wrk_prepare WORK PER_THREAD: writes WORK/wrk.lua and two slices of PER_THREAD requests, each a
+# 1 KiB Standard Webhooks JSON body pre-signed now (the receiver's tolerance is 5 minutes) with
+# its own webhook-id (wrk_N, apart from hookscope-dev load's msg_N). One slice per wrk thread.
+wrk_prepare() {
+  local work=$1 per_thread=$2
+  wrk_work=$1
+  command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk) >/dev/null
+  python3 - "$work" "$per_thread" "$secret" <<'PY'
+import base64, hashlib, hmac, sys, time
+work, per_thread, secret = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+key = base64.b64decode(secret.removeprefix("whsec_"))
+ts = str(int(time.time()))
+open(f"{work}/timestamp", "w").write(ts)
+for t in range(2):
+    with open(f"{work}/requests-{t + 1}.txt", "w") as f:
+        for i in range(per_thread):
+            n = t * per_thread + i
+            pad = "a" * (1024 - 90)
+            body = f'{{"id":"evt_{n}","type":"job.completed","data":{{"job_id":"job_{n // 3}","status":"completed","pad":"{pad}"}}}}'
+            mid = f"wrk_{n}"
+            sig = base64.b64encode(hmac.new(key, f"{mid}.{ts}.{body}".encode(), hashlib.sha256).digest()).decode()
+            f.write(f"{mid}\t{sig}\t{body}\n")
+PY
+  cat >"$work/wrk.lua" <<LUA
+local count = 0
+function setup(thread)
+  count = count + 1
+  thread:set("slice", count)
+end
+function init(args)
+  mine = {}
+  for line in io.lines("$work/requests-" .. slice .. ".txt") do
+    local id, sig, body = line:match("([^\t]*)\t([^\t]*)\t(.*)")
+    mine[#mine + 1] = wrk.format("POST", "/hooks", {
+      ["Content-Type"] = "application/json",
+      ["webhook-id"] = id,
+      ["webhook-timestamp"] = "$(cat "$work/timestamp")",
+      ["webhook-signature"] = "v1," .. sig,
+    }, body)
+  end
+  i = 0
+end
+function request()
+  i = i + 1
+  if i > #mine then i = 1 end
+  return mine[i]
+end
+function done(summary, latency, requests)
+  io.write(string.format("JSON {\"requests\":%d,\"seconds\":%.3f,\"per_second\":%.1f,\"p50_ms\":%.2f,\"p99_ms\":%.2f,\"non_2xx\":%d,\"errors\":%d}\n",
+    summary.requests, summary.duration / 1e6, summary.requests / (summary.duration / 1e6),
+    latency:percentile(50) / 1000, latency:percentile(99) / 1000,
+    summary.errors.status, summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout))
+end
+LUA
+
+  run_wrk() { wrk -t2 -c64 -d"${secs}s" --latency -s "$wrk_work/wrk.lua" "http://127.0.0.1:$1/hooks" | grep '^JSON ' | sed 's/^JSON //'; }
+
+}
+
+# run_wrk PORT SECONDS: 2 threads, 64 connections; prints one JSON line of wrk's figures.
+run_wrk() {
+  wrk -t2 -c64 -d"${2}s" --latency -s "$wrk_work/wrk.lua" "http://127.0.0.1:$1/hooks" | grep '^JSON ' | sed 's/^JSON //'
+}

@@ -266,6 +266,22 @@ pub(crate) fn writer_loop(
         w.publish_newest();
     }
     w.backlog = index_backlog(&w.conn).unwrap_or(0);
+    // Checkpoints run on their own thread and connection, so the writer never stops to copy
+    // the WAL into the database file and sync both (that stall was the p99 at 2,000/s).
+    let checkpointer = w.journal.is_some().then(|| {
+        let _ = w.conn.pragma_update(None, "wal_autocheckpoint", 0);
+        // When the writer starts the WAL over, it cuts the file back to 1 MiB: the file's size
+        // then tells the checkpointer how much the WAL holds.
+        let _ = w.conn.pragma_update(None, "journal_size_limit", 1024 * 1024);
+        let frames = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(0));
+        let seen = std::sync::Arc::clone(&frames);
+        // After each commit SQLite says how many frames the WAL holds.
+        let _ = w.conn.wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, pages| {
+            seen.store(i64::from(pages), std::sync::atomic::Ordering::Relaxed);
+            Ok(())
+        }));
+        Checkpointer::start(path, frames)
+    });
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
@@ -295,6 +311,7 @@ pub(crate) fn writer_loop(
             },
         };
         let Some(first) = next else {
+            drop(checkpointer);
             w.close();
             break;
         };
@@ -742,6 +759,66 @@ impl Writer<'_> {
             while index_pending(&self.conn, INDEX_CHUNK * 32).is_ok_and(|n| n > 0) {}
             let _ = self.commit();
             self.make_durable(true);
+        }
+    }
+}
+
+/// How many new WAL frames make the checkpointer copy them into the database file (SQLite's
+/// default autocheckpoint: 1,000 pages).
+const CHECKPOINT_AT: i64 = 1000;
+
+/// A thread with its own connection that checkpoints the WAL whenever it has grown by
+/// [`CHECKPOINT_AT`] frames (`PASSIVE`: it never waits for the writer or readers). Stops when
+/// dropped.
+struct Checkpointer {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Checkpointer {
+    fn start(
+        path: &std::path::Path,
+        frames: std::sync::Arc<std::sync::atomic::AtomicI64>,
+    ) -> Checkpointer {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let thread = {
+            let stop = std::sync::Arc::clone(&stop);
+            let path = path.to_path_buf();
+            std::thread::Builder::new()
+                .name("hookscope-store-checkpoint".into())
+                .spawn(move || {
+                    let Ok(conn) = crate::store::schema::open_connection(&path, false) else {
+                        return;
+                    };
+                    // Synced checkpoints (the WAL before copying, the file after), no waits.
+                    let _ = conn.pragma_update(None, "synchronous", "NORMAL");
+                    let _ = conn.pragma_update(None, "wal_autocheckpoint", 0);
+                    let _ = conn.busy_timeout(std::time::Duration::ZERO);
+                    let mut done = 0;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        std::thread::sleep(std::time::Duration::from_millis(50));
+                        let now = frames.load(std::sync::atomic::Ordering::Relaxed);
+                        if now < done {
+                            // The writer started the WAL over.
+                            done = 0;
+                        }
+                        if now - done >= CHECKPOINT_AT {
+                            let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                            done = now;
+                        }
+                    }
+                })
+                .ok()
+        };
+        Checkpointer { stop, thread }
+    }
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
         }
     }
 }

@@ -530,10 +530,16 @@ fn version_1_store(path: &Path, count: i64) {
     // Verdicts as hookscope writes them, taken from a delivery the seeder checked.
     let seeded = tempfile::tempdir().expect("tempdir");
     common::seed(seeded.path(), 1);
-    let checks: String = rusqlite::Connection::open(seeded.path().join("hookscope.sqlite"))
-        .expect("seeded store")
-        .query_row("SELECT checks_json FROM deliveries", [], |r| r.get(0))
-        .expect("checks");
+    // As JSON text, the form version 1 stored.
+    let checks = serde_json::to_string(
+        &hookscope::store::Reader::open(&seeded.path().join("hookscope.sqlite"))
+            .expect("seeded store")
+            .get(1)
+            .expect("read")
+            .expect("the seeded delivery")
+            .checks,
+    )
+    .expect("checks as JSON");
     let conn = rusqlite::Connection::open(path).expect("create");
     let tx = conn.unchecked_transaction().expect("tx");
     tx.execute_batch(hookscope::store::schema::MIGRATIONS[0])

@@ -44,7 +44,8 @@ pub(crate) struct Row {
     pub ts_status: String,
     pub dup_status: String,
     pub first_id: Option<i64>,
-    pub checks_json: String,
+    /// The checks, compacted ([`crate::store::compact`]).
+    pub checks: Vec<u8>,
     pub response_status: i64,
     pub latency_ms: i64,
     pub note: Option<String>,
@@ -89,7 +90,7 @@ impl Row {
         e.str(&self.ts_status);
         e.str(&self.dup_status);
         e.opt_i64(self.first_id);
-        e.str(&self.checks_json);
+        e.bytes(&self.checks);
         e.i64(self.response_status);
         e.i64(self.latency_ms);
         e.opt_str(&self.note);
@@ -128,7 +129,7 @@ impl Row {
             ts_status: d.str()?,
             dup_status: d.str()?,
             first_id: d.opt_i64()?,
-            checks_json: d.str()?,
+            checks: d.bytes()?,
             response_status: d.i64()?,
             latency_ms: d.i64()?,
             note: d.opt_str()?,
@@ -405,7 +406,7 @@ mod tests {
             ts_status: "skipped".into(),
             dup_status: "first".into(),
             first_id: Some(id),
-            checks_json: "{}".into(),
+            checks: b"{}".to_vec(),
             response_status: 200,
             latency_ms: 0,
             note: None,

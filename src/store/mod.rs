@@ -1,9 +1,11 @@
 //! The local SQLite store: every delivery, its exact bytes and its verdicts, kept across runs.
 //!
-//! One writer thread owns the only write connection. It takes jobs from a bounded channel,
-//! commits them in small batches (group commit) in WAL mode with `synchronous = FULL`, and only
-//! then answers each job: the receiver acknowledges a delivery after that answer, so a 2xx from
-//! hookscope means the capture is on disk. Duplicates are decided inside the writer against a
+//! One writer thread owns the only write connection. It takes jobs from a bounded channel in
+//! small batches, writes them in the transaction it keeps open, appends them to the capture
+//! [`journal`] and syncs it, and only then answers each job: the receiver acknowledges a delivery
+//! after that answer, so a 2xx from hookscope means the capture is on disk. The transaction
+//! commits every [`writer::COMMIT_EVERY`] without a sync (`synchronous = NORMAL`); readers see
+//! deliveries from then on. Duplicates are decided inside the writer against a
 //! unique index on (endpoint, event id), so concurrent retries of one event yield one `first`.
 //! Readers open their own connections and never wait for the writer (WAL).
 //!
@@ -11,8 +13,10 @@
 //! thread, group commit, the text index, maintenance), [`reader`] (queries), [`query`] (the
 //! filter language as SQL), [`records`] (the row types), [`recovery`] (damaged files kept aside),
 //! [`health`] (whether writes succeed now, and why not), [`lock`] (one capturing hookscope per
-//! data dir) and [`error`].
+//! data dir), [`journal`] (the capture journal), `compact` (checks compacted against a dictionary)
+//! and [`error`].
 
+mod compact;
 pub mod error;
 pub mod handle;
 pub mod health;

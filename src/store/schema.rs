@@ -121,6 +121,10 @@ pub const MIGRATIONS: &[&str] = &[
     // writes again only the journal's rows after it.
     "CREATE TABLE journal_state (built_id INTEGER NOT NULL);
     INSERT INTO journal_state SELECT MAX(COALESCE((SELECT MAX(id) FROM deliveries), 0), (SELECT last_id FROM fts_state));",
+    // v9: `checks_json` holds new deliveries' checks compacted against a dictionary (a blob,
+    // src/store/compact.rs); older rows keep their JSON text. Nothing to change in the rows:
+    // the version is there so an older hookscope refuses the store instead of misreading it.
+    "-- checks_json: JSON text or a compacted blob",
 ];
 
 pub(crate) fn open_connection(path: &Path, read_only: bool) -> Result<Connection, StoreError> {

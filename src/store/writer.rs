@@ -223,6 +223,8 @@ struct Writer<'a> {
     /// Something was committed since the last complete checkpoint.
     dirty: bool,
     last_write: std::time::Instant,
+    /// The thread that checkpoints the WAL (when journaled).
+    checkpointer: Option<Checkpointer>,
 }
 
 pub(crate) fn writer_loop(
@@ -250,6 +252,7 @@ pub(crate) fn writer_loop(
         needs_replay: false,
         dirty: true,
         last_write: std::time::Instant::now(),
+        checkpointer: None,
     };
     match journal {
         Ok(journal) => w.journal = journal,
@@ -268,7 +271,7 @@ pub(crate) fn writer_loop(
     w.backlog = index_backlog(&w.conn).unwrap_or(0);
     // Checkpoints run on their own thread and connection, so the writer never stops to copy
     // the WAL into the database file and sync both (that stall was the p99 at 2,000/s).
-    let checkpointer = w.journal.is_some().then(|| {
+    w.checkpointer = w.journal.is_some().then(|| {
         let _ = w.conn.pragma_update(None, "wal_autocheckpoint", 0);
         // When the writer starts the WAL over, it cuts the file back to 1 MiB: the file's size
         // then tells the checkpointer how much the WAL holds.
@@ -311,7 +314,6 @@ pub(crate) fn writer_loop(
             },
         };
         let Some(first) = next else {
-            drop(checkpointer);
             w.close();
             break;
         };
@@ -565,8 +567,21 @@ impl Writer<'_> {
         }
     }
 
-    /// After a commit: keep the journal bounded under a sustained load.
+    /// After a commit: keep the WAL and the journal bounded under a sustained load.
     fn after_commit(&mut self) {
+        if let Some(checkpointer) = &self.checkpointer {
+            use std::sync::atomic::Ordering::Relaxed;
+            let frames = checkpointer.frames.load(Relaxed);
+            let backfilled = checkpointer.backfilled.load(Relaxed);
+            if frames >= CHECKPOINT_AT && backfilled > 0 && frames - backfilled <= CHECKPOINT_REST {
+                // The checkpointer copied nearly all of the WAL; copying the rest here (a commit
+                // or two) lets the next transaction start the WAL over instead of growing it.
+                let _ = self
+                    .conn
+                    .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                checkpointer.backfilled.store(0, Relaxed);
+            }
+        }
         if self
             .journal
             .as_ref()
@@ -753,6 +768,7 @@ impl Writer<'_> {
     /// Closing: commit, index what is left, checkpoint and empty the journal, so the next
     /// start finds it done.
     fn close(&mut self) {
+        self.checkpointer = None;
         let _ = self.commit();
         if self.replay() {
             let _ = self.begin();
@@ -766,11 +782,17 @@ impl Writer<'_> {
 /// How many new WAL frames make the checkpointer copy them into the database file (SQLite's
 /// default autocheckpoint: 1,000 pages).
 const CHECKPOINT_AT: i64 = 1000;
+/// When at most this many frames are left to copy, the writer copies them itself after a commit.
+const CHECKPOINT_REST: i64 = 256;
 
 /// A thread with its own connection that checkpoints the WAL whenever it has grown by
 /// [`CHECKPOINT_AT`] frames (`PASSIVE`: it never waits for the writer or readers). Stops when
 /// dropped.
 struct Checkpointer {
+    /// Frames in the WAL after the writer's last commit (SQLite's WAL hook).
+    frames: std::sync::Arc<std::sync::atomic::AtomicI64>,
+    /// Frames the last checkpoint copied (0: none since the WAL started over).
+    backfilled: std::sync::Arc<std::sync::atomic::AtomicI64>,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -781,8 +803,11 @@ impl Checkpointer {
         frames: std::sync::Arc<std::sync::atomic::AtomicI64>,
     ) -> Checkpointer {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let backfilled = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(0));
         let thread = {
             let stop = std::sync::Arc::clone(&stop);
+            let frames = std::sync::Arc::clone(&frames);
+            let backfilled = std::sync::Arc::clone(&backfilled);
             let path = path.to_path_buf();
             std::thread::Builder::new()
                 .name("hookscope-store-checkpoint".into())
@@ -803,14 +828,24 @@ impl Checkpointer {
                             done = 0;
                         }
                         if now - done >= CHECKPOINT_AT {
-                            let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                            let copied = conn
+                                .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+                                    r.get::<_, i64>(2)
+                                })
+                                .unwrap_or(0);
+                            backfilled.store(copied, std::sync::atomic::Ordering::Relaxed);
                             done = now;
                         }
                     }
                 })
                 .ok()
         };
-        Checkpointer { stop, thread }
+        Checkpointer {
+            frames,
+            backfilled,
+            stop,
+            thread,
+        }
     }
 }
 
@@ -977,21 +1012,23 @@ fn recheck(
     timestamp: &TimestampCheck,
     advice: &crate::domain::advice::AdviceCheck,
 ) -> Result<usize, rusqlite::Error> {
-    let json: Option<String> = tx
+    let json: Option<Vec<u8>> = tx
         .query_row(
             "SELECT checks_json FROM deliveries WHERE id = ?1",
             params![id],
-            |r| r.get(0),
+            |r| Ok(crate::store::compact::checks_json(r.get_ref(0)?).ok()),
         )
-        .optional()?;
+        .optional()?
+        .flatten();
     Ok(
-        match json.and_then(|j| serde_json::from_str::<Checks>(&j).ok()) {
+        match json.and_then(|j| serde_json::from_slice::<Checks>(&j).ok()) {
             None => 0,
             Some(mut checks) => {
                 checks.signature = signature.clone();
                 checks.timestamp = timestamp.clone();
                 checks.advice = advice.clone();
-                let json = serde_json::to_string(&checks)
+                let json = serde_json::to_vec(&checks)
+                    .map(|json| crate::store::compact::encode(&json))
                     .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
                 tx.execute(
                 "UPDATE deliveries SET scheme = ?2, sig_status = ?3, ts_status = ?4, checks_json = ?5 WHERE id = ?1",
@@ -1194,7 +1231,7 @@ fn apply_row(conn: &Connection, row: &Row) -> Result<(), rusqlite::Error> {
         row.ts_status,
         row.dup_status,
         row.first_id,
-        row.checks_json,
+        row.checks,
         row.response_status,
         row.latency_ms,
         row.note,
@@ -1254,7 +1291,7 @@ fn write_rows(
             duplicate,
             advice: evaluation.advice.clone(),
         };
-        let checks_json = serde_json::to_string(&checks)
+        let checks_json = serde_json::to_vec(&checks)
             .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
         let d = &record.delivery;
         let row = Row {
@@ -1278,7 +1315,7 @@ fn write_rows(
             ts_status: checks.timestamp.status.as_str().to_string(),
             dup_status: checks.duplicate.status.as_str().to_string(),
             first_id: checks.duplicate.first_id,
-            checks_json,
+            checks: crate::store::compact::encode(&checks_json),
             response_status: i64::from(record.response_status),
             latency_ms: record.latency_ms as i64,
             note: record.note.clone(),

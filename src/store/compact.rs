@@ -1,0 +1,160 @@
+//! The checks' JSON, compacted against a fixed dictionary of typical checks (`checks.dict`, made
+//! from the JSON hookscope writes for passing, failing, duplicate and advised deliveries).
+//!
+//! Most of a delivery's checks are sentences from a small set, so each is written as copies of
+//! dictionary bytes with the varying parts (ids, numbers, hashes) as literals: ~590 bytes of a
+//! passing delivery's checks take ~60. Rows get small enough for two or three per page, which
+//! halves the pages a commit writes and the store's size. A column holds either the JSON text
+//! (stores written before schema v9, and re-checks by an older hookscope) or `[VERSION, ops…]`;
+//! [`checks_json`] reads both.
+//!
+//! Ops: a byte `0..=127` is a run of `n + 1` literal bytes that follows; a byte `128..=255` copies
+//! `(n & 127) + 4` bytes of the dictionary from the little-endian `u16` offset that follows.
+//! The dictionary of a version never changes: another dictionary is another version byte.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+/// The dictionary of version 1.
+const DICT: &[u8] = include_bytes!("checks.dict");
+/// The first byte of a compacted value.
+const VERSION: u8 = 0xC1;
+const MIN_MATCH: usize = 4;
+const MAX_MATCH: usize = 127 + MIN_MATCH;
+const MAX_LITERALS: usize = 128;
+/// Candidates tried per position (the newest first).
+const CHAIN: usize = 48;
+
+/// Where each 4-byte sequence occurs in the dictionary.
+fn index() -> &'static HashMap<[u8; 4], Vec<u16>> {
+    static INDEX: OnceLock<HashMap<[u8; 4], Vec<u16>>> = OnceLock::new();
+    INDEX.get_or_init(|| {
+        let mut index: HashMap<[u8; 4], Vec<u16>> = HashMap::new();
+        for (at, window) in DICT.windows(MIN_MATCH).enumerate() {
+            let key = [window[0], window[1], window[2], window[3]];
+            index.entry(key).or_default().push(at as u16);
+        }
+        index
+    })
+}
+
+/// Compacts `json`.
+pub(crate) fn encode(json: &[u8]) -> Vec<u8> {
+    let index = index();
+    let mut out = Vec::with_capacity(json.len() / 4 + 8);
+    out.push(VERSION);
+    let mut literals_from = 0;
+    let mut at = 0;
+    let flush = |out: &mut Vec<u8>, literals: &[u8]| {
+        for run in literals.chunks(MAX_LITERALS) {
+            out.push((run.len() - 1) as u8);
+            out.extend_from_slice(run);
+        }
+    };
+    while at + MIN_MATCH <= json.len() {
+        let key = [json[at], json[at + 1], json[at + 2], json[at + 3]];
+        let mut best = (0, 0u16);
+        if let Some(places) = index.get(&key) {
+            for &from in places.iter().rev().take(CHAIN) {
+                let len = DICT[from as usize..]
+                    .iter()
+                    .zip(&json[at..])
+                    .take(MAX_MATCH)
+                    .take_while(|(a, b)| a == b)
+                    .count();
+                if len > best.0 {
+                    best = (len, from);
+                    if len == MAX_MATCH {
+                        break;
+                    }
+                }
+            }
+        }
+        if best.0 >= MIN_MATCH {
+            flush(&mut out, &json[literals_from..at]);
+            out.push(0x80 | (best.0 - MIN_MATCH) as u8);
+            out.extend_from_slice(&best.1.to_le_bytes());
+            at += best.0;
+            literals_from = at;
+        } else {
+            at += 1;
+        }
+    }
+    flush(&mut out, &json[literals_from..]);
+    out
+}
+
+/// The JSON a compacted value holds; `None` when it is not one or is damaged.
+pub(crate) fn decode(blob: &[u8]) -> Option<Vec<u8>> {
+    let (&version, mut ops) = blob.split_first()?;
+    if version != VERSION {
+        return None;
+    }
+    let mut out = Vec::with_capacity(blob.len() * 8);
+    while let Some((&op, rest)) = ops.split_first() {
+        if op < 0x80 {
+            let n = op as usize + 1;
+            out.extend_from_slice(rest.get(..n)?);
+            ops = &rest[n..];
+        } else {
+            let len = (op & 0x7f) as usize + MIN_MATCH;
+            let from = u16::from_le_bytes([*rest.first()?, *rest.get(1)?]) as usize;
+            out.extend_from_slice(DICT.get(from..from + len)?);
+            ops = &rest[2..];
+        }
+    }
+    Some(out)
+}
+
+/// The checks' JSON from a stored column: JSON text, or a compacted blob.
+pub(crate) fn checks_json(value: rusqlite::types::ValueRef<'_>) -> Result<Vec<u8>, String> {
+    match value {
+        rusqlite::types::ValueRef::Text(text) => Ok(text.to_vec()),
+        rusqlite::types::ValueRef::Blob(blob) => {
+            decode(blob).ok_or_else(|| "its compacted checks are damaged".to_string())
+        }
+        other => Err(format!("its checks are a {:?}", other.data_type())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checks_come_back_byte_for_byte_and_much_smaller() {
+        let passing = br#"{"signature":{"status":"pass","detail":"Standard Webhooks signature verified with the configured secret.","scheme":"standard-webhooks","secret":"secret #1","secrets_tried":1},"timestamp":{"status":"pass","skew_secs":0,"detail":"The timestamp is current (0 s off) by this machine's clock, within the 300 s tolerance.","tolerance_secs":300},"duplicate":{"status":"first","first_id":918273,"detail":"First delivery of event msg_918273."},"advice":{"status":"none","items":[],"detail":"No advice: the body is 1 KiB, within the 20 KiB thin-payload guideline, and no field looks like personal or health data."}}"#;
+        let packed = encode(passing);
+        assert_eq!(decode(&packed).as_deref(), Some(&passing[..]));
+        assert!(
+            packed.len() * 5 < passing.len(),
+            "{} of {} bytes",
+            packed.len(),
+            passing.len()
+        );
+        // Anything at all survives, dictionary or not.
+        for text in [
+            &b""[..],
+            b"x",
+            b"abc",
+            "é — \u{1F600} {\"status\":\"fail\"}".as_bytes(),
+            &[0u8, 255, 128, 127, 1, 2, 3, 4, 5][..],
+            &[b'a'; 1000][..],
+        ] {
+            assert_eq!(decode(&encode(text)).as_deref(), Some(text));
+        }
+    }
+
+    #[test]
+    fn damaged_values_are_refused_not_read_past_their_end() {
+        let packed = encode(br#"{"signature":{"status":"pass"}}"#);
+        for cut in 1..packed.len() {
+            // A cut inside an op must be noticed (a cut between ops reads a shorter value).
+            let _ = decode(&packed[..cut]);
+        }
+        assert_eq!(decode(&[VERSION, 0x05, b'a']), None, "literal run past the end");
+        assert_eq!(decode(&[VERSION, 0xff, 0xff, 0xff]), None, "copy past the dictionary");
+        assert_eq!(decode(&[0x00]), None, "not a compacted value");
+        assert_eq!(decode(&[]), None);
+    }
+}

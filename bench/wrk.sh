@@ -19,6 +19,7 @@ trap 'kill ${pids[*]:-} 2>/dev/null || true' EXIT
 pids=()
 
 wrk_prepare "$work" "$per_thread"
+sync
 
 ./target/release/hookscope-dev bare --port 0 2>"$work/bare.log" & pids+=($!)
 bare=$(run_wrk "$(port_of "$work/bare.log")" "$secs")

@@ -169,6 +169,10 @@ pub enum Maintenance {
 /// Rows indexed per step of the writer when its queue is empty (inside the open transaction,
 /// so a step costs no commit; small, so a delivery arriving meanwhile waits < 1 ms).
 const INDEX_CHUNK: usize = 16;
+/// The most rows one transaction adds to the text index: FTS5 writes them out as one segment
+/// (and merges segments) when the transaction commits, so this bounds that commit's pause while
+/// the index catches up behind a burst. Once a transaction has this many, it commits early.
+const INDEX_PER_COMMIT: usize = 64;
 /// A run of the text index starts once this many deliveries wait for it...
 const INDEX_BATCH: i64 = 256;
 /// ...or once the oldest of them has waited this long...
@@ -208,6 +212,8 @@ struct Writer<'a> {
     open_since: Option<std::time::Instant>,
     /// Rows written in the open transaction, and the newest id among them.
     open_rows: usize,
+    /// Rows added to the text index in the open transaction.
+    open_indexed: usize,
     open_newest: i64,
     /// Deliveries not yet in the text index.
     backlog: i64,
@@ -244,6 +250,7 @@ pub(crate) fn writer_loop(
         },
         open_since: None,
         open_rows: 0,
+        open_indexed: 0,
         open_newest: 0,
         backlog: 0,
         indexing: false,
@@ -368,6 +375,7 @@ impl Writer<'_> {
             self.conn.execute_batch("BEGIN IMMEDIATE")?;
             self.open_since = Some(std::time::Instant::now());
             self.open_rows = 0;
+            self.open_indexed = 0;
         }
         Ok(())
     }
@@ -499,13 +507,17 @@ impl Writer<'_> {
         }
         let now = Instant::now();
         let index_in = self.index_due_in(now);
-        if index_in == Some(Duration::ZERO) && self.begin().is_ok() && self.index_step() {
+        if index_in == Some(Duration::ZERO)
+            && self.open_indexed < INDEX_PER_COMMIT
+            && self.begin().is_ok()
+            && self.index_step()
+        {
             return None;
         }
         let mut wait = index_in.unwrap_or(Duration::from_secs(3600));
         if let Some(since) = self.open_since {
             let due = since + COMMIT_EVERY;
-            if now < due {
+            if now < due && self.open_indexed < INDEX_PER_COMMIT {
                 return Some(wait.min(due - now));
             }
             let _ = self.commit();
@@ -556,6 +568,7 @@ impl Writer<'_> {
         match index_pending(&self.conn, INDEX_CHUNK) {
             Ok(n) if n > 0 => {
                 self.backlog = self.backlog.saturating_sub(n as i64);
+                self.open_indexed += n;
                 true
             }
             _ => {
@@ -656,10 +669,12 @@ impl Writer<'_> {
         }
         let records: Vec<&NewRecord> = batch.iter().map(|(record, _)| record.as_ref()).collect();
         if self.backlog + records.len() as i64 > INDEX_BACKLOG
+            && self.open_indexed < INDEX_PER_COMMIT
             && self.begin().is_ok()
             && let Ok(n) = index_pending(&self.conn, records.len())
         {
             self.backlog -= n as i64;
+            self.open_indexed += n;
         }
         match self.write_journaled(&records) {
             Ok(stored) => {
@@ -782,8 +797,11 @@ impl Writer<'_> {
 /// How many new WAL frames make the checkpointer copy them into the database file (SQLite's
 /// default autocheckpoint: 1,000 pages).
 const CHECKPOINT_AT: i64 = 1000;
-/// When at most this many frames are left to copy, the writer copies them itself after a commit.
-const CHECKPOINT_REST: i64 = 256;
+/// The checkpointer copies the WAL in steps of this many new frames...
+const CHECKPOINT_STEP: i64 = 250;
+/// ...and once the WAL holds [`CHECKPOINT_AT`], the writer copies the rest itself after a
+/// commit when at most this many frames are left (so the next transaction starts the WAL over).
+const CHECKPOINT_REST: i64 = 128;
 
 /// A thread with its own connection that checkpoints the WAL whenever it has grown by
 /// [`CHECKPOINT_AT`] frames (`PASSIVE`: it never waits for the writer or readers). Stops when
@@ -821,13 +839,13 @@ impl Checkpointer {
                     let _ = conn.busy_timeout(std::time::Duration::ZERO);
                     let mut done = 0;
                     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                        std::thread::sleep(std::time::Duration::from_millis(50));
+                        std::thread::sleep(std::time::Duration::from_millis(20));
                         let now = frames.load(std::sync::atomic::Ordering::Relaxed);
                         if now < done {
                             // The writer started the WAL over.
                             done = 0;
                         }
-                        if now - done >= CHECKPOINT_AT {
+                        if now - done >= CHECKPOINT_STEP {
                             let copied = conn
                                 .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
                                     r.get::<_, i64>(2)

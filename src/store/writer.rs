@@ -386,6 +386,8 @@ impl Writer<'_> {
         if self.open_since.take().is_none() {
             return Ok(());
         }
+        self.open_rows = 0;
+        self.open_indexed = 0;
         self.dirty = true;
         self.last_write = std::time::Instant::now();
         match self.conn.execute_batch("COMMIT") {
@@ -777,6 +779,8 @@ impl Writer<'_> {
     fn abandon(&mut self) {
         let _ = self.conn.execute_batch("ROLLBACK");
         self.open_since = None;
+        self.open_rows = 0;
+        self.open_indexed = 0;
         self.needs_replay = true;
     }
 

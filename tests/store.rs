@@ -300,7 +300,10 @@ fn a_power_cut_loses_no_acknowledged_delivery() {
     while std::fs::metadata(dir.path().join("hookscope.journal")).map_or(1, |m| m.len()) > 0
         || std::fs::metadata(dir.path().join("hookscope.sqlite-wal")).map_or(0, |m| m.len()) > 0
     {
-        assert!(std::time::Instant::now() < deadline, "never checkpointed when idle");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never checkpointed when idle"
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     for n in 100..150 {
@@ -319,14 +322,20 @@ fn a_power_cut_loses_no_acknowledged_delivery() {
         .expect("raw")
         .query_row("SELECT COUNT(*) FROM deliveries", [], |r| r.get(0))
         .expect("count");
-    assert_eq!(in_the_file, 100, "the database file alone lacks the last 50");
+    assert_eq!(
+        in_the_file, 100,
+        "the database file alone lacks the last 50"
+    );
     drop(store);
 
     let reopened = Store::open(&cut).expect("reopen after the cut");
     let reader = reopened.reader().expect("reader");
     assert_eq!(reader.count().expect("count"), 150);
     for before in &acknowledged {
-        let after = reader.get(before.id).expect("get").expect("every acknowledged id");
+        let after = reader
+            .get(before.id)
+            .expect("get")
+            .expect("every acknowledged id");
         assert_eq!(after.delivery.body, before.delivery.body);
         assert_eq!(after.checks, before.checks, "verdicts as answered");
     }
@@ -335,5 +344,9 @@ fn a_power_cut_loses_no_acknowledged_delivery() {
     drop(reopened);
     let again = Store::open(&cut).expect("third open");
     assert_eq!(again.reader().expect("reader").count().expect("count"), 150);
-    again.reader().expect("reader").integrity_check().expect("integrity");
+    again
+        .reader()
+        .expect("reader")
+        .integrity_check()
+        .expect("integrity");
 }

@@ -152,8 +152,16 @@ mod tests {
             // A cut inside an op must be noticed (a cut between ops reads a shorter value).
             let _ = decode(&packed[..cut]);
         }
-        assert_eq!(decode(&[VERSION, 0x05, b'a']), None, "literal run past the end");
-        assert_eq!(decode(&[VERSION, 0xff, 0xff, 0xff]), None, "copy past the dictionary");
+        assert_eq!(
+            decode(&[VERSION, 0x05, b'a']),
+            None,
+            "literal run past the end"
+        );
+        assert_eq!(
+            decode(&[VERSION, 0xff, 0xff, 0xff]),
+            None,
+            "copy past the dictionary"
+        );
         assert_eq!(decode(&[0x00]), None, "not a compacted value");
         assert_eq!(decode(&[]), None);
     }

@@ -249,7 +249,8 @@ impl Journal {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
             // A file system without locks: as the capture lock, go on unguarded.
-            Err(std::fs::TryLockError::Error(e)) if e.kind() == std::io::ErrorKind::Unsupported => {}
+            Err(std::fs::TryLockError::Error(e)) if e.kind() == std::io::ErrorKind::Unsupported => {
+            }
             Err(std::fs::TryLockError::Error(e)) => return Err(e),
         }
         let len = file.metadata()?.len();
@@ -350,7 +351,9 @@ pub(crate) fn newest_journaled(store: &Path) -> Option<i64> {
         let crc = u32::from_le_bytes(rest[4..8].try_into().expect("4 bytes"));
         match rest.get(8..8 + len) {
             Some(payload) if len >= 8 && crc32fast::hash(payload) == crc => {
-                newest = Some(i64::from_le_bytes(payload[0..8].try_into().expect("8 bytes")));
+                newest = Some(i64::from_le_bytes(
+                    payload[0..8].try_into().expect("8 bytes"),
+                ));
                 rest = &rest[8 + len..];
             }
             _ => break,
@@ -443,7 +446,10 @@ mod tests {
         assert_eq!(parse(&bytes).len(), 2);
         journal.clear().expect("clear");
         assert!(journal.rows().expect("rows").is_empty());
-        assert_eq!(std::fs::metadata(path_beside(&store)).expect("meta").len(), 0);
+        assert_eq!(
+            std::fs::metadata(path_beside(&store)).expect("meta").len(),
+            0
+        );
         drop(journal);
         assert!(Journal::open(&store).expect("open").is_some(), "released");
     }

@@ -102,11 +102,11 @@ impl Reader {
 
     /// The id of the newest delivery readers can see (0 when empty).
     pub fn newest_id(&self) -> Result<i64, StoreError> {
-        Ok(self.conn.query_row(
-            "SELECT COALESCE(MAX(id), 0) FROM deliveries",
-            [],
-            |r| r.get(0),
-        )?)
+        Ok(self
+            .conn
+            .query_row("SELECT COALESCE(MAX(id), 0) FROM deliveries", [], |r| {
+                r.get(0)
+            })?)
     }
 
     /// The newest deliveries first, at most `limit`, older than `before_id` when given.

@@ -282,14 +282,18 @@ pub(crate) fn writer_loop(
         let _ = w.conn.pragma_update(None, "wal_autocheckpoint", 0);
         // When the writer starts the WAL over, it cuts the file back to 1 MiB: the file's size
         // then tells the checkpointer how much the WAL holds.
-        let _ = w.conn.pragma_update(None, "journal_size_limit", 1024 * 1024);
+        let _ = w
+            .conn
+            .pragma_update(None, "journal_size_limit", 1024 * 1024);
         let frames = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(0));
         let seen = std::sync::Arc::clone(&frames);
         // After each commit SQLite says how many frames the WAL holds.
-        let _ = w.conn.wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, pages| {
-            seen.store(i64::from(pages), std::sync::atomic::Ordering::Relaxed);
-            Ok(())
-        }));
+        let _ = w
+            .conn
+            .wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, pages| {
+                seen.store(i64::from(pages), std::sync::atomic::Ordering::Relaxed);
+                Ok(())
+            }));
         Checkpointer::start(path, frames)
     });
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -341,7 +345,9 @@ pub(crate) fn writer_loop(
                 // searchable as soon as they are answered.
                 let result = w.durably(|conn| {
                     let tx = conn.transaction()?;
-                    let n = write_rows(&tx, &records.iter().collect::<Vec<_>>())?.0.len();
+                    let n = write_rows(&tx, &records.iter().collect::<Vec<_>>())?
+                        .0
+                        .len();
                     while index_pending(&tx, INDEX_CHUNK * 32)? > 0 {}
                     tx.commit()?;
                     Ok(n)
@@ -636,7 +642,9 @@ impl Writer<'_> {
     fn publish_newest(&self) {
         if let Ok(Some(id)) = self
             .conn
-            .query_row("SELECT MAX(id) FROM deliveries", [], |r| r.get::<_, Option<i64>>(0))
+            .query_row("SELECT MAX(id) FROM deliveries", [], |r| {
+                r.get::<_, Option<i64>>(0)
+            })
         {
             self.place.health.made_visible(id);
         }
@@ -745,9 +753,7 @@ impl Writer<'_> {
         self.conn
             .execute_batch("SAVEPOINT batch")
             .map_err(BatchError::Sql)?;
-        let undo = |conn: &Connection| {
-            conn.execute_batch("ROLLBACK TO batch; RELEASE batch")
-        };
+        let undo = |conn: &Connection| conn.execute_batch("ROLLBACK TO batch; RELEASE batch");
         let written = write_rows(&self.conn, records);
         let (rows, stored) = match written {
             Ok(done) => done,

@@ -135,10 +135,19 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport, String> {
     let deadline = started + options.duration;
     let per_connection_interval = (options.rate > 0)
         .then(|| Duration::from_secs_f64(options.connections as f64 / options.rate as f64));
-    let (samples, watched) = std::sync::mpsc::channel::<(i64, Instant)>();
-    let watcher = options.watch_store.clone().map(|store| {
-        std::thread::spawn(move || watch_visibility(store, watched))
-    });
+    // Bounded: a sample that finds it full is dropped (the watcher reads far faster than 1 in 10
+    // acknowledgements arrive).
+    let (samples, watched) = std::sync::mpsc::sync_channel::<(i64, Instant)>(65_536);
+    let watcher = options
+        .watch_store
+        .clone()
+        .map(|store| {
+            std::thread::Builder::new()
+                .name("load-watch-store".into())
+                .spawn(move || watch_visibility(store, watched))
+        })
+        .transpose()
+        .map_err(|e| format!("cannot start the store watcher: {e}"))?;
     let mut tasks = Vec::new();
     for connection in 0..options.connections {
         let samples = samples.clone();
@@ -211,7 +220,7 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport, String> {
                         if ok {
                             latencies.push(t.elapsed());
                             if options.watch_store.is_some()
-                                && sequence % 10 == 0
+                                && sequence.is_multiple_of(10)
                                 && let Some(id) = answer.ok().and_then(|a| {
                                     serde_json::from_slice::<serde_json::Value>(&a)
                                         .ok()?
@@ -219,7 +228,7 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport, String> {
                                         .as_i64()
                                 })
                             {
-                                let _ = samples.send((id, Instant::now()));
+                                let _ = samples.try_send((id, Instant::now()));
                             }
                         } else {
                             refused += 1;

@@ -484,7 +484,12 @@ impl Writer<'_> {
             name.push("-wal");
             std::path::PathBuf::from(name)
         };
-        match std::fs::File::open(&wal).and_then(|f| f.sync_data()) {
+        // Opened for writing: Windows flushes a file only through a handle that may write it.
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .open(&wal)
+            .and_then(|f| f.sync_data())
+        {
             Ok(()) => self.clear_journal(),
             // No WAL file: nothing committed waits in it.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.clear_journal(),

@@ -12,7 +12,6 @@
 //! `(n & 127) + 4` bytes of the dictionary from the little-endian `u16` offset that follows.
 //! The dictionary of a version never changes: another dictionary is another version byte.
 
-use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// The dictionary of version 1.
@@ -23,16 +22,24 @@ const MIN_MATCH: usize = 4;
 const MAX_MATCH: usize = 127 + MIN_MATCH;
 const MAX_LITERALS: usize = 128;
 /// Candidates tried per position (the newest first).
-const CHAIN: usize = 48;
+const CHAIN: usize = 16;
+/// Buckets of the dictionary's index (a power of two).
+const BUCKETS: usize = 1 << 14;
 
-/// Where each 4-byte sequence occurs in the dictionary.
-fn index() -> &'static HashMap<[u8; 4], Vec<u16>> {
-    static INDEX: OnceLock<HashMap<[u8; 4], Vec<u16>>> = OnceLock::new();
+/// The bucket of a 4-byte sequence (multiplicative hashing: the index is read once per input
+/// byte, so it must be cheap; a collision costs only a comparison).
+fn bucket(bytes: &[u8]) -> usize {
+    let word = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+    (word.wrapping_mul(2_654_435_761) >> (32 - BUCKETS.trailing_zeros())) as usize
+}
+
+/// Where each 4-byte sequence occurs in the dictionary, by bucket.
+fn index() -> &'static [Vec<u16>] {
+    static INDEX: OnceLock<Vec<Vec<u16>>> = OnceLock::new();
     INDEX.get_or_init(|| {
-        let mut index: HashMap<[u8; 4], Vec<u16>> = HashMap::new();
+        let mut index = vec![Vec::new(); BUCKETS];
         for (at, window) in DICT.windows(MIN_MATCH).enumerate() {
-            let key = [window[0], window[1], window[2], window[3]];
-            index.entry(key).or_default().push(at as u16);
+            index[bucket(window)].push(at as u16);
         }
         index
     })
@@ -52,9 +59,9 @@ pub(crate) fn encode(json: &[u8]) -> Vec<u8> {
         }
     };
     while at + MIN_MATCH <= json.len() {
-        let key = [json[at], json[at + 1], json[at + 2], json[at + 3]];
         let mut best = (0, 0u16);
-        if let Some(places) = index.get(&key) {
+        {
+            let places = &index[bucket(&json[at..])];
             for &from in places.iter().rev().take(CHAIN) {
                 let len = DICT[from as usize..]
                     .iter()

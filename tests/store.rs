@@ -350,3 +350,34 @@ fn a_power_cut_loses_no_acknowledged_delivery() {
         .integrity_check()
         .expect("integrity");
 }
+
+/// A second writer on a store whose journal another one owns (an `import` beside a capturing
+/// `listen`, a second `Store` in one process) has no journal: it must commit, synced, before it
+/// answers, so what it acknowledged is readable at once.
+#[test]
+fn a_writer_without_the_journal_answers_only_after_its_commit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("hookscope.sqlite");
+    let owner = Store::open(&path).expect("the journal's owner");
+    let second = Store::open(&path).expect("a second writer");
+    let raw = rusqlite::Connection::open(&path).expect("raw");
+    for n in 0..20 {
+        let stored = second
+            .writer()
+            .insert_blocking(seed::record(n))
+            .expect("insert");
+        let found: i64 = raw
+            .query_row(
+                "SELECT COUNT(*) FROM deliveries WHERE id = ?1",
+                [stored.id],
+                |r| r.get(0),
+            )
+            .expect("count");
+        assert_eq!(
+            found, 1,
+            "delivery {} answered before its commit",
+            stored.id
+        );
+    }
+    drop(owner);
+}

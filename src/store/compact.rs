@@ -14,6 +14,8 @@
 
 use std::sync::OnceLock;
 
+use crate::domain::checks::Checks;
+
 /// The dictionary of version 1.
 const DICT: &[u8] = include_bytes!("checks.dict");
 /// The first byte of a compacted value.
@@ -113,15 +115,23 @@ pub(crate) fn decode(blob: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// The checks' JSON from a stored column: JSON text, or a compacted blob.
-pub(crate) fn checks_json(value: rusqlite::types::ValueRef<'_>) -> Result<Vec<u8>, String> {
-    match value {
-        rusqlite::types::ValueRef::Text(text) => Ok(text.to_vec()),
+/// The checks as `checks_json` stores them: their JSON, compacted.
+pub(crate) fn checks_column(checks: &Checks) -> Result<Vec<u8>, rusqlite::Error> {
+    serde_json::to_vec(checks)
+        .map(|json| encode(&json))
+        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
+}
+
+/// The checks from a stored `checks_json`: JSON text (older rows), or a compacted blob.
+pub(crate) fn read_checks(value: rusqlite::types::ValueRef<'_>) -> Result<Checks, String> {
+    let json = match value {
+        rusqlite::types::ValueRef::Text(text) => text.to_vec(),
         rusqlite::types::ValueRef::Blob(blob) => {
-            decode(blob).ok_or_else(|| "its compacted checks are damaged".to_string())
+            decode(blob).ok_or_else(|| "its compacted checks are damaged".to_string())?
         }
-        other => Err(format!("its checks are a {:?}", other.data_type())),
-    }
+        other => return Err(format!("its checks are a {:?}", other.data_type())),
+    };
+    serde_json::from_slice(&json).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

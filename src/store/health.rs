@@ -72,11 +72,6 @@ pub struct Health {
 }
 
 impl Health {
-    /// The newest delivery id readers can see.
-    pub fn visible_id(&self) -> i64 {
-        *self.visible.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Waits until delivery `id` is visible to readers, at most `timeout`; answers whether it is.
     pub fn wait_visible(&self, id: i64, timeout: std::time::Duration) -> bool {
         let guard = self.visible.lock().unwrap_or_else(|e| e.into_inner());
@@ -153,9 +148,7 @@ pub(crate) fn classify(err: &rusqlite::Error, store: &Path) -> Trouble {
     }
 }
 
-/// Tries to create (and remove) a file beside the store; the system's answer names the cause
-/// (`None`: the dir takes writes).
-/// The trouble behind a failed write to a file beside the store (the capture journal).
+/// The trouble behind a failed write to a file beside the store (the capture journal, the WAL).
 pub(crate) fn classify_io(err: &std::io::Error, store: &Path) -> Trouble {
     if err.kind() == std::io::ErrorKind::StorageFull {
         return Trouble::DiskFull;
@@ -163,6 +156,8 @@ pub(crate) fn classify_io(err: &std::io::Error, store: &Path) -> Trouble {
     probe_dir(store).unwrap_or_else(|| Trouble::Failing(err.to_string()))
 }
 
+/// Tries to create (and remove) a file beside the store; the system's answer names the cause
+/// (`None`: the dir takes writes).
 pub(crate) fn probe_dir(store: &Path) -> Option<Trouble> {
     let dir = store.parent()?;
     if !store.exists() {

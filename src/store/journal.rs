@@ -15,7 +15,7 @@
 //! acknowledged, since their sync had not returned).
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read as _, Write as _};
+use std::io::{Read as _, Seek as _, Write as _};
 use std::path::{Path, PathBuf};
 
 /// The journal's file name, beside the store.
@@ -226,7 +226,6 @@ impl Decoder<'_> {
 #[derive(Debug)]
 pub(crate) struct Journal {
     file: File,
-    path: PathBuf,
     len: u64,
     buffer: Vec<u8>,
     /// A failed append could not be cut back.
@@ -245,18 +244,12 @@ impl Journal {
             .read(true)
             .append(true)
             .open(&path)?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
-            // A file system without locks: as the capture lock, go on unguarded.
-            Err(std::fs::TryLockError::Error(e)) if e.kind() == std::io::ErrorKind::Unsupported => {
-            }
-            Err(std::fs::TryLockError::Error(e)) => return Err(e),
+        if !crate::store::lock::try_exclusive(&file)? {
+            return Ok(None);
         }
         let len = file.metadata()?.len();
         Ok(Some(Journal {
             file,
-            path,
             len,
             buffer: Vec::new(),
             torn: false,
@@ -309,10 +302,13 @@ impl Journal {
         Ok(())
     }
 
-    /// Every complete row in the journal, in order.
+    /// Every complete row in the journal, in order. Read through the locked handle (on
+    /// Windows a locked range cannot be read through another one; appends still go to the end).
     pub(crate) fn rows(&self) -> std::io::Result<Vec<Row>> {
         let mut bytes = Vec::new();
-        File::open(&self.path)?.read_to_end(&mut bytes)?;
+        let mut file = &self.file;
+        file.seek(std::io::SeekFrom::Start(0))?;
+        file.read_to_end(&mut bytes)?;
         Ok(parse(&bytes))
     }
 }
@@ -344,43 +340,29 @@ pub(crate) fn newest_journaled(store: &Path) -> Option<i64> {
         return None;
     }
     let bytes = std::fs::read(&path).ok()?;
-    let mut rest = &bytes[..];
-    let mut newest = None;
-    while rest.len() >= 16 {
-        let len = u32::from_le_bytes(rest[0..4].try_into().expect("4 bytes")) as usize;
-        let crc = u32::from_le_bytes(rest[4..8].try_into().expect("4 bytes"));
-        match rest.get(8..8 + len) {
-            Some(payload) if len >= 8 && crc32fast::hash(payload) == crc => {
-                newest = Some(i64::from_le_bytes(
-                    payload[0..8].try_into().expect("8 bytes"),
-                ));
-                rest = &rest[8 + len..];
-            }
-            _ => break,
-        }
-    }
-    newest
+    // A row's payload starts with its id.
+    let last = frames(&bytes).last()?;
+    Some(i64::from_le_bytes(last.get(..8)?.try_into().ok()?))
 }
 
-/// The complete frames at the start of `bytes`; stops at the first frame cut short or damaged.
-fn parse(mut bytes: &[u8]) -> Vec<Row> {
-    let mut rows = Vec::new();
-    while bytes.len() >= 8 {
-        let len = u32::from_le_bytes(bytes[0..4].try_into().expect("4 bytes")) as usize;
-        let crc = u32::from_le_bytes(bytes[4..8].try_into().expect("4 bytes"));
-        let Some(payload) = bytes.get(8..8 + len) else {
-            break;
-        };
+/// The payloads of the complete frames at the start of `bytes`; stops at the first frame cut
+/// short or failing its CRC.
+fn frames(mut bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    std::iter::from_fn(move || {
+        let len = u32::from_le_bytes(bytes.get(0..4)?.try_into().ok()?) as usize;
+        let crc = u32::from_le_bytes(bytes.get(4..8)?.try_into().ok()?);
+        let payload = bytes.get(8..8 + len)?;
         if crc32fast::hash(payload) != crc {
-            break;
+            return None;
         }
-        let Some(row) = Row::decode(payload) else {
-            break;
-        };
-        rows.push(row);
         bytes = &bytes[8 + len..];
-    }
-    rows
+        Some(payload)
+    })
+}
+
+/// The complete rows at the start of `bytes`; stops at the first frame cut short or damaged.
+fn parse(bytes: &[u8]) -> Vec<Row> {
+    frames(bytes).map_while(Row::decode).collect()
 }
 
 #[cfg(test)]

@@ -38,26 +38,18 @@ impl CaptureLock {
             .truncate(false)
             .open(&path)
             .map_err(unwritable)?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => {
-                let mut holder = String::new();
-                let _ = file.read_to_string(&mut holder);
-                let holder = holder.trim();
-                return Err(StoreError::InUse {
-                    dir: canonical(dir),
-                    holder: if holder.is_empty() {
-                        "another process".into()
-                    } else {
-                        holder.to_string()
-                    },
-                });
-            }
-            // A file system without locks (some network mounts): capture goes on unguarded
-            // rather than not at all.
-            Err(std::fs::TryLockError::Error(e)) if e.kind() == std::io::ErrorKind::Unsupported => {
-            }
-            Err(std::fs::TryLockError::Error(e)) => return Err(unwritable(e)),
+        if !try_exclusive(&file).map_err(unwritable)? {
+            let mut holder = String::new();
+            let _ = file.read_to_string(&mut holder);
+            let holder = holder.trim();
+            return Err(StoreError::InUse {
+                dir: canonical(dir),
+                holder: if holder.is_empty() {
+                    "another process".into()
+                } else {
+                    holder.to_string()
+                },
+            });
         }
         // Say who holds it, for the sentence the next one prints. Best effort: the lock itself
         // is what refuses a second hookscope.
@@ -67,6 +59,21 @@ impl CaptureLock {
             .and_then(|()| write!(file, "process {}", std::process::id()))
             .and_then(|()| file.flush());
         Ok(CaptureLock { _file: file })
+    }
+}
+
+/// Takes an exclusive OS lock on `file` without waiting (`flock` on Unix, `LockFileEx` on
+/// Windows; released when the file is closed): `true` when this handle holds it, or when the file
+/// system has no locks (some network mounts: what it guards goes on unguarded rather than not at
+/// all); `false` when another handle holds it.
+pub(crate) fn try_exclusive(file: &std::fs::File) -> std::io::Result<bool> {
+    match file.try_lock() {
+        Ok(()) => Ok(true),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(false),
+        Err(std::fs::TryLockError::Error(e)) if e.kind() == std::io::ErrorKind::Unsupported => {
+            Ok(true)
+        }
+        Err(std::fs::TryLockError::Error(e)) => Err(e),
     }
 }
 

@@ -85,7 +85,7 @@ pub(crate) type RawListRow = (
     Option<String>,
     Option<String>,
     Option<String>,
-    Result<Vec<u8>, String>,
+    Result<Checks, String>,
     i64,
     i64,
 );
@@ -99,21 +99,19 @@ pub(crate) fn raw_list_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawListR
         row.get(4)?,
         row.get(5)?,
         row.get(6)?,
-        crate::store::compact::checks_json(row.get_ref(7)?),
+        crate::store::compact::read_checks(row.get_ref(7)?),
         row.get(8)?,
         row.get(9)?,
     ))
 }
 
 pub(crate) fn list_row(raw: RawListRow) -> Result<ListRow, StoreError> {
-    let (id, received_at_ms, method, path, event_type, event_id, job_id, checks_json, size, status) =
+    let (id, received_at_ms, method, path, event_type, event_id, job_id, checks, size, status) =
         raw;
-    let checks = checks_json
-        .and_then(|json| serde_json::from_slice::<Checks>(&json).map_err(|e| e.to_string()))
-        .map_err(|e| StoreError::Damaged {
-            id,
-            what: format!("its checks cannot be decoded: {e}"),
-        })?;
+    let checks = checks.map_err(|e| StoreError::Damaged {
+        id,
+        what: format!("its checks cannot be decoded: {e}"),
+    })?;
     Ok(ListRow {
         id,
         received_at_ms,
@@ -133,16 +131,14 @@ pub(crate) type RowResult = Result<StoredDelivery, StoreError>;
 pub(crate) fn read_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RowResult> {
     let id: i64 = row.get(0)?;
     let header_blob: Vec<u8> = row.get(5)?;
-    let checks_json = crate::store::compact::checks_json(row.get_ref(16)?);
+    let checks = crate::store::compact::read_checks(row.get_ref(16)?);
     let Some(headers) = decode_headers(&header_blob) else {
         return Ok(Err(StoreError::Damaged {
             id,
             what: "its headers cannot be decoded".into(),
         }));
     };
-    let checks: Checks = match checks_json
-        .and_then(|json| serde_json::from_slice(&json).map_err(|e| e.to_string()))
-    {
+    let checks: Checks = match checks {
         Ok(c) => c,
         Err(e) => {
             return Ok(Err(StoreError::Damaged {

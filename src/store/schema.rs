@@ -148,8 +148,8 @@ pub(crate) fn open_connection(path: &Path, read_only: bool) -> Result<Connection
         conn.pragma_update(None, "synchronous", "FULL")
             .map_err(open_err)?;
         // The writer touches nine indexes and the text index per delivery: keep their hot pages
-        // in memory (64 MiB). The WAL is checkpointed every 1,000 pages (4 MiB, SQLite's
-        // default), and truncated when the writer is idle.
+        // in memory (64 MiB). The WAL is checkpointed every 1,000 pages (SQLite's default; the
+        // capturing writer turns that off and checkpoints on its own thread, src/store/writer.rs).
         conn.pragma_update(None, "cache_size", -65_536)
             .map_err(open_err)?;
         // Statement journals (the writer's savepoints, upserts) in memory, not in temp files

@@ -81,6 +81,15 @@ impl Place<'_> {
         }
     }
 
+    /// The same for a failed write or sync of a file beside the store (the journal, the WAL):
+    /// any such failure is the disk's, recorded and answered with its sentence.
+    fn io_failure(&self, err: &std::io::Error, refused: u64) -> StoreError {
+        let trouble = health::classify_io(err, self.path);
+        let sentence = trouble.sentence(self.path);
+        self.health.failed(trouble, refused);
+        StoreError::Refused(sentence)
+    }
+
     /// Whether a write may be tried: not when the file is known to be gone, or was just found
     /// gone (writing on would land in a deleted file).
     fn writable(&mut self, refused: u64) -> Result<(), StoreError> {
@@ -191,7 +200,8 @@ const COMMIT_ROWS: usize = 8192;
 /// After this long without a write, the store checkpoints its WAL into the database file,
 /// truncates the WAL and empties the journal.
 pub const IDLE_CHECKPOINT: std::time::Duration = std::time::Duration::from_secs(1);
-/// Beyond this size the journal is emptied as soon as a checkpoint completes, even under load.
+/// Beyond this size the journal is emptied after a commit even under load (the WAL is synced
+/// first, which makes every commit before it durable).
 const JOURNAL_LIMIT: u64 = 16 * 1024 * 1024;
 
 /// Why a batch was not written.
@@ -280,8 +290,8 @@ pub(crate) fn writer_loop(
     // the WAL into the database file and sync both (that stall was the p99 at 2,000/s).
     w.checkpointer = w.journal.is_some().then(|| {
         let _ = w.conn.pragma_update(None, "wal_autocheckpoint", 0);
-        // When the writer starts the WAL over, it cuts the file back to 1 MiB: the file's size
-        // then tells the checkpointer how much the WAL holds.
+        // When the writer starts the WAL over, it cuts the file back to 1 MiB (what a burst
+        // made it grow to is given back).
         let _ = w
             .conn
             .pragma_update(None, "journal_size_limit", 1024 * 1024);
@@ -389,23 +399,29 @@ impl Writer<'_> {
     /// Commits the open transaction. When the commit fails, what it held is still in the
     /// journal: the store writes it again before taking new deliveries.
     fn commit(&mut self) -> Result<(), StoreError> {
-        if self.open_since.take().is_none() {
+        self.commit_sql().map_err(|err| self.place.failure(err, 0))
+    }
+
+    /// [`Writer::commit`], answering SQLite's error as it is.
+    fn commit_sql(&mut self) -> Result<(), rusqlite::Error> {
+        if self.open_since.is_none() {
             return Ok(());
         }
-        self.open_rows = 0;
-        self.open_indexed = 0;
         self.dirty = true;
         self.last_write = std::time::Instant::now();
         match self.conn.execute_batch("COMMIT") {
             Ok(()) => {
+                self.open_since = None;
+                self.open_rows = 0;
+                self.open_indexed = 0;
                 self.place.health.made_visible(self.open_newest);
                 Ok(())
             }
             Err(err) => {
-                // A failed commit may leave its transaction open (SQLite's choice): roll back.
-                let _ = self.conn.execute_batch("ROLLBACK");
-                self.needs_replay = true;
-                Err(self.place.failure(err, 0))
+                // A failed commit may leave its transaction open (SQLite's choice): roll back;
+                // the journal, when there is one, holds what it had.
+                self.abandon();
+                Err(err)
             }
         }
     }
@@ -417,15 +433,17 @@ impl Writer<'_> {
         if !self.needs_replay {
             return true;
         }
-        let Some(journal) = &mut self.journal else {
+        if self.journal.is_none() {
             self.needs_replay = false;
             return true;
-        };
+        }
         if !self.conn.is_autocommit() {
             // A failed commit can leave its transaction open: it must go before the replay.
-            let _ = self.conn.execute_batch("ROLLBACK");
-            self.open_since = None;
+            self.abandon();
         }
+        let Some(journal) = &mut self.journal else {
+            return true;
+        };
         let _ = self.conn.pragma_update(None, "synchronous", "FULL");
         let result = replay_journal(&mut self.conn, journal);
         let _ = self.conn.pragma_update(None, "synchronous", "NORMAL");
@@ -440,9 +458,7 @@ impl Writer<'_> {
                 true
             }
             Err(ReplayError::Journal(e)) => {
-                self.place
-                    .health
-                    .failed(health::classify_io(&e, self.place.path), 0);
+                let _ = self.place.io_failure(&e, 0);
                 false
             }
             Err(ReplayError::Sql(err)) => {
@@ -493,10 +509,9 @@ impl Writer<'_> {
             Ok(()) => self.clear_journal(),
             // No WAL file: nothing committed waits in it.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.clear_journal(),
-            Err(e) => self
-                .place
-                .health
-                .failed(health::classify_io(&e, self.place.path), 0),
+            Err(e) => {
+                let _ = self.place.io_failure(&e, 0);
+            }
         }
     }
 
@@ -504,9 +519,7 @@ impl Writer<'_> {
         if let Some(journal) = &mut self.journal
             && let Err(e) = journal.clear()
         {
-            self.place
-                .health
-                .failed(health::classify_io(&e, self.place.path), 0);
+            let _ = self.place.io_failure(&e, 0);
         }
     }
 
@@ -704,10 +717,8 @@ impl Writer<'_> {
                 }
             }
             Err(BatchError::Journal(e)) => {
-                let trouble = health::classify_io(&e, self.place.path);
-                let sentence = trouble.sentence(self.place.path);
-                self.place.health.failed(trouble, batch.len() as u64);
-                refuse(batch, &StoreError::Refused(sentence));
+                let refusal = self.place.io_failure(&e, batch.len() as u64);
+                refuse(batch, &refusal);
             }
             Err(BatchError::Sql(err)) => match self.place.failure(err, batch.len() as u64) {
                 // The disk, not a record: every delivery of the batch is refused alike.
@@ -723,24 +734,18 @@ impl Writer<'_> {
                                 Ok(stored.remove(0))
                             }
                             Err(BatchError::Sql(e)) => Err(self.place.failure(e, 1)),
-                            Err(BatchError::Journal(e)) => {
-                                let trouble = health::classify_io(&e, self.place.path);
-                                let sentence = trouble.sentence(self.place.path);
-                                self.place.health.failed(trouble, 1);
-                                Err(StoreError::Refused(sentence))
-                            }
+                            Err(BatchError::Journal(e)) => Err(self.place.io_failure(&e, 1)),
                         };
                         let _ = reply.send(result);
                     }
                 }
             },
         }
-        // Without a journal (another writer owns it), each batch is committed and synced
-        // before it is answered... (see below); with one, every COMMIT_EVERY.
-        if self.journal.is_none()
-            || self
-                .open_since
-                .is_some_and(|since| since.elapsed() >= COMMIT_EVERY)
+        // Journaled deliveries are committed every COMMIT_EVERY (without a journal each batch
+        // already was, in `write_journaled`).
+        if self
+            .open_since
+            .is_some_and(|since| since.elapsed() >= COMMIT_EVERY)
             || self.open_rows >= COMMIT_ROWS
         {
             let _ = self.commit();
@@ -783,6 +788,11 @@ impl Writer<'_> {
         }
         self.open_rows += rows.len();
         self.open_newest = self.open_newest.max(rows.last().map_or(0, |r| r.id));
+        if self.journal.is_none() {
+            // No journal (another writer owns it): the synced commit is what makes the answer
+            // true, so it comes before the answer.
+            self.commit_sql().map_err(BatchError::Sql)?;
+        }
         Ok(stored)
     }
 
@@ -809,8 +819,8 @@ impl Writer<'_> {
     }
 }
 
-/// How many new WAL frames make the checkpointer copy them into the database file (SQLite's
-/// default autocheckpoint: 1,000 pages).
+/// Once the WAL holds this many frames (SQLite's default autocheckpoint: 1,000 pages), the
+/// writer finishes the checkpointer's copy so the WAL starts over.
 const CHECKPOINT_AT: i64 = 1000;
 /// The checkpointer copies the WAL in steps of this many new frames...
 const CHECKPOINT_STEP: i64 = 250;
@@ -819,7 +829,7 @@ const CHECKPOINT_STEP: i64 = 250;
 const CHECKPOINT_REST: i64 = 128;
 
 /// A thread with its own connection that checkpoints the WAL whenever it has grown by
-/// [`CHECKPOINT_AT`] frames (`PASSIVE`: it never waits for the writer or readers). Stops when
+/// [`CHECKPOINT_STEP`] frames (`PASSIVE`: it never waits for the writer or readers). Stops when
 /// dropped.
 struct Checkpointer {
     /// Frames in the WAL after the writer's last commit (SQLite's WAL hook).
@@ -1045,31 +1055,27 @@ fn recheck(
     timestamp: &TimestampCheck,
     advice: &crate::domain::advice::AdviceCheck,
 ) -> Result<usize, rusqlite::Error> {
-    let json: Option<Vec<u8>> = tx
+    let stored: Option<Checks> = tx
         .query_row(
             "SELECT checks_json FROM deliveries WHERE id = ?1",
             params![id],
-            |r| Ok(crate::store::compact::checks_json(r.get_ref(0)?).ok()),
+            |r| Ok(crate::store::compact::read_checks(r.get_ref(0)?).ok()),
         )
         .optional()?
         .flatten();
-    Ok(
-        match json.and_then(|j| serde_json::from_slice::<Checks>(&j).ok()) {
-            None => 0,
-            Some(mut checks) => {
-                checks.signature = signature.clone();
-                checks.timestamp = timestamp.clone();
-                checks.advice = advice.clone();
-                let json = serde_json::to_vec(&checks)
-                    .map(|json| crate::store::compact::encode(&json))
-                    .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
-                tx.execute(
+    Ok(match stored {
+        None => 0,
+        Some(mut checks) => {
+            checks.signature = signature.clone();
+            checks.timestamp = timestamp.clone();
+            checks.advice = advice.clone();
+            let json = crate::store::compact::checks_column(&checks)?;
+            tx.execute(
                 "UPDATE deliveries SET scheme = ?2, sig_status = ?3, ts_status = ?4, checks_json = ?5 WHERE id = ?1",
                 params![id, scheme, checks.signature.status.as_str(), checks.timestamp.status.as_str(), json],
             )?
-            }
-        },
-    )
+        }
+    })
 }
 
 /// Stores a poll; answers its id.
@@ -1324,8 +1330,7 @@ fn write_rows(
             duplicate,
             advice: evaluation.advice.clone(),
         };
-        let checks_json = serde_json::to_vec(&checks)
-            .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+        let checks_column = crate::store::compact::checks_column(&checks)?;
         let d = &record.delivery;
         let row = Row {
             id,
@@ -1348,7 +1353,7 @@ fn write_rows(
             ts_status: checks.timestamp.status.as_str().to_string(),
             dup_status: checks.duplicate.status.as_str().to_string(),
             first_id: checks.duplicate.first_id,
-            checks: crate::store::compact::encode(&checks_json),
+            checks: checks_column,
             response_status: i64::from(record.response_status),
             latency_ms: record.latency_ms as i64,
             note: record.note.clone(),

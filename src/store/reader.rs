@@ -159,6 +159,18 @@ impl Reader {
         offset: usize,
         limit: usize,
     ) -> Result<Vec<ListRow>, StoreError> {
+        if let Some(query) = query::text_only(filter) {
+            // Free text alone: positions walked in the text index, in id order. Through the
+            // table, SQLite first copies every match into a temporary set (300 ms for 200,000
+            // matches at 1,000,000).
+            let sql = format!(
+                "SELECT {LIST_COLUMNS} FROM deliveries WHERE id IN (SELECT rowid FROM deliveries_fts \
+                 WHERE deliveries_fts MATCH ?1 ORDER BY rowid LIMIT ?2 OFFSET ?3) ORDER BY id"
+            );
+            let mut stmt = self.conn.prepare_cached(&sql)?;
+            let rows = stmt.query_map(params![query, limit as i64, offset as i64], raw_list_row)?;
+            return rows.map(|row| list_row(row?)).collect();
+        }
         let (condition, mut params) = query::condition(filter);
         params.push(limit.to_string());
         params.push(offset.to_string());
@@ -225,6 +237,15 @@ impl Reader {
 
     /// The position of a delivery in the filtered list (for keeping a selection in view).
     pub fn position_of(&self, filter: &Filter, id: i64) -> Result<i64, StoreError> {
+        if let Some(query) = query::text_only(filter) {
+            // Free text alone: counted in the index. Through the table, SQLite would first copy
+            // every match into a temporary set (336 ms for 200,000 matches at 1,000,000; 13 ms
+            // here).
+            let mut stmt = self.conn.prepare_cached(
+                "SELECT COUNT(*) FROM deliveries_fts WHERE deliveries_fts MATCH ?1 AND rowid < ?2",
+            )?;
+            return Ok(stmt.query_row(params![query, id], |r| r.get(0))?);
+        }
         let (condition, mut params) = query::condition(filter);
         params.push(id.to_string());
         let sql = format!(

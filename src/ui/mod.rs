@@ -140,6 +140,9 @@ struct ListCache {
     visible: std::ops::Range<usize>,
     /// A position to bring into view on the next frame.
     scroll_to: Option<usize>,
+    /// The list follows its newest rows and the total just changed: this frame's visible rows
+    /// are a scroll position about to move to the end.
+    settling: bool,
 }
 
 impl ListCache {
@@ -361,6 +364,14 @@ impl HookscopeApp {
                 rows,
             } => {
                 if generation == self.list.generation {
+                    // A list showing its newest rows keeps showing them when the total changes
+                    // (a new filter, new deliveries), but the table scrolls there only at the
+                    // end of the next frame: until then its visible rows are the old scroll
+                    // position in the new list, and must not be fetched.
+                    self.list.settling = !self.paused
+                        && self.list.loaded
+                        && total != self.list.total
+                        && self.list.visible.end >= self.list.total;
                     self.list.in_flight = false;
                     self.list.offset = offset;
                     self.list.total = total;
@@ -504,6 +515,9 @@ impl HookscopeApp {
         const PAD: usize = PREFETCH_PAD;
         let filter_changed = self.list.filter != self.state.filter;
         if self.list.in_flight && !filter_changed {
+            return;
+        }
+        if std::mem::take(&mut self.list.settling) && !filter_changed && !self.list.stale {
             return;
         }
         let visible = self.list.visible.clone();

@@ -14,6 +14,9 @@ use hookscope::engine::{EngineOptions, ReceiverState};
 
 use super::{HookscopeApp, UiState};
 
+#[path = "../bin/hookscope-dev/seed.rs"]
+mod seed;
+
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
 fn harness(dir: &std::path::Path) -> Harness<'static, HookscopeApp> {
@@ -249,6 +252,52 @@ fn the_filter_sig_fail_narrows_the_list() {
         harness
             .query_by_label_contains("2 deliveries match the filter")
             .is_some()
+    );
+}
+
+#[test]
+fn a_new_filter_on_a_followed_list_asks_the_store_once() {
+    // 2,000 deliveries, of which 100 fail their signature; every one carries the word "seed".
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let store =
+            hookscope::store::Store::open(&dir.path().join("hookscope.sqlite")).expect("store");
+        let records = (0..2000).map(seed::record).collect();
+        store
+            .writer()
+            .insert_many_blocking(records)
+            .expect("insert");
+    }
+    let mut harness = harness(dir.path());
+    harness.state_mut().state.filter = "sig:fail".into();
+    wait_until(&mut harness, "the failing rows", |h| {
+        h.state().list.loaded && h.state().list.total == 100 && !h.state().list.in_flight
+    });
+    harness.run_steps(3);
+    let before = harness.state().list.generation;
+    // Ten times as many rows: the list, which showed its newest rows, shows the new list's
+    // newest rows. Before, the first frame's scroll position (row ~90 of the new list) was
+    // fetched too, then the tail again: three queries, one of them an OFFSET walk.
+    harness.state_mut().state.filter = "seed".into();
+    wait_until(&mut harness, "the new filter's rows", |h| {
+        h.state().list.loaded && h.state().list.total == 2000 && !h.state().list.in_flight
+    });
+    harness.run_steps(5);
+    let list = &harness.state().list;
+    assert_eq!(
+        list.generation - before,
+        1,
+        "queries sent for one new filter"
+    );
+    assert_eq!(
+        list.offset + list.rows.len(),
+        2000,
+        "the newest rows are held"
+    );
+    assert!(
+        list.visible.end >= 1999,
+        "the newest rows are shown: {:?}",
+        list.visible
     );
 }
 

@@ -48,6 +48,22 @@ fn filters_count_what_the_seed_put_there() {
     assert_eq!(count(&reader, "seed"), 200);
     assert_eq!(count(&reader, "doc_000000"), 50);
     assert_eq!(count(&reader, "nothing-like-this"), 0);
+    // Signature values are not in the text index (random per delivery); the header's name and
+    // the event id are.
+    let first = seed::record(0);
+    let signature = first
+        .delivery
+        .header("webhook-signature")
+        .expect("signed")
+        .to_vec();
+    let fragment: String = String::from_utf8(signature).expect("ascii")[3..]
+        .chars()
+        .take_while(char::is_ascii_alphanumeric)
+        .collect();
+    assert!(fragment.len() >= 6, "{fragment}");
+    assert_eq!(count(&reader, &format!("\"{fragment}\"")), 0);
+    assert_eq!(count(&reader, "webhook-signature"), 200);
+    assert_eq!(count(&reader, "msg_00000007"), 1);
     // Control characters are separators, not an SQL error (found by the `filter` fuzz target:
     // a NUL ended FTS5's query string).
     assert_eq!(count(&reader, "doc_000000\u{0}"), 50);

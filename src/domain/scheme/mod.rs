@@ -894,6 +894,19 @@ fn decode_hex(text: &str) -> Option<Vec<u8>> {
     hex::decode(text.trim()).ok()
 }
 
+/// Whether a header carries a signature (or a scheme's shared token): a preset's signature
+/// header, or a name with `signature` or `hmac` in it. Its value is random per delivery, so it
+/// is not put in the text index: there it was a third of the index's size.
+pub fn is_signature_header(name: &str) -> bool {
+    static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let name = name.to_ascii_lowercase();
+    name.contains("signature")
+        || name.contains("hmac")
+        || NAMES
+            .get_or_init(|| presets().into_iter().map(|s| s.signature_header).collect())
+            .contains(&name)
+}
+
 /// The built-in presets, as data.
 pub fn presets() -> Vec<Scheme> {
     let standard = |name: &str, label: &str, prefix: &str| Scheme {

@@ -525,6 +525,60 @@ fn a_slow_disk_slows_acknowledgements_but_never_answers_before_the_delivery_is_o
     );
 }
 
+#[cfg(target_os = "linux")]
+#[test]
+fn a_failed_journal_sync_refuses_its_delivery_and_keeps_every_acknowledged_one() {
+    let shim = slow_fsync_shim();
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The 11th sync of the journal fails with EIO (it syncs nothing); the others are real.
+    let listen = common::Listener::start_with_env(
+        &dir.path().join("data"),
+        &[],
+        &[
+            ("LD_PRELOAD", shim.to_str().expect("utf-8 path")),
+            ("SLOW_FSYNC_MS", "0"),
+            ("FAIL_SYNC_SUFFIX", "hookscope.journal"),
+            ("FAIL_SYNC_FROM", "11"),
+            ("FAIL_SYNC_TIMES", "1"),
+        ],
+    );
+    let store = listen.store_path();
+    let mut acknowledged = Vec::new();
+    let mut refused = Vec::new();
+    for n in 1..=30 {
+        let answer = post(listen.port, "/hooks/flaky", &body(n));
+        match answer.status {
+            200 => acknowledged.push(n),
+            503 => {
+                assert!(
+                    answer.text.contains("could not be synced"),
+                    "the refusal says why: {}",
+                    answer.text
+                );
+                refused.push(n);
+            }
+            other => panic!("delivery {n}: {other} {}", answer.text),
+        }
+    }
+    // One at a time, each delivery is its own sync: exactly the 11th is refused.
+    assert_eq!(refused, [11]);
+    drop(listen);
+    // What the store holds after the process is gone (its journal written back by the reader):
+    // every acknowledged delivery, once, and not the refused one.
+    let reader = hookscope::store::Reader::open(&store).expect("reader");
+    let mut stored: Vec<usize> = reader
+        .list(100, None)
+        .expect("list")
+        .iter()
+        .map(|d| {
+            let json: serde_json::Value = serde_json::from_slice(&d.delivery.body).expect("json");
+            json["id"].as_str().expect("id")[4..].parse().expect("n")
+        })
+        .collect();
+    stored.sort_unstable();
+    assert_eq!(stored, acknowledged);
+}
+
 /// A version-1 store (the oldest schema) of `count` deliveries over 1,000 jobs.
 fn version_1_store(path: &Path, count: i64) {
     // Verdicts as hookscope writes them, taken from a delivery the seeder checked.

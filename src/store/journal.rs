@@ -258,6 +258,17 @@ impl Journal {
 
     /// Appends the rows and waits until they are on disk.
     pub(crate) fn append(&mut self, rows: &[Row]) -> std::io::Result<()> {
+        self.write(rows)?;
+        self.file.sync_data().inspect_err(|_| {
+            // Leave nothing unsynced behind for the next append to follow.
+            let synced = self.len - self.buffer.len() as u64;
+            self.torn = self.cut_back(synced).is_err();
+        })
+    }
+
+    /// Appends the rows without waiting for the disk; answers the journal's length after
+    /// them. A `JournalSync` (src/store/sync.rs) makes them durable (the writer answers only after it has).
+    pub(crate) fn write(&mut self, rows: &[Row]) -> std::io::Result<u64> {
         if self.torn {
             // A failed append left part of a frame: rows after it would be unreadable.
             self.file.set_len(self.len)?;
@@ -267,14 +278,10 @@ impl Journal {
         for row in rows {
             row.encode(&mut self.buffer);
         }
-        let result = self
-            .file
-            .write_all(&self.buffer)
-            .and_then(|()| self.file.sync_data());
-        match result {
+        match self.file.write_all(&self.buffer) {
             Ok(()) => {
                 self.len += self.buffer.len() as u64;
-                Ok(())
+                Ok(self.len)
             }
             Err(e) => {
                 // Leave no half-written frame behind for the next append to follow (a reader
@@ -284,6 +291,19 @@ impl Journal {
                 Err(e)
             }
         }
+    }
+
+    /// Forgets everything after `len` (what a failed sync may or may not have kept), and
+    /// waits until that is on disk.
+    pub(crate) fn cut_back(&mut self, len: u64) -> std::io::Result<()> {
+        self.file.set_len(len)?;
+        self.len = len;
+        self.file.sync_all()
+    }
+
+    /// A handle another thread syncs the journal through.
+    pub(crate) fn sync_handle(&self) -> std::io::Result<File> {
+        self.file.try_clone()
     }
 
     /// Bytes held.

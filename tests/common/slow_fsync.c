@@ -1,13 +1,37 @@
 /* A slow disk for hookscope's fault tests: every fsync and fdatasync waits SLOW_FSYNC_MS
  * (default 200) before doing the real call, and counts itself in SLOW_FSYNC_COUNT (a file),
- * when set. Loaded with LD_PRELOAD into the process under test; built by tests/faults.rs and
+ * when set. A failing disk: with FAIL_SYNC_SUFFIX set, the syncs of files whose path ends with
+ * it fail with EIO (without syncing) from the FAIL_SYNC_FROM-th (1-based) for FAIL_SYNC_TIMES
+ * calls. Loaded with LD_PRELOAD into the process under test; built by tests/faults.rs and
  * bench/soak.sh with the system's C compiler. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+/* Whether this sync of `fd` is one FAIL_SYNC_* says must fail. */
+static int must_fail(int fd) {
+    static int seen;
+    const char *suffix = getenv("FAIL_SYNC_SUFFIX");
+    if (!suffix) return 0;
+    char link[64], path[4096];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, path, sizeof path - 1);
+    if (n < 0) return 0;
+    path[n] = 0;
+    size_t len = strlen(suffix);
+    if ((size_t)n < len || strcmp(path + n - len, suffix) != 0) return 0;
+    int call = __atomic_add_fetch(&seen, 1, __ATOMIC_SEQ_CST);
+    const char *from = getenv("FAIL_SYNC_FROM");
+    const char *times = getenv("FAIL_SYNC_TIMES");
+    long first = from ? atol(from) : 1;
+    long count = times ? atol(times) : 1;
+    return call >= first && call < first + count;
+}
 
 static void slow(void) {
     const char *ms = getenv("SLOW_FSYNC_MS");
@@ -27,6 +51,10 @@ static void slow(void) {
 int fsync(int fd) {
     static int (*real)(int);
     if (!real) real = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
+    if (must_fail(fd)) {
+        errno = EIO;
+        return -1;
+    }
     slow();
     return real(fd);
 }
@@ -34,6 +62,10 @@ int fsync(int fd) {
 int fdatasync(int fd) {
     static int (*real)(int);
     if (!real) real = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
+    if (must_fail(fd)) {
+        errno = EIO;
+        return -1;
+    }
     slow();
     return real(fd);
 }

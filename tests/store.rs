@@ -418,3 +418,113 @@ fn a_writer_without_the_journal_answers_only_after_its_commit() {
     }
     drop(owner);
 }
+
+/// The raw `packed` column of every row, read through a connection of its own.
+fn packed_column(path: &std::path::Path) -> Vec<Option<i64>> {
+    let conn = rusqlite::Connection::open(path).expect("open");
+    let mut stmt = conn
+        .prepare("SELECT packed FROM deliveries ORDER BY id")
+        .expect("prepare");
+    stmt.query_map([], |r| r.get(0))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows")
+}
+
+#[test]
+fn rows_packed_against_the_learned_dictionary_read_back_byte_for_byte() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("hookscope.sqlite");
+    let store = Store::open(&path).expect("store");
+    let writer = store.writer();
+    // One at a time, as a receiver writes them: the first 64 are stored as received and make
+    // the dictionary; the ones after are packed.
+    for n in 0..150 {
+        writer.insert_blocking(seed::record(n)).expect("insert");
+    }
+    // A bulk import packs too, and a body over the limit is stored as received.
+    let mut big = seed::record(150);
+    big.delivery.body = vec![b'x'; 20 * 1024];
+    let mut records: Vec<_> = (151..200).map(seed::record).collect();
+    records.insert(0, big.clone());
+    writer.insert_many_blocking(records).expect("import");
+    let packed = packed_column(&path);
+    assert_eq!(packed.len(), 200);
+    assert!(packed[..64].iter().all(Option::is_none), "{packed:?}");
+    let dictionary = packed[149].expect("packed once there is a dictionary");
+    assert!(packed[70..150].iter().all(|p| *p == Some(dictionary)));
+    assert_eq!(packed[150], None, "a 20 KiB body is stored as received");
+    assert!(packed[151..].iter().all(|p| *p == Some(dictionary)));
+
+    let reader = store.reader().expect("reader");
+    for n in 0..200 {
+        let expected = if n == 150 {
+            big.clone()
+        } else {
+            seed::record(n)
+        };
+        let stored = reader.get(n as i64 + 1).expect("read").expect("row");
+        assert_eq!(stored.delivery.body, expected.delivery.body, "#{}", n + 1);
+        assert_eq!(
+            stored.delivery.headers,
+            expected.delivery.headers,
+            "#{}",
+            n + 1
+        );
+    }
+    // The text index reads packed rows too.
+    assert_eq!(count(&reader, "needs_review"), 40);
+    assert_eq!(count(&reader, "msg_00000123"), 1);
+    // And they are smaller: the packed rows' body and header columns are less than half.
+    let conn = rusqlite::Connection::open(&path).expect("open");
+    let (raw, packed): (f64, f64) = conn
+        .query_row(
+            "SELECT (SELECT AVG(LENGTH(body) + LENGTH(headers)) FROM deliveries WHERE packed IS NULL AND id <= 64),
+                    (SELECT AVG(LENGTH(body) + LENGTH(headers)) FROM deliveries WHERE packed IS NOT NULL)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("sizes");
+    assert!(packed * 2.0 < raw, "packed {packed} B, as received {raw} B");
+
+    reader
+        .integrity_check()
+        .expect("integrity before the clear");
+    // Clearing the history takes the dictionary with it; the next deliveries make another.
+    writer.maintain_blocking(Maintenance::Clear).expect("clear");
+    let left: i64 = conn
+        .query_row("SELECT COUNT(*) FROM dictionaries", [], |r| r.get(0))
+        .expect("count");
+    assert_eq!(left, 0);
+    for n in 0..70 {
+        writer.insert_blocking(seed::record(n)).expect("insert");
+    }
+    // Committed within the writer's commit interval.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let again = loop {
+        let again = packed_column(&path);
+        if again.len() == 70 || std::time::Instant::now() > deadline {
+            break again;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    assert!(again[..64].iter().all(Option::is_none), "{again:?}");
+    // Under another id: a reader keeps the dictionaries it has read, by id.
+    assert!(
+        again[64..]
+            .iter()
+            .all(|p| p.is_some_and(|d| d != dictionary)),
+        "{again:?}"
+    );
+    let reread = reader.get(70 + 200).expect("read").expect("row");
+    assert_eq!(reread.delivery.body, seed::record(69).delivery.body);
+    // On a connection of its own: SQLite's check of the text index, run first thing on a
+    // connection that read the index before the clear, reports "corruption found reading blob"
+    // (its cached view of the index; queries on that connection answer right, and the same
+    // check passes after one of them or on a new connection).
+    store
+        .reader()
+        .expect("reader")
+        .integrity_check()
+        .expect("integrity");
+}

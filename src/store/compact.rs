@@ -35,84 +35,107 @@ fn bucket(bytes: &[u8]) -> usize {
     (word.wrapping_mul(2_654_435_761) >> (32 - BUCKETS.trailing_zeros())) as usize
 }
 
-/// Where each 4-byte sequence occurs in the dictionary, by bucket.
-fn index() -> &'static [Vec<u16>] {
-    static INDEX: OnceLock<Vec<Vec<u16>>> = OnceLock::new();
-    INDEX.get_or_init(|| {
+/// Bytes that values are written as copies of, with an index of where each 4-byte sequence
+/// occurs in them (by bucket). At most 64 KiB: copies name their offset in a `u16`.
+pub(crate) struct Dictionary {
+    bytes: Vec<u8>,
+    index: Vec<Vec<u16>>,
+}
+
+impl Dictionary {
+    /// The dictionary of `bytes` (cut at 64 KiB).
+    pub(crate) fn new(mut bytes: Vec<u8>) -> Dictionary {
+        bytes.truncate(usize::from(u16::MAX) + 1);
         let mut index = vec![Vec::new(); BUCKETS];
-        for (at, window) in DICT.windows(MIN_MATCH).enumerate() {
+        for (at, window) in bytes.windows(MIN_MATCH).enumerate() {
             index[bucket(window)].push(at as u16);
         }
-        index
-    })
+        Dictionary { bytes, index }
+    }
+
+    /// `input` as ops: copies of the dictionary and runs of literals, appended to `out`.
+    pub(crate) fn encode_into(&self, input: &[u8], out: &mut Vec<u8>) {
+        let dict = &self.bytes;
+        let mut literals_from = 0;
+        let mut at = 0;
+        let flush = |out: &mut Vec<u8>, literals: &[u8]| {
+            for run in literals.chunks(MAX_LITERALS) {
+                out.push((run.len() - 1) as u8);
+                out.extend_from_slice(run);
+            }
+        };
+        while at + MIN_MATCH <= input.len() {
+            let mut best = (0, 0u16);
+            {
+                let places = &self.index[bucket(&input[at..])];
+                for &from in places.iter().rev().take(CHAIN) {
+                    let len = dict[from as usize..]
+                        .iter()
+                        .zip(&input[at..])
+                        .take(MAX_MATCH)
+                        .take_while(|(a, b)| a == b)
+                        .count();
+                    if len > best.0 {
+                        best = (len, from);
+                        if len == MAX_MATCH {
+                            break;
+                        }
+                    }
+                }
+            }
+            if best.0 >= MIN_MATCH {
+                flush(out, &input[literals_from..at]);
+                out.push(0x80 | (best.0 - MIN_MATCH) as u8);
+                out.extend_from_slice(&best.1.to_le_bytes());
+                at += best.0;
+                literals_from = at;
+            } else {
+                at += 1;
+            }
+        }
+        flush(out, &input[literals_from..]);
+    }
+
+    /// The value `ops` (from [`Dictionary::encode_into`]) hold; `None` when they are damaged.
+    pub(crate) fn decode(&self, mut ops: &[u8]) -> Option<Vec<u8>> {
+        let mut out = Vec::with_capacity(ops.len() * 4);
+        while let Some((&op, rest)) = ops.split_first() {
+            if op < 0x80 {
+                let n = op as usize + 1;
+                out.extend_from_slice(rest.get(..n)?);
+                ops = &rest[n..];
+            } else {
+                let len = (op & 0x7f) as usize + MIN_MATCH;
+                let from = u16::from_le_bytes([*rest.first()?, *rest.get(1)?]) as usize;
+                out.extend_from_slice(self.bytes.get(from..from + len)?);
+                ops = &rest[2..];
+            }
+        }
+        Some(out)
+    }
+}
+
+/// The checks' dictionary (version 1).
+fn checks_dictionary() -> &'static Dictionary {
+    static CHECKS: OnceLock<Dictionary> = OnceLock::new();
+    CHECKS.get_or_init(|| Dictionary::new(DICT.to_vec()))
 }
 
 /// Compacts `json`.
 pub(crate) fn encode(json: &[u8]) -> Vec<u8> {
-    let index = index();
     let mut out = Vec::with_capacity(json.len() / 4 + 8);
     out.push(VERSION);
-    let mut literals_from = 0;
-    let mut at = 0;
-    let flush = |out: &mut Vec<u8>, literals: &[u8]| {
-        for run in literals.chunks(MAX_LITERALS) {
-            out.push((run.len() - 1) as u8);
-            out.extend_from_slice(run);
-        }
-    };
-    while at + MIN_MATCH <= json.len() {
-        let mut best = (0, 0u16);
-        {
-            let places = &index[bucket(&json[at..])];
-            for &from in places.iter().rev().take(CHAIN) {
-                let len = DICT[from as usize..]
-                    .iter()
-                    .zip(&json[at..])
-                    .take(MAX_MATCH)
-                    .take_while(|(a, b)| a == b)
-                    .count();
-                if len > best.0 {
-                    best = (len, from);
-                    if len == MAX_MATCH {
-                        break;
-                    }
-                }
-            }
-        }
-        if best.0 >= MIN_MATCH {
-            flush(&mut out, &json[literals_from..at]);
-            out.push(0x80 | (best.0 - MIN_MATCH) as u8);
-            out.extend_from_slice(&best.1.to_le_bytes());
-            at += best.0;
-            literals_from = at;
-        } else {
-            at += 1;
-        }
-    }
-    flush(&mut out, &json[literals_from..]);
+    checks_dictionary().encode_into(json, &mut out);
     out
 }
 
 /// The JSON a compacted value holds; `None` when it is not one or is damaged.
 pub(crate) fn decode(blob: &[u8]) -> Option<Vec<u8>> {
-    let (&version, mut ops) = blob.split_first()?;
+    let (&version, ops) = blob.split_first()?;
     if version != VERSION {
         return None;
     }
-    let mut out = Vec::with_capacity(blob.len() * 8);
-    while let Some((&op, rest)) = ops.split_first() {
-        if op < 0x80 {
-            let n = op as usize + 1;
-            out.extend_from_slice(rest.get(..n)?);
-            ops = &rest[n..];
-        } else {
-            let len = (op & 0x7f) as usize + MIN_MATCH;
-            let from = u16::from_le_bytes([*rest.first()?, *rest.get(1)?]) as usize;
-            out.extend_from_slice(DICT.get(from..from + len)?);
-            ops = &rest[2..];
-        }
-    }
-    Some(out)
+    checks_dictionary().decode(ops)
 }
 
 /// The checks as `checks_json` stores them: their JSON, compacted.

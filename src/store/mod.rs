@@ -15,7 +15,8 @@
 //! filter language as SQL), [`records`] (the row types), [`recovery`] (damaged files kept aside),
 //! [`health`] (whether writes succeed now, and why not), [`lock`] (one capturing hookscope per
 //! data dir), [`journal`] (the capture journal), `sync` (answers once the journal is synced),
-//! `compact` (checks compacted against a dictionary) and [`error`].
+//! `compact` (checks compacted against a dictionary), `pack` (bodies and headers packed against
+//! a dictionary learned from the store's deliveries) and [`error`].
 
 mod compact;
 pub mod error;
@@ -23,6 +24,7 @@ pub mod handle;
 pub mod health;
 pub mod journal;
 pub mod lock;
+mod pack;
 pub mod query;
 pub mod reader;
 pub mod records;

@@ -20,6 +20,8 @@ use crate::store::schema::{MIGRATIONS, migrate, open_connection};
 pub struct Reader {
     conn: Connection,
     path: std::path::PathBuf,
+    /// The dictionaries packed rows were read with (src/store/pack.rs).
+    unpacker: crate::store::pack::Unpacker,
 }
 
 /// How long a reader opened right after an acknowledgement waits for that delivery to be
@@ -28,7 +30,7 @@ const SETTLE: std::time::Duration = std::time::Duration::from_millis(250);
 
 const SELECT_COLUMNS: &str = "id, received_at_ms, method, path, query, headers, body, body_size, body_complete,
     remote_addr, endpoint, scheme, event_id, event_type, job_id, job_status, checks_json, response_status,
-    latency_ms, note, job_created_at_ms";
+    latency_ms, note, job_created_at_ms, packed";
 
 impl Reader {
     /// Opens a read connection to an existing store (creating and migrating it if absent).
@@ -42,6 +44,7 @@ impl Reader {
                     && crate::store::health::probe_dir(path).is_some() =>
             {
                 Ok(Reader {
+                    unpacker: Default::default(),
                     conn: crate::store::schema::open_immutable(path)?,
                     path: path.to_path_buf(),
                 })
@@ -88,6 +91,7 @@ impl Reader {
             });
         }
         Ok(Reader {
+            unpacker: Default::default(),
             path: path.to_path_buf(),
             conn: open_connection(path, true)?,
         })
@@ -118,10 +122,9 @@ impl Reader {
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {SELECT_COLUMNS} FROM deliveries WHERE id < ?1 ORDER BY id DESC LIMIT ?2"
         ))?;
-        let rows = stmt.query_map(
-            params![before_id.unwrap_or(i64::MAX), limit as i64],
-            read_row,
-        )?;
+        let rows = stmt.query_map(params![before_id.unwrap_or(i64::MAX), limit as i64], |r| {
+            read_row(r, &self.unpacker, &self.conn)
+        })?;
         rows.map(|r| r?).collect()
     }
 
@@ -130,7 +133,10 @@ impl Reader {
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {SELECT_COLUMNS} FROM deliveries WHERE id = ?1"
         ))?;
-        match stmt.query_row(params![id], read_row).optional()? {
+        match stmt
+            .query_row(params![id], |r| read_row(r, &self.unpacker, &self.conn))
+            .optional()?
+        {
             Some(row) => Ok(Some(row?)),
             None => Ok(None),
         }

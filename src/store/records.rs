@@ -128,9 +128,16 @@ pub(crate) fn list_row(raw: RawListRow) -> Result<ListRow, StoreError> {
 
 pub(crate) type RowResult = Result<StoredDelivery, StoreError>;
 
-pub(crate) fn read_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RowResult> {
+pub(crate) fn read_row(
+    row: &rusqlite::Row<'_>,
+    unpacker: &crate::store::pack::Unpacker,
+    conn: &rusqlite::Connection,
+) -> rusqlite::Result<RowResult> {
     let id: i64 = row.get(0)?;
-    let header_blob: Vec<u8> = row.get(5)?;
+    let (header_blob, body) = match unpacker.unpack(conn, row.get(21)?, row.get(5)?, row.get(6)?) {
+        Ok(unpacked) => unpacked,
+        Err(what) => return Ok(Err(StoreError::Damaged { id, what })),
+    };
     let checks = crate::store::compact::read_checks(row.get_ref(16)?);
     let Some(headers) = decode_headers(&header_blob) else {
         return Ok(Err(StoreError::Damaged {
@@ -157,7 +164,7 @@ pub(crate) fn read_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RowResult> {
             path: row.get(3)?,
             query: row.get(4)?,
             headers,
-            body: row.get(6)?,
+            body,
             body_size: row.get::<_, i64>(7)?.max(0) as u64,
             body_complete: row.get(8)?,
             remote_addr: row.get(9)?,

@@ -142,6 +142,11 @@ pub const MIGRATIONS: &[&str] = &[
     CREATE INDEX deliveries_ts_status ON deliveries(ts_status);
     DROP INDEX deliveries_dup_status;
     CREATE INDEX deliveries_dup_status ON deliveries(dup_status);",
+    // v11: bodies and header blobs packed against a dictionary made from the store's first
+    // deliveries (src/store/pack.rs); `packed` names it (NULL: stored as received). Ids are
+    // never reused (readers keep the dictionaries they read, by id).
+    "CREATE TABLE dictionaries (id INTEGER PRIMARY KEY AUTOINCREMENT, bytes BLOB NOT NULL);
+    ALTER TABLE deliveries ADD COLUMN packed INTEGER;",
 ];
 
 pub(crate) fn open_connection(path: &Path, read_only: bool) -> Result<Connection, StoreError> {

@@ -243,6 +243,12 @@ struct Writer<'a> {
     checkpointer: Option<Checkpointer>,
     /// The thread that syncs the journal and answers (when journaled).
     sync: Option<JournalSync>,
+    /// The dictionary new rows are packed with, once the store has one.
+    packing: Option<Packing>,
+    /// Rows written unpacked since the last try at making a dictionary.
+    unpacked: usize,
+    /// Dictionaries read to unpack rows for the text index.
+    unpacker: Unpacker,
 }
 
 pub(crate) fn writer_loop(
@@ -273,6 +279,9 @@ pub(crate) fn writer_loop(
         last_write: std::time::Instant::now(),
         checkpointer: None,
         sync: None,
+        packing: None,
+        unpacked: 0,
+        unpacker: Unpacker::default(),
     };
     match journal {
         Ok(journal) => w.journal = journal,
@@ -296,6 +305,7 @@ pub(crate) fn writer_loop(
             .and_then(|file| JournalSync::start(file, journal.len()))
             .ok()
     });
+    w.packing = Packing::newest(&w.conn).ok().flatten();
     w.backlog = index_backlog(&w.conn).unwrap_or(0);
     // Checkpoints run on their own thread and connection, so the writer never stops to copy
     // the WAL into the database file and sync both (that stall was the p99 at 2,000/s).
@@ -353,6 +363,11 @@ pub(crate) fn writer_loop(
             WriteJob::Insert { record, reply } => (record, reply),
             WriteJob::Maintain { task, reply } => {
                 let result = w.durably(|conn| maintain(conn, &task));
+                if matches!(*task, Maintenance::Clear) && result.is_ok() {
+                    // The dictionary went with the history: the next deliveries make another.
+                    w.packing = None;
+                    w.unpacked = 0;
+                }
                 let _ = reply.send(result);
                 continue;
             }
@@ -364,15 +379,22 @@ pub(crate) fn writer_loop(
             WriteJob::InsertMany { records, reply } => {
                 // Bulk writes (imports, seeding) are committed with a sync of their own, and are
                 // searchable as soon as they are answered.
+                let packing = w.packing.take();
+                let unpacker = std::mem::take(&mut w.unpacker);
                 let result = w.durably(|conn| {
                     let tx = conn.transaction()?;
-                    let n = write_rows(&tx, &records.iter().collect::<Vec<_>>())?
+                    let n = write_rows(&tx, &records.iter().collect::<Vec<_>>(), packing.as_ref())?
                         .0
                         .len();
-                    while index_pending(&tx, INDEX_CHUNK * 32)? > 0 {}
+                    while index_pending(&tx, INDEX_CHUNK * 32, &unpacker)? > 0 {}
                     tx.commit()?;
                     Ok(n)
                 });
+                w.packing = packing;
+                w.unpacker = unpacker;
+                if let Ok(n) = &result {
+                    w.count_unpacked(*n);
+                }
                 let _ = reply.send(result);
                 continue;
             }
@@ -393,6 +415,7 @@ pub(crate) fn writer_loop(
     }
 }
 
+use crate::store::pack::{Packing, Unpacker};
 use crate::store::sync::{JournalSync, Reply};
 
 impl Writer<'_> {
@@ -660,7 +683,7 @@ impl Writer<'_> {
 
     /// One step of the text index inside the open transaction; whether it indexed anything.
     fn index_step(&mut self) -> bool {
-        match index_pending(&self.conn, INDEX_CHUNK) {
+        match index_pending(&self.conn, INDEX_CHUNK, &self.unpacker) {
             Ok(n) if n > 0 => {
                 self.backlog = self.backlog.saturating_sub(n as i64);
                 self.open_indexed += n;
@@ -671,6 +694,25 @@ impl Writer<'_> {
                 self.indexing = false;
                 self.unindexed_since = None;
                 false
+            }
+        }
+    }
+
+    /// Counts rows written without a dictionary, and makes one once there are enough.
+    fn count_unpacked(&mut self, rows: usize) {
+        if self.packing.is_some() {
+            return;
+        }
+        self.unpacked += rows;
+        if self.unpacked >= crate::store::pack::SAMPLES {
+            // In the open transaction, when there is one: the rows packed with the dictionary
+            // commit with it.
+            self.unpacked = 0;
+            match Packing::learn(&self.conn) {
+                Ok(packing) => self.packing = packing,
+                Err(err) => {
+                    let _ = self.place.failure(err, 0);
+                }
             }
         }
     }
@@ -772,7 +814,7 @@ impl Writer<'_> {
         if self.backlog + records.len() as i64 > INDEX_BACKLOG
             && self.open_indexed < INDEX_PER_COMMIT
             && self.begin().is_ok()
-            && let Ok(n) = index_pending(&self.conn, records.len())
+            && let Ok(n) = index_pending(&self.conn, records.len(), &self.unpacker)
         {
             self.backlog -= n as i64;
             self.open_indexed += n;
@@ -780,6 +822,7 @@ impl Writer<'_> {
         match self.write_journaled(&records) {
             Ok(stored) => {
                 self.backlog += stored.len() as i64;
+                self.count_unpacked(stored.len());
                 self.last_insert = std::time::Instant::now();
                 if self.place.health.ok() {
                     // The text index may have stopped while writes failed: count again.
@@ -841,7 +884,7 @@ impl Writer<'_> {
             .execute_batch("SAVEPOINT batch")
             .map_err(BatchError::Sql)?;
         let undo = |conn: &Connection| conn.execute_batch("ROLLBACK TO batch; RELEASE batch");
-        let written = write_rows(&self.conn, records);
+        let written = write_rows(&self.conn, records, self.packing.as_ref());
         let (rows, stored) = match written {
             Ok(done) => done,
             Err(e) => {
@@ -893,7 +936,8 @@ impl Writer<'_> {
         let _ = self.commit();
         if self.replay() {
             let _ = self.begin();
-            while index_pending(&self.conn, INDEX_CHUNK * 32).is_ok_and(|n| n > 0) {}
+            while index_pending(&self.conn, INDEX_CHUNK * 32, &self.unpacker).is_ok_and(|n| n > 0) {
+            }
             let _ = self.commit();
             self.make_durable(true);
         }
@@ -1002,9 +1046,10 @@ pub(crate) fn replay_journal(
     let n = (|| {
         let tx = conn.transaction()?;
         let built: i64 = tx.query_row("SELECT built_id FROM journal_state", [], |r| r.get(0))?;
+        let packing = Packing::newest(&tx)?;
         let mut n = 0;
         for row in rows.iter().filter(|row| row.id > built) {
-            apply_row(&tx, row)?;
+            apply_row(&tx, row, packing.as_ref())?;
             n += 1;
         }
         if let Some(newest) = rows.iter().map(|r| r.id).max().filter(|&id| id > built) {
@@ -1050,13 +1095,17 @@ fn index_backlog(conn: &Connection) -> Result<i64, rusqlite::Error> {
 
 /// Adds up to `max` deliveries not yet in the text index, in the caller's transaction;
 /// returns how many.
-fn index_pending(conn: &Connection, max: usize) -> Result<usize, rusqlite::Error> {
+fn index_pending(
+    conn: &Connection,
+    max: usize,
+    unpacker: &Unpacker,
+) -> Result<usize, rusqlite::Error> {
     let last: i64 = conn.query_row("SELECT last_id FROM fts_state", [], |r| r.get(0))?;
     let mut done = 0;
     let mut newest = last;
     {
         let mut select = conn.prepare_cached(
-            "SELECT id, path, headers, body FROM deliveries WHERE id > ?1 ORDER BY id LIMIT ?2",
+            "SELECT id, path, headers, body, packed FROM deliveries WHERE id > ?1 ORDER BY id LIMIT ?2",
         )?;
         let mut insert = conn.prepare_cached(
             "INSERT INTO deliveries_fts (rowid, path, headers, body) VALUES (?1, ?2, ?3, ?4)",
@@ -1065,8 +1114,11 @@ fn index_pending(conn: &Connection, max: usize) -> Result<usize, rusqlite::Error
         while let Some(row) = rows.next()? {
             let id: i64 = row.get(0)?;
             let path: String = row.get(1)?;
-            let headers = decode_headers(&row.get::<_, Vec<u8>>(2)?).unwrap_or_default();
-            let body: Vec<u8> = row.get(3)?;
+            // A row that cannot be unpacked (damaged) is indexed by its path alone.
+            let (headers, body) = unpacker
+                .unpack(conn, row.get(4)?, row.get(2)?, row.get(3)?)
+                .unwrap_or_default();
+            let headers = decode_headers(&headers).unwrap_or_default();
             insert.execute(params![
                 id,
                 path,
@@ -1112,6 +1164,7 @@ fn maintain(conn: &mut Connection, task: &Maintenance) -> Result<usize, rusqlite
             tx.execute("DELETE FROM jobs", [])?;
             tx.execute("DELETE FROM attempts", [])?;
             tx.execute("DELETE FROM polls", [])?;
+            tx.execute("DELETE FROM dictionaries", [])?;
             tx.execute("UPDATE fts_state SET last_id = 0", [])?;
             n
         }
@@ -1322,22 +1375,31 @@ fn decide_duplicate(
 
 /// Writes one row: the delivery, its effect on the event-id table, its job. The one way a
 /// delivery enters the tables, for new deliveries and for rows replayed from the journal.
-fn apply_row(conn: &Connection, row: &Row) -> Result<(), rusqlite::Error> {
+fn apply_row(
+    conn: &Connection,
+    row: &Row,
+    packing: Option<&Packing>,
+) -> Result<(), rusqlite::Error> {
     let mut insert = conn.prepare_cached(
         "INSERT INTO deliveries (id, received_at_ms, method, path, query, headers, body, body_size,
             body_complete, remote_addr, endpoint, scheme, event_id, event_type, job_id, job_status,
             sig_status, ts_status, dup_status, first_id, checks_json, response_status, latency_ms, note,
-            job_created_at_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
+            job_created_at_ms, packed)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
     )?;
+    let packed = packing.and_then(|p| Some((p.id, p.pack(&row.headers, &row.body)?)));
+    let (packed_id, headers, body) = match &packed {
+        Some((id, (headers, body))) => (Some(*id), &headers[..], &body[..]),
+        None => (None, &row.headers[..], &row.body[..]),
+    };
     insert.execute(params![
         row.id,
         row.received_at_ms,
         row.method,
         row.path,
         row.query,
-        row.headers,
-        row.body,
+        headers,
+        body,
         row.body_size,
         row.body_complete,
         row.remote_addr,
@@ -1356,6 +1418,7 @@ fn apply_row(conn: &Connection, row: &Row) -> Result<(), rusqlite::Error> {
         row.latency_ms,
         row.note,
         row.job_created_at_ms,
+        packed_id,
     ])?;
     match (row.event, &row.event_id) {
         (EventEffect::Claimed, Some(event_id)) => {
@@ -1388,6 +1451,7 @@ fn apply_row(conn: &Connection, row: &Row) -> Result<(), rusqlite::Error> {
 fn write_rows(
     conn: &Connection,
     records: &[&NewRecord],
+    packing: Option<&Packing>,
 ) -> Result<(Vec<Row>, Vec<StoredDelivery>), rusqlite::Error> {
     let mut rows = Vec::with_capacity(records.len());
     let mut stored = Vec::with_capacity(records.len());
@@ -1441,7 +1505,7 @@ fn write_rows(
             job_created_at_ms: evaluation.job.as_ref().and_then(|j| j.created_at_ms),
             event,
         };
-        apply_row(conn, &row)?;
+        apply_row(conn, &row, packing)?;
         rows.push(row);
         stored.push(StoredDelivery {
             id,

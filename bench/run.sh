@@ -68,7 +68,10 @@ acked=$(( acked + 1 ))
 rss_after=$(rss_mib "$listen_pid")
 rss_million=skipped; size_million=skipped
 if [ -n "${MILLION:-}" ]; then
-  while [ "$(stored)" -lt 1000000 ]; do run_wrk "$port" 20 >/dev/null; done
+  while [ "$(stored)" -lt 1000000 ]; do
+    more=$(run_wrk "$port" 20)
+    acked=$(( acked + $(echo "$more" | python3 -c "import json,sys; j=json.load(sys.stdin); print(j['requests'] - j['non_2xx'])") ))
+  done
   sleep 2
   rss_million=$(rss_mib "$listen_pid")
 fi

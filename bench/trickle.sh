@@ -3,7 +3,7 @@
 # `listen` gets N deliveries (default 1,000) of 1 KiB, one at a time on one connection at ~150/s;
 # `write_bytes` of /proc/PID/io (what the process sent to the storage layer) is read before and
 # after, and divided by the deliveries and by their size as received (body bytes + header names
-# and values; not as stored, which is smaller since headers are compacted).
+# and values, as `hookscope list --json` gives them back; the store keeps them packed).
 #   bench/trickle.sh [N]
 #   LISTEN_BIN=/path/to/older/hookscope bench/trickle.sh   # measure another build of listen
 set -euo pipefail
@@ -34,41 +34,16 @@ after_idle=$(written)
 wal_idle=$(size "$work/store/hookscope.sqlite-wal")
 journal_idle=$(size "$work/store/hookscope.journal")
 kill -INT "$pid"; wait "$pid" 2>/dev/null || true
-python3 - "$work/store/hookscope.sqlite" "$sent" "$before" "$after_load" "$after_idle" \
+"${LISTEN_BIN:-./target/release/hookscope}" --data-dir "$work/store" list --json --limit 100000 > "$work/list.json"
+python3 - "$work/list.json" "$sent" "$before" "$after_load" "$after_idle" \
   "$wal_busy" "$journal_busy" "$wal_idle" "$journal_idle" "$(size "$work/store/hookscope.sqlite")" <<'PY'
-import sqlite3, sys
-db, sent, before, after_load, after_idle, wal_busy, journal_busy, wal_idle, journal_idle, db_size = sys.argv[1:]
-NAMES = None  # the compact format's known names: only their lengths matter here, read below
-
-def header_bytes(blob):
-    """Header names + values of a stored blob, in either format (src/domain/delivery.rs)."""
-    def varint(b, i):
-        n = shift = 0
-        while True:
-            n |= (b[i] & 0x7F) << shift; shift += 7; i += 1
-            if b[i - 1] < 0x80: return n, i
-    total, i = 0, 0
-    if blob[:3] == b"\xff\xff\xff":
-        i = 3
-        while i < len(blob):
-            code = blob[i]; i += 1
-            if code == 0:
-                n, i = varint(blob, i); total += n; i += n
-            else:
-                total += len(NAMES[code - 1])
-            n, i = varint(blob, i); total += n; i += n
-    else:
-        while i < len(blob):
-            n = int.from_bytes(blob[i:i + 4], "little"); total += n; i += 4 + n
-    return total
-
-import re
-src = open("src/domain/delivery.rs").read()
-NAMES = re.findall(r'^\s+"([a-z0-9-]+)",$', src.split("const NAMES")[1].split("];")[0], re.M)
-c = sqlite3.connect(db)
-rows = c.execute("SELECT LENGTH(body), headers FROM deliveries").fetchall()
+import json, sys
+listed, sent, before, after_load, after_idle, wal_busy, journal_busy, wal_idle, journal_idle, db_size = sys.argv[1:]
+# Each delivery as received (hookscope's own reading of the store: bodies and headers may be
+# stored packed): body bytes + header names and values.
+rows = [json.loads(line) for line in open(listed) if line.strip()]
 stored = len(rows)
-size = sum(b + header_bytes(h) for b, h in rows) / stored
+size = sum(r["body_size"] + sum(len(n) + len(v) for n, v in r["headers"]) for r in rows) / stored
 sent = int(sent)
 per = (int(after_idle) - int(before)) / sent
 print(f"deliveries acknowledged {sent}, stored {stored} (incl. warm-up)")

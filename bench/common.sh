@@ -69,8 +69,6 @@ function done(summary, latency, requests)
 end
 LUA
 
-  run_wrk() { wrk -t2 -c64 -d"${secs}s" --latency -s "$wrk_work/wrk.lua" "http://127.0.0.1:$1/hooks" | grep '^JSON ' | sed 's/^JSON //'; }
-
 }
 
 # run_wrk PORT SECONDS: 2 threads, 64 connections; prints one JSON line of wrk's figures.

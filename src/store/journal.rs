@@ -222,6 +222,9 @@ impl Decoder<'_> {
     }
 }
 
+/// The most of its encoding buffer the journal keeps between appends.
+const KEEP_BUFFER: usize = 1 << 20;
+
 /// The open journal file.
 #[derive(Debug)]
 pub(crate) struct Journal {
@@ -258,16 +261,17 @@ impl Journal {
 
     /// Appends the rows and waits until they are on disk.
     pub(crate) fn append(&mut self, rows: &[Row]) -> std::io::Result<()> {
+        let synced = self.len;
         self.write(rows)?;
         self.file.sync_data().inspect_err(|_| {
             // Leave nothing unsynced behind for the next append to follow.
-            let synced = self.len - self.buffer.len() as u64;
             self.torn = self.cut_back(synced).is_err();
         })
     }
 
     /// Appends the rows without waiting for the disk; answers the journal's length after
-    /// them. A `JournalSync` (src/store/sync.rs) makes them durable (the writer answers only after it has).
+    /// them. A `JournalSync` (src/store/sync.rs) makes them durable; the writer answers only
+    /// after it has.
     pub(crate) fn write(&mut self, rows: &[Row]) -> std::io::Result<u64> {
         if self.torn {
             // A failed append left part of a frame: rows after it would be unreadable.
@@ -278,9 +282,15 @@ impl Journal {
         for row in rows {
             row.encode(&mut self.buffer);
         }
-        match self.file.write_all(&self.buffer) {
+        let written = self.file.write_all(&self.buffer);
+        let size = self.buffer.len() as u64;
+        if self.buffer.capacity() > KEEP_BUFFER {
+            // One large body must not keep its size allocated for the rest of the run.
+            self.buffer = Vec::new();
+        }
+        match written {
             Ok(()) => {
-                self.len += self.buffer.len() as u64;
+                self.len += size;
                 Ok(self.len)
             }
             Err(e) => {

@@ -425,6 +425,10 @@ impl HookscopeApp {
             }
             Event::Loaded(stored) => {
                 if Some(stored.id) == self.selected {
+                    // The detail pane opening takes the lower half of the list: bring the row
+                    // just chosen back into view (a list following its newest rows kept its
+                    // bottom in view and pushed the row out of it).
+                    self.scroll_to_selected |= self.detail.is_none();
                     self.body_cache = detail::BodyCache::default();
                     self.detail = Some(stored);
                     self.run_pending_copy();

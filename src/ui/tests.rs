@@ -302,6 +302,59 @@ fn a_new_filter_on_a_followed_list_asks_the_store_once() {
 }
 
 #[test]
+fn a_row_clicked_stays_in_view_when_the_detail_pane_opens() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let store =
+            hookscope::store::Store::open(&dir.path().join("hookscope.sqlite")).expect("store");
+        let records = (0..500).map(seed::record).collect();
+        store
+            .writer()
+            .insert_many_blocking(records)
+            .expect("insert");
+    }
+    let mut harness = harness(dir.path());
+    wait_until(&mut harness, "the newest rows", |h| {
+        h.state().list.loaded && h.state().list.visible.end >= 500
+    });
+    harness.run_steps(3);
+    // A row near the top of the list as it shows its newest rows: the detail pane, opening
+    // below, takes the lower half, and the list keeps its bottom in view.
+    let visible = harness.state().list.visible.clone();
+    let position = visible.start + 2;
+    let id = harness
+        .state()
+        .list
+        .row_at(position)
+        .expect("a visible row")
+        .id;
+    let label = harness
+        .state()
+        .list
+        .row_at(position)
+        .expect("row")
+        .event_id
+        .clone()
+        .expect("event id");
+    harness
+        .get_all_by_label(&label)
+        .last()
+        .expect("its cell")
+        .click();
+    wait_until(&mut harness, "the detail pane", |h| {
+        h.state().detail.as_ref().is_some_and(|d| d.id == id)
+    });
+    harness.run_steps(4);
+    let list = &harness.state().list;
+    let shown = list.position_of(id).expect("held");
+    assert!(
+        list.visible.contains(&shown),
+        "row {shown} out of view: {:?}",
+        list.visible
+    );
+}
+
+#[test]
 fn adding_a_secret_in_the_endpoints_panel_turns_skipped_into_pass() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut harness = harness(dir.path());
@@ -769,7 +822,11 @@ fn ctrl_click_selects_several_and_export_writes_their_fixtures() {
         .get_by_label("msg_two")
         .click_modifiers(egui::Modifiers::COMMAND);
     wait_until(&mut harness, "two selected", |h| h.state().multi.len() == 2);
-    harness.run_steps(2);
+    // The button is drawn once the detail pane has its delivery (it failed 1 run in ~7 with a
+    // fixed two frames here).
+    wait_until(&mut harness, "the Export 2… button", |h| {
+        h.query_by_label("Export 2…").is_some()
+    });
     harness.get_by_label("Export 2…").click();
     harness.run_steps(2);
     let out = tempfile::tempdir().expect("out");

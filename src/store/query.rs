@@ -4,6 +4,15 @@
 
 use crate::domain::filter::{Field, Filter, Term};
 
+/// The verdict a field's partial index leaves out (schema v12): the usual one.
+fn usual(field: Field) -> Option<&'static str> {
+    match field {
+        Field::Signature | Field::Timestamp => Some("pass"),
+        Field::Duplicate => Some("first"),
+        _ => None,
+    }
+}
+
 /// The column a field is stored in.
 fn column(field: Field) -> &'static str {
     match field {
@@ -66,7 +75,15 @@ fn clause(term: &Term, params: &mut Vec<String>) -> String {
     match term {
         Term::Is { field, value } => {
             params.push(value.clone());
-            format!("{} = ?{}", column(*field), params.len())
+            let column = column(*field);
+            match usual(*field) {
+                // The partial index's own condition, spelled as in the schema, so SQLite knows
+                // the index holds every row this term can match.
+                Some(usual) if value != usual => {
+                    format!("({column} = ?{} AND {column} <> '{usual}')", params.len())
+                }
+                _ => format!("{column} = ?{}", params.len()),
+            }
         }
         Term::PathPrefix(prefix) => {
             // A range on the path index rather than LIKE, so `%` and `_` stay literal.
@@ -128,8 +145,11 @@ mod tests {
         let (sql, params) = condition(&filter);
         assert_eq!(
             sql,
-            "sig_status = ?1 AND dup_status = ?2 AND event_type = ?3 AND (path >= ?4 AND path < ?5)"
+            "(sig_status = ?1 AND sig_status <> 'pass') AND (dup_status = ?2 AND dup_status <> 'first') AND event_type = ?3 AND (path >= ?4 AND path < ?5)"
         );
+        // The usual verdict has no index: a plain condition.
+        let (sql, _) = condition(&Filter::parse("sig:pass dup:no").expect("parses"));
+        assert_eq!(sql, "sig_status = ?1 AND dup_status = ?2");
         assert_eq!(
             params[..4],
             ["fail", "duplicate", "job.failed", "/hooks/acme"]

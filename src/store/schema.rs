@@ -147,6 +147,16 @@ pub const MIGRATIONS: &[&str] = &[
     // never reused (readers keep the dictionaries they read, by id).
     "CREATE TABLE dictionaries (id INTEGER PRIMARY KEY AUTOINCREMENT, bytes BLOB NOT NULL);
     ALTER TABLE deliveries ADD COLUMN packed INTEGER;",
+    // v12: the verdict indexes hold only the deliveries that need a look (a signature that did
+    // not pass, a timestamp that did not pass, a duplicate): a healthy delivery writes none of
+    // them. `sig:pass` and the like read the table (140 ms to count 950,000 of 1,000,000).
+    // src/store/query.rs repeats each condition so SQLite uses these indexes.
+    "DROP INDEX deliveries_sig_status;
+    CREATE INDEX deliveries_sig_status ON deliveries(sig_status) WHERE sig_status <> 'pass';
+    DROP INDEX deliveries_ts_status;
+    CREATE INDEX deliveries_ts_status ON deliveries(ts_status) WHERE ts_status <> 'pass';
+    DROP INDEX deliveries_dup_status;
+    CREATE INDEX deliveries_dup_status ON deliveries(dup_status) WHERE dup_status <> 'first';",
 ];
 
 pub(crate) fn open_connection(path: &Path, read_only: bool) -> Result<Connection, StoreError> {

@@ -557,7 +557,7 @@ fn a_failed_journal_sync_refuses_its_delivery_and_keeps_every_acknowledged_one()
             200 => acknowledged.push(n),
             503 => {
                 assert!(
-                    answer.text.contains("could not be synced"),
+                    answer.text.contains("Input/output error"),
                     "the refusal says why: {}",
                     answer.text
                 );

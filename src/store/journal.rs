@@ -269,10 +269,8 @@ impl Journal {
         })
     }
 
-    /// Appends the rows without waiting for the disk; answers the journal's length after
-    /// them. A `JournalSync` (src/store/sync.rs) makes them durable; the writer answers only
-    /// after it has.
-    pub(crate) fn write(&mut self, rows: &[Row]) -> std::io::Result<u64> {
+    /// Appends the rows without waiting for the disk; answers the journal's length after them.
+    fn write(&mut self, rows: &[Row]) -> std::io::Result<u64> {
         if self.torn {
             // A failed append left part of a frame: rows after it would be unreadable.
             self.file.set_len(self.len)?;
@@ -305,15 +303,10 @@ impl Journal {
 
     /// Forgets everything after `len` (what a failed sync may or may not have kept), and
     /// waits until that is on disk.
-    pub(crate) fn cut_back(&mut self, len: u64) -> std::io::Result<()> {
+    fn cut_back(&mut self, len: u64) -> std::io::Result<()> {
         self.file.set_len(len)?;
         self.len = len;
         self.file.sync_all()
-    }
-
-    /// A handle another thread syncs the journal through.
-    pub(crate) fn sync_handle(&self) -> std::io::Result<File> {
-        self.file.try_clone()
     }
 
     /// Bytes held.

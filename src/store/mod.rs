@@ -2,9 +2,8 @@
 //!
 //! One writer thread owns the only write connection. It takes jobs from a bounded channel in
 //! small batches, writes them in the transaction it keeps open, appends them to the capture
-//! [`journal`], and hands the answers to a thread that syncs the journal (`sync`) and only then
-//! answers each job: the receiver acknowledges a delivery after that answer, so a 2xx from
-//! hookscope means the capture is on disk. The transaction
+//! [`journal`] and syncs it, and only then answers each job: the receiver acknowledges a delivery
+//! after that answer, so a 2xx from hookscope means the capture is on disk. The transaction
 //! commits every [`writer::COMMIT_EVERY`] without a sync (`synchronous = NORMAL`); readers see
 //! deliveries from then on. Duplicates are decided inside the writer against a
 //! unique index on (endpoint, event id), so concurrent retries of one event yield one `first`.
@@ -14,8 +13,7 @@
 //! thread, group commit, the text index, maintenance), [`reader`] (queries), [`query`] (the
 //! filter language as SQL), [`records`] (the row types), [`recovery`] (damaged files kept aside),
 //! [`health`] (whether writes succeed now, and why not), [`lock`] (one capturing hookscope per
-//! data dir), [`journal`] (the capture journal), `sync` (answers once the journal is synced),
-//! `compact` (checks compacted against a dictionary), `pack` (bodies and headers packed against
+//! data dir), [`journal`] (the capture journal), `compact` (checks compacted against a dictionary), `pack` (bodies and headers packed against
 //! a dictionary learned from the store's deliveries) and [`error`].
 
 mod compact;
@@ -30,7 +28,6 @@ pub mod reader;
 pub mod records;
 pub mod recovery;
 pub mod schema;
-mod sync;
 pub mod writer;
 
 pub use error::StoreError;

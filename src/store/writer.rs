@@ -241,8 +241,6 @@ struct Writer<'a> {
     last_write: std::time::Instant,
     /// The thread that checkpoints the WAL (when journaled).
     checkpointer: Option<Checkpointer>,
-    /// The thread that syncs the journal and answers (when journaled).
-    sync: Option<JournalSync>,
     /// The dictionary new rows are packed with, once the store has one.
     packing: Option<Packing>,
     /// Rows written unpacked since the last try at making a dictionary.
@@ -278,7 +276,6 @@ pub(crate) fn writer_loop(
         dirty: true,
         last_write: std::time::Instant::now(),
         checkpointer: None,
-        sync: None,
         packing: None,
         unpacked: 0,
         unpacker: Unpacker::default(),
@@ -297,14 +294,6 @@ pub(crate) fn writer_loop(
         // Another writer owns the journal (it is capturing): this one syncs every commit.
         w.publish_newest();
     }
-    // Answers wait for the journal's sync on a thread of their own, so the writer decides the
-    // next batch meanwhile (a failure to start it leaves each batch synced in turn).
-    w.sync = w.journal.as_ref().and_then(|journal| {
-        journal
-            .sync_handle()
-            .and_then(|file| JournalSync::start(file, journal.len()))
-            .ok()
-    });
     w.packing = Packing::newest(&w.conn).ok().flatten();
     w.backlog = index_backlog(&w.conn).unwrap_or(0);
     // Checkpoints run on their own thread and connection, so the writer never stops to copy
@@ -416,7 +405,7 @@ pub(crate) fn writer_loop(
 }
 
 use crate::store::pack::{Packing, Unpacker};
-use crate::store::sync::{JournalSync, Reply};
+type Reply = oneshot::Sender<Result<StoredDelivery, StoreError>>;
 
 impl Writer<'_> {
     /// Opens the transaction batches are written in, when none is.
@@ -439,10 +428,6 @@ impl Writer<'_> {
     /// [`Writer::commit`], answering SQLite's error as it is.
     fn commit_sql(&mut self) -> Result<(), rusqlite::Error> {
         if self.open_since.is_none() {
-            return Ok(());
-        }
-        // Readers see what is committed: only deliveries whose journal sync succeeded.
-        if !self.settle_journal() {
             return Ok(());
         }
         self.dirty = true;
@@ -471,9 +456,6 @@ impl Writer<'_> {
         if !self.needs_replay {
             return true;
         }
-        // What was handed to the sync thread is answered first: the journal is then what it
-        // will stay.
-        self.settle_journal();
         if self.journal.is_none() {
             self.needs_replay = false;
             return true;
@@ -491,9 +473,6 @@ impl Writer<'_> {
         match result {
             Ok(n) => {
                 self.needs_replay = false;
-                if let Some(sync) = &mut self.sync {
-                    sync.reset_len(0);
-                }
                 self.publish_newest();
                 if n > 0 {
                     self.backlog = index_backlog(&self.conn).unwrap_or(self.backlog);
@@ -560,58 +539,10 @@ impl Writer<'_> {
     }
 
     fn clear_journal(&mut self) {
-        if let Some(journal) = &mut self.journal {
-            match journal.clear() {
-                Ok(()) => {
-                    if let Some(sync) = &mut self.sync {
-                        sync.reset_len(0);
-                    }
-                }
-                Err(e) => {
-                    let _ = self.place.io_failure(&e, 0);
-                }
-            }
-        }
-    }
-
-    /// Waits until every batch handed to the sync thread is answered. After a failed sync:
-    /// records the trouble, rolls the open transaction back (it holds refused rows), cuts the
-    /// journal back to its last good sync and asks for a replay (the acknowledged rows come
-    /// back from the journal). Whether everything handed over is on disk.
-    fn settle_journal(&mut self) -> bool {
-        let Some(sync) = &mut self.sync else {
-            return true;
-        };
-        let Err((error, synced_len)) = sync.settle() else {
-            return true;
-        };
-        let _ = self.place.io_failure(&error, 0);
-        let _ = self.conn.execute_batch("ROLLBACK");
-        self.open_since = None;
-        self.open_rows = 0;
-        self.open_indexed = 0;
-        self.needs_replay = true;
-        if let Some(journal) = &mut self.journal {
-            match journal.cut_back(synced_len) {
-                Ok(()) => sync.reset_len(synced_len),
-                Err(e) => {
-                    let _ = self.place.io_failure(&e, 0);
-                }
-            }
-        }
-        false
-    }
-
-    /// Sends each delivery its answer: after the journal's sync when a sync thread runs (the
-    /// batch was only written), at once otherwise (synced or committed already).
-    fn answer(&mut self, answers: Vec<(Reply, StoredDelivery)>) {
-        match (&mut self.sync, &self.journal) {
-            (Some(sync), Some(journal)) => sync.answer_after_sync(journal.len(), answers),
-            _ => {
-                for (reply, stored) in answers {
-                    let _ = reply.send(Ok(stored));
-                }
-            }
+        if let Some(journal) = &mut self.journal
+            && let Err(e) = journal.clear()
+        {
+            let _ = self.place.io_failure(&e, 0);
         }
     }
 
@@ -798,10 +729,6 @@ impl Writer<'_> {
                 let _ = reply.send(Err(refusal_copy(refusal)));
             }
         };
-        if self.sync.as_ref().is_some_and(JournalSync::failed) {
-            // A sync failed: its rows must leave the open transaction before anything follows.
-            self.settle_journal();
-        }
         if let Err(refusal) = self.place.writable(batch.len() as u64) {
             return refuse(batch, &refusal);
         }
@@ -828,12 +755,9 @@ impl Writer<'_> {
                     // The text index may have stopped while writes failed: count again.
                     self.backlog = index_backlog(&self.conn).unwrap_or(self.backlog);
                 }
-                let answers = batch
-                    .into_iter()
-                    .map(|(_, reply)| reply)
-                    .zip(stored)
-                    .collect();
-                self.answer(answers);
+                for ((_, reply), stored) in batch.into_iter().zip(stored) {
+                    let _ = reply.send(Ok(stored));
+                }
             }
             Err(BatchError::Journal(e)) => {
                 let refusal = self.place.io_failure(&e, batch.len() as u64);
@@ -850,8 +774,7 @@ impl Writer<'_> {
                             Ok(mut stored) => {
                                 let _ = self.place.health.ok();
                                 self.backlog += 1;
-                                self.answer(vec![(reply, stored.remove(0))]);
-                                continue;
+                                Ok(stored.remove(0))
                             }
                             Err(BatchError::Sql(e)) => Err(self.place.failure(e, 1)),
                             Err(BatchError::Journal(e)) => Err(self.place.io_failure(&e, 1)),
@@ -894,13 +817,9 @@ impl Writer<'_> {
                 return Err(BatchError::Sql(e));
             }
         };
-        let journaled = match (&mut self.journal, self.sync.is_some()) {
-            // Synced by the sync thread before the answers go.
-            (Some(journal), true) => journal.write(&rows).map(drop),
-            (Some(journal), false) => journal.append(&rows),
-            (None, _) => Ok(()),
-        };
-        if let Err(e) = journaled {
+        if let Some(journal) = &mut self.journal
+            && let Err(e) = journal.append(&rows)
+        {
             if undo(&self.conn).is_err() {
                 self.abandon();
             }

@@ -13,6 +13,7 @@ use crate::domain::delivery::{decode_headers, encode_headers};
 use crate::store::error::StoreError;
 use crate::store::health::{self, Health, Identity, Trouble};
 use crate::store::journal::{EventEffect, Row};
+use crate::store::pack::{Packing, Unpacker};
 use crate::store::records::{NewRecord, StoredDelivery};
 
 /// How many pending writes the channel holds before senders wait.
@@ -404,7 +405,6 @@ pub(crate) fn writer_loop(
     }
 }
 
-use crate::store::pack::{Packing, Unpacker};
 type Reply = oneshot::Sender<Result<StoredDelivery, StoreError>>;
 
 impl Writer<'_> {
@@ -846,6 +846,8 @@ impl Writer<'_> {
         self.open_rows = 0;
         self.open_indexed = 0;
         self.needs_replay = true;
+        // A dictionary made in the rolled-back transaction went with it: rows must not name it.
+        self.packing = Packing::newest(&self.conn).ok().flatten();
     }
 
     /// Closing: commit, index what is left, checkpoint and empty the journal, so the next

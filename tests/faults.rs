@@ -585,6 +585,75 @@ fn a_failed_journal_sync_refuses_its_delivery_and_keeps_every_acknowledged_one()
     assert_eq!(stored, acknowledged);
 }
 
+#[cfg(target_os = "linux")]
+#[test]
+fn a_commit_that_fails_after_the_packing_dictionary_was_made_leaves_every_row_readable() {
+    let shim = slow_fsync_shim();
+    let dir = tempfile::tempdir().expect("tempdir");
+    // While this file exists, every write to the WAL fails with EIO (the journal is untouched).
+    let flag = dir.path().join("wal-refuses-writes");
+    let listen = common::Listener::start_with_env(
+        &dir.path().join("data"),
+        &[],
+        &[
+            ("LD_PRELOAD", shim.to_str().expect("utf-8 path")),
+            ("SLOW_FSYNC_MS", "0"),
+            ("FAIL_WRITE_SUFFIX", "hookscope.sqlite-wal"),
+            ("FAIL_WRITE_WHILE", flag.to_str().expect("utf-8 path")),
+        ],
+    );
+    let store = listen.store_path();
+    let mut acknowledged = Vec::new();
+    // 63 deliveries, committed: the store makes its dictionary at the 64th.
+    for n in 0..63 {
+        assert_eq!(post(listen.port, "/hooks/x", &body(n)).status, 200);
+        acknowledged.push(body(n));
+    }
+    let reader = hookscope::store::Reader::open(&store).expect("reader");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while reader.count().expect("count") < 63 {
+        assert!(
+            Instant::now() < deadline,
+            "the first 63 were never committed"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // The 64th is journaled and answered; the transaction that holds it and the new dictionary
+    // then fails to commit (its WAL write fails) and is rolled back.
+    std::fs::write(&flag, b"").expect("flag");
+    assert_eq!(post(listen.port, "/hooks/x", &body(63)).status, 200);
+    acknowledged.push(body(63));
+    std::thread::sleep(Duration::from_millis(400));
+    std::fs::remove_file(&flag).expect("unflag");
+    // Deliveries after it: packed with a dictionary the store lost, they would be unreadable.
+    let mut after = 0;
+    for n in 64..400 {
+        let answer = post(listen.port, "/hooks/x", &body(n));
+        match answer.status {
+            200 => {
+                acknowledged.push(body(n));
+                after += 1;
+                if after == 100 {
+                    break;
+                }
+            }
+            // Refused while the store recovers: never acknowledged, so not expected.
+            503 => std::thread::sleep(Duration::from_millis(50)),
+            other => panic!("delivery {n}: {other} {}", answer.text),
+        }
+    }
+    assert_eq!(after, 100, "capture resumed");
+    // Committed, all of them (not only held in the journal), before the process goes.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while reader.count().expect("count") < acknowledged.len() as i64 {
+        assert!(Instant::now() < deadline, "never committed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    drop(listen);
+    // Every acknowledged delivery reads back exactly, once (the reader writes back the journal).
+    assert_all_stored(&store, &acknowledged);
+}
+
 /// A version-1 store (the oldest schema) of `count` deliveries over 1,000 jobs.
 fn version_1_store(path: &Path, count: i64) {
     // Verdicts as hookscope writes them, taken from a delivery the seeder checked.

@@ -2,7 +2,9 @@
  * (default 200) before doing the real call, and counts itself in SLOW_FSYNC_COUNT (a file),
  * when set. A failing disk: with FAIL_SYNC_SUFFIX set, the syncs of files whose path ends with
  * it fail with EIO (without syncing) from the FAIL_SYNC_FROM-th (1-based) for FAIL_SYNC_TIMES
- * calls. Loaded with LD_PRELOAD into the process under test; built by tests/faults.rs and
+ * calls. A disk that refuses writes: with FAIL_WRITE_SUFFIX and FAIL_WRITE_WHILE set, every
+pwrite/pwrite64/write to a file whose path ends with the suffix fails with EIO while the file
+named by FAIL_WRITE_WHILE exists. Loaded with LD_PRELOAD into the process under test; built by tests/faults.rs and
  * bench/soak.sh with the system's C compiler. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -12,6 +14,45 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+/* Whether `fd` names a file whose path ends with `suffix`. */
+static int path_ends_with(int fd, const char *suffix) {
+    char link[64], path[4096];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, path, sizeof path - 1);
+    if (n < 0) return 0;
+    path[n] = 0;
+    size_t len = strlen(suffix);
+    return (size_t)n >= len && strcmp(path + n - len, suffix) == 0;
+}
+
+/* Whether this write to `fd` must fail (FAIL_WRITE_*). */
+static int write_fails(int fd) {
+    const char *suffix = getenv("FAIL_WRITE_SUFFIX");
+    const char *flag = getenv("FAIL_WRITE_WHILE");
+    if (!suffix || !flag || access(flag, F_OK) != 0) return 0;
+    return path_ends_with(fd, suffix);
+}
+
+ssize_t pwrite64(int fd, const void *buf, size_t count, off_t offset) {
+    static ssize_t (*real)(int, const void *, size_t, off_t);
+    if (!real) real = (ssize_t (*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, "pwrite64");
+    if (write_fails(fd)) {
+        errno = EIO;
+        return -1;
+    }
+    return real(fd, buf, count, offset);
+}
+
+ssize_t pwrite(int fd, const void *buf, size_t count, off_t offset) {
+    static ssize_t (*real)(int, const void *, size_t, off_t);
+    if (!real) real = (ssize_t (*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, "pwrite");
+    if (write_fails(fd)) {
+        errno = EIO;
+        return -1;
+    }
+    return real(fd, buf, count, offset);
+}
 
 /* Whether this sync of `fd` is one FAIL_SYNC_* says must fail. */
 static int must_fail(int fd) {

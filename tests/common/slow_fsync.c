@@ -3,9 +3,9 @@
  * when set. A failing disk: with FAIL_SYNC_SUFFIX set, the syncs of files whose path ends with
  * it fail with EIO (without syncing) from the FAIL_SYNC_FROM-th (1-based) for FAIL_SYNC_TIMES
  * calls. A disk that refuses writes: with FAIL_WRITE_SUFFIX and FAIL_WRITE_WHILE set, every
-pwrite/pwrite64/write to a file whose path ends with the suffix fails with EIO while the file
-named by FAIL_WRITE_WHILE exists. Loaded with LD_PRELOAD into the process under test; built by tests/faults.rs and
- * bench/soak.sh with the system's C compiler. */
+ * pwrite or pwrite64 to a file whose path ends with the suffix fails with EIO while the file
+ * named by FAIL_WRITE_WHILE exists. Loaded with LD_PRELOAD into the process under test; built
+ * by tests/faults.rs and bench/soak.sh with the system's C compiler. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -34,38 +34,26 @@ static int write_fails(int fd) {
     return path_ends_with(fd, suffix);
 }
 
-ssize_t pwrite64(int fd, const void *buf, size_t count, off_t offset) {
-    static ssize_t (*real)(int, const void *, size_t, off_t);
-    if (!real) real = (ssize_t (*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, "pwrite64");
-    if (write_fails(fd)) {
-        errno = EIO;
-        return -1;
+/* pwrite and pwrite64 alike: EIO while write_fails, else the real call. */
+#define FAILING_PWRITE(name)                                                                  \
+    ssize_t name(int fd, const void *buf, size_t count, off_t offset) {                       \
+        static ssize_t (*real)(int, const void *, size_t, off_t);                             \
+        if (!real) real = (ssize_t (*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, #name); \
+        if (write_fails(fd)) {                                                                \
+            errno = EIO;                                                                      \
+            return -1;                                                                        \
+        }                                                                                     \
+        return real(fd, buf, count, offset);                                                  \
     }
-    return real(fd, buf, count, offset);
-}
 
-ssize_t pwrite(int fd, const void *buf, size_t count, off_t offset) {
-    static ssize_t (*real)(int, const void *, size_t, off_t);
-    if (!real) real = (ssize_t (*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, "pwrite");
-    if (write_fails(fd)) {
-        errno = EIO;
-        return -1;
-    }
-    return real(fd, buf, count, offset);
-}
+FAILING_PWRITE(pwrite64)
+FAILING_PWRITE(pwrite)
 
 /* Whether this sync of `fd` is one FAIL_SYNC_* says must fail. */
 static int must_fail(int fd) {
     static int seen;
     const char *suffix = getenv("FAIL_SYNC_SUFFIX");
-    if (!suffix) return 0;
-    char link[64], path[4096];
-    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-    ssize_t n = readlink(link, path, sizeof path - 1);
-    if (n < 0) return 0;
-    path[n] = 0;
-    size_t len = strlen(suffix);
-    if ((size_t)n < len || strcmp(path + n - len, suffix) != 0) return 0;
+    if (!suffix || !path_ends_with(fd, suffix)) return 0;
     int call = __atomic_add_fetch(&seen, 1, __ATOMIC_SEQ_CST);
     const char *from = getenv("FAIL_SYNC_FROM");
     const char *times = getenv("FAIL_SYNC_TIMES");

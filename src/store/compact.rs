@@ -6,7 +6,7 @@
 //! passing delivery's checks take ~60. Rows get small enough for two or three per page, which
 //! halves the pages a commit writes and the store's size. A column holds either the JSON text
 //! (stores written before schema v9, and re-checks by an older hookscope) or `[VERSION, ops…]`;
-//! [`checks_json`] reads both.
+//! [`read_checks`] reads both.
 //!
 //! Ops: a byte `0..=127` is a run of `n + 1` literal bytes that follows; a byte `128..=255` copies
 //! `(n & 127) + 4` bytes of the dictionary from the little-endian `u16` offset that follows.
@@ -36,26 +36,37 @@ fn bucket(bytes: &[u8]) -> usize {
 }
 
 /// Bytes that values are written as copies of, with an index of where each 4-byte sequence
-/// occurs in them (by bucket). At most 64 KiB: copies name their offset in a `u16`.
+/// occurs in them (by bucket), built on the first encode: readers only decode. At most 64 KiB:
+/// copies name their offset in a `u16`.
 pub(crate) struct Dictionary {
     bytes: Vec<u8>,
-    index: Vec<Vec<u16>>,
+    index: OnceLock<Vec<Vec<u16>>>,
 }
 
 impl Dictionary {
     /// The dictionary of `bytes` (cut at 64 KiB).
     pub(crate) fn new(mut bytes: Vec<u8>) -> Dictionary {
         bytes.truncate(usize::from(u16::MAX) + 1);
-        let mut index = vec![Vec::new(); BUCKETS];
-        for (at, window) in bytes.windows(MIN_MATCH).enumerate() {
-            index[bucket(window)].push(at as u16);
+        Dictionary {
+            bytes,
+            index: OnceLock::new(),
         }
-        Dictionary { bytes, index }
+    }
+
+    fn index(&self) -> &[Vec<u16>] {
+        self.index.get_or_init(|| {
+            let mut index = vec![Vec::new(); BUCKETS];
+            for (at, window) in self.bytes.windows(MIN_MATCH).enumerate() {
+                index[bucket(window)].push(at as u16);
+            }
+            index
+        })
     }
 
     /// `input` as ops: copies of the dictionary and runs of literals, appended to `out`.
     pub(crate) fn encode_into(&self, input: &[u8], out: &mut Vec<u8>) {
         let dict = &self.bytes;
+        let index = self.index();
         let mut literals_from = 0;
         let mut at = 0;
         let flush = |out: &mut Vec<u8>, literals: &[u8]| {
@@ -67,7 +78,7 @@ impl Dictionary {
         while at + MIN_MATCH <= input.len() {
             let mut best = (0, 0u16);
             {
-                let places = &self.index[bucket(&input[at..])];
+                let places = &index[bucket(&input[at..])];
                 for &from in places.iter().rev().take(CHAIN) {
                     let len = dict[from as usize..]
                         .iter()

@@ -261,16 +261,6 @@ impl Journal {
 
     /// Appends the rows and waits until they are on disk.
     pub(crate) fn append(&mut self, rows: &[Row]) -> std::io::Result<()> {
-        let synced = self.len;
-        self.write(rows)?;
-        self.file.sync_data().inspect_err(|_| {
-            // Leave nothing unsynced behind for the next append to follow.
-            self.torn = self.cut_back(synced).is_err();
-        })
-    }
-
-    /// Appends the rows without waiting for the disk; answers the journal's length after them.
-    fn write(&mut self, rows: &[Row]) -> std::io::Result<u64> {
         if self.torn {
             // A failed append left part of a frame: rows after it would be unreadable.
             self.file.set_len(self.len)?;
@@ -280,16 +270,19 @@ impl Journal {
         for row in rows {
             row.encode(&mut self.buffer);
         }
-        let written = self.file.write_all(&self.buffer);
+        let result = self
+            .file
+            .write_all(&self.buffer)
+            .and_then(|()| self.file.sync_data());
         let size = self.buffer.len() as u64;
         if self.buffer.capacity() > KEEP_BUFFER {
             // One large body must not keep its size allocated for the rest of the run.
             self.buffer = Vec::new();
         }
-        match written {
+        match result {
             Ok(()) => {
                 self.len += size;
-                Ok(self.len)
+                Ok(())
             }
             Err(e) => {
                 // Leave no half-written frame behind for the next append to follow (a reader
@@ -299,14 +292,6 @@ impl Journal {
                 Err(e)
             }
         }
-    }
-
-    /// Forgets everything after `len` (what a failed sync may or may not have kept), and
-    /// waits until that is on disk.
-    fn cut_back(&mut self, len: u64) -> std::io::Result<()> {
-        self.file.set_len(len)?;
-        self.len = len;
-        self.file.sync_all()
     }
 
     /// Bytes held.

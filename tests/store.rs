@@ -585,3 +585,118 @@ fn verdict_filters_use_the_partial_indexes_and_the_usual_verdict_reads_the_table
     assert_eq!(count(&reader, "sig:fail") + count(&reader, "sig:pass"), 100);
     assert_eq!(count(&reader, "dup:yes") + count(&reader, "dup:no"), 100);
 }
+
+/// The text index lives in `<store>-text`, filled by its own thread (src/store/text.rs). A store
+/// from before (schema v12, the index inside the store) keeps its index: the upgrade copies it
+/// there, so old deliveries are found at once, by a reader alone, and the indexer goes on after
+/// them instead of starting over.
+#[test]
+fn an_upgraded_store_keeps_its_text_index_in_a_file_of_its_own() {
+    use hookscope::store::schema::MIGRATIONS;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("hookscope.sqlite");
+    {
+        let conn = rusqlite::Connection::open(&path).expect("open");
+        for (index, sql) in MIGRATIONS[..12].iter().enumerate() {
+            conn.execute_batch(sql).expect("an older schema");
+            conn.pragma_update(None, "user_version", index as i64 + 1)
+                .expect("version");
+        }
+        // One delivery as schema v12's writer left it: its row and its entry in the text index.
+        conn.execute(
+            "INSERT INTO deliveries (id, received_at_ms, method, path, query, headers, body, body_size, body_complete,
+                endpoint, sig_status, ts_status, dup_status, checks_json, response_status, latency_ms)
+             VALUES (7, 1000, 'POST', '/hooks/ocr', '', x'', CAST('{\"doc\":\"invoice_42\"}' AS BLOB), 19, 1, '/hooks/ocr',
+                'skipped', 'skipped', 'skipped', '{}', 200, 0)",
+            [],
+        )
+        .expect("a v12 row");
+        conn.execute(
+            "INSERT INTO deliveries_fts (rowid, path, headers, body) VALUES (7, '/hooks/ocr', '', '{\"doc\":\"invoice_42\"}')",
+            [],
+        )
+        .expect("its text");
+        conn.execute_batch(
+            "UPDATE fts_state SET last_id = 7; UPDATE journal_state SET built_id = 7;",
+        )
+        .expect("state");
+    }
+    // A reader upgrades the store; nothing indexes anything meanwhile.
+    let reader = Reader::open(&path).expect("upgrades");
+    assert_eq!(count(&reader, "invoice_42"), 1);
+    let tables = |path: &std::path::Path| -> Vec<String> {
+        let conn = rusqlite::Connection::open(path).expect("open");
+        let mut stmt = conn
+            .prepare("SELECT name FROM sqlite_master WHERE name LIKE '%fts%' OR name LIKE 'text_state' ORDER BY name")
+            .expect("prepare");
+        stmt.query_map([], |r| r.get(0))
+            .expect("names")
+            .collect::<Result<_, _>>()
+            .expect("names")
+    };
+    assert!(
+        tables(&path).is_empty(),
+        "left in the store: {:?}",
+        tables(&path)
+    );
+    let text = dir.path().join("hookscope.sqlite-text");
+    assert!(
+        tables(&text).contains(&"deliveries_fts".to_string()),
+        "{:?}",
+        tables(&text)
+    );
+    drop(reader);
+    // The writer's indexer goes on from delivery 7: new deliveries are found, and so is the old.
+    let store = Store::open(&path).expect("store");
+    let writer = store.writer();
+    let stored = writer.insert_blocking(seed::record(2)).expect("insert");
+    assert_eq!(stored.id, 8);
+    let reader = store.reader().expect("reader");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while count(&reader, "needs_review") == 0 {
+        assert!(std::time::Instant::now() < deadline, "never indexed");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(count(&reader, "invoice_42"), 1);
+    assert_eq!(count(&reader, "hooks"), 2);
+    reader
+        .integrity_check()
+        .expect("both files pass integrity_check");
+}
+
+/// A text file that was built from another store (the store was replaced, or the files were
+/// copied about) never answers for this one: it is emptied and built again from this store.
+#[test]
+fn a_text_index_built_from_another_store_is_built_again() {
+    let (dir, store, reader) = seeded(20);
+    assert_eq!(count(&reader, "needs_review"), 4);
+    drop(reader);
+    store.shutdown();
+    let other = tempfile::tempdir().expect("tempdir");
+    let other_path = other.path().join("hookscope.sqlite");
+    // Another store: 5 deliveries of its own, then the first store's text file beside it.
+    let second = Store::open(&other_path).expect("other store");
+    second
+        .writer()
+        .insert_many_blocking((100..105).map(seed::record).collect())
+        .expect("insert");
+    second.shutdown();
+    std::fs::copy(
+        dir.path().join("hookscope.sqlite-text"),
+        other.path().join("hookscope.sqlite-text"),
+    )
+    .expect("copy the text file");
+    let second = Store::open(&other_path).expect("reopen");
+    let reader = second.reader().expect("reader");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    // Seed 100..105 has one needs_review (n = 102); the copied file had four of another store.
+    while count(&reader, "needs_review") != 1 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still {} matches",
+            count(&reader, "needs_review")
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(count(&reader, "seed"), 5);
+}

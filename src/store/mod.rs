@@ -14,7 +14,8 @@
 //! filter language as SQL), [`records`] (the row types), [`recovery`] (damaged files kept aside),
 //! [`health`] (whether writes succeed now, and why not), [`lock`] (one capturing hookscope per
 //! data dir), [`journal`] (the capture journal), `compact` (checks compacted against a dictionary), `pack` (bodies and headers packed against
-//! a dictionary learned from the store's deliveries) and [`error`].
+//! a dictionary learned from the store's deliveries), `text` (the free-text index, in its own file
+//! and filled by its own thread) and [`error`].
 
 mod compact;
 pub mod error;
@@ -28,6 +29,7 @@ pub mod reader;
 pub mod records;
 pub mod recovery;
 pub mod schema;
+mod text;
 pub mod writer;
 
 pub use error::StoreError;

@@ -43,9 +43,11 @@ impl Reader {
                     && path.exists()
                     && crate::store::health::probe_dir(path).is_some() =>
             {
+                let conn = crate::store::schema::open_immutable(path)?;
+                crate::store::text::attach(&conn, path, true);
                 Ok(Reader {
                     unpacker: Default::default(),
-                    conn: crate::store::schema::open_immutable(path)?,
+                    conn,
                     path: path.to_path_buf(),
                 })
             }
@@ -90,10 +92,12 @@ impl Reader {
                 supported: MIGRATIONS.len() as i64,
             });
         }
+        let conn = open_connection(path, true)?;
+        crate::store::text::attach(&conn, path, false);
         Ok(Reader {
             unpacker: Default::default(),
             path: path.to_path_buf(),
-            conn: open_connection(path, true)?,
+            conn,
         })
     }
 

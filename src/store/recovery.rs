@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use crate::domain::clock::now_secs;
 use crate::store::error::StoreError;
 
-/// Moves a damaged store file (and its `-wal` and `-shm` files) aside under a new name, never
-/// deleting anything; returns the new name and the reason to give.
+/// Moves a damaged store file (and its `-wal` and `-shm` files, and its text index's) aside
+/// under a new name, never deleting anything; returns the new name and the reason to give.
 pub(crate) fn move_aside(path: &Path, err: &StoreError) -> Result<(PathBuf, String), StoreError> {
     let stamp = now_secs();
     let name = path
@@ -19,7 +19,7 @@ pub(crate) fn move_aside(path: &Path, err: &StoreError) -> Result<(PathBuf, Stri
     let move_err =
         |e: std::io::Error| StoreError::Write(format!("cannot move the damaged store aside: {e}"));
     std::fs::rename(path, &aside).map_err(move_err)?;
-    for suffix in ["-wal", "-shm"] {
+    for suffix in ["-wal", "-shm", "-text", "-text-wal", "-text-shm"] {
         let side = path.with_file_name(format!("{name}{suffix}"));
         if side.exists() {
             std::fs::rename(

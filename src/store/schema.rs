@@ -157,7 +157,18 @@ pub const MIGRATIONS: &[&str] = &[
     CREATE INDEX deliveries_ts_status ON deliveries(ts_status) WHERE ts_status <> 'pass';
     DROP INDEX deliveries_dup_status;
     CREATE INDEX deliveries_dup_status ON deliveries(dup_status) WHERE dup_status <> 'first';",
+    // v13: the text index moves to a file of its own beside the store, filled by its own thread
+    // (src/store/text.rs); `migrate` copies it there first. The store gets an identity, which the
+    // text file records, so a text file never serves another store. Ids still never go back:
+    // `journal_state.built_id` (v8) has counted every id given since `fts_state` was last needed.
+    "CREATE TABLE store_identity (uid BLOB NOT NULL);
+    INSERT INTO store_identity VALUES (randomblob(16));
+    DROP TABLE deliveries_fts;
+    DROP TABLE fts_state;",
 ];
+
+/// The schema version whose migration moves the text index out of the store.
+const TEXT_MOVES_OUT: usize = 13;
 
 pub(crate) fn open_connection(path: &Path, read_only: bool) -> Result<Connection, StoreError> {
     let open_err = |source| StoreError::Open {
@@ -195,17 +206,7 @@ pub(crate) fn open_connection(path: &Path, read_only: bool) -> Result<Connection
 /// A read-only connection that takes no locks and makes no `-shm` file (SQLite's `immutable`):
 /// for a store on a read-only volume, which nobody can be writing to.
 pub(crate) fn open_immutable(path: &Path) -> Result<Connection, StoreError> {
-    let mut uri = String::from("file:");
-    for c in path.to_string_lossy().chars() {
-        match c {
-            '%' => uri.push_str("%25"),
-            '?' => uri.push_str("%3f"),
-            '#' => uri.push_str("%23"),
-            '\\' => uri.push('/'),
-            c => uri.push(c),
-        }
-    }
-    uri.push_str("?immutable=1");
+    let uri = format!("{}?immutable=1", file_uri(path));
     Connection::open_with_flags(
         &uri,
         OpenFlags::SQLITE_OPEN_READ_ONLY
@@ -216,6 +217,21 @@ pub(crate) fn open_immutable(path: &Path) -> Result<Connection, StoreError> {
         path: path.to_path_buf(),
         source,
     })
+}
+
+/// A path as an SQLite `file:` URI (without parameters).
+pub(crate) fn file_uri(path: &Path) -> String {
+    let mut uri = String::from("file:");
+    for c in path.to_string_lossy().chars() {
+        match c {
+            '%' => uri.push_str("%25"),
+            '?' => uri.push_str("%3f"),
+            '#' => uri.push_str("%23"),
+            '\\' => uri.push('/'),
+            c => uri.push(c),
+        }
+    }
+    uri
 }
 
 pub(crate) fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {
@@ -235,6 +251,9 @@ pub(crate) fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> 
         });
     }
     for (index, sql) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
+        if index + 1 == TEXT_MOVES_OUT {
+            crate::store::text::move_out_of(conn, path).map_err(open_err)?;
+        }
         let tx = conn.unchecked_transaction().map_err(open_err)?;
         tx.execute_batch(sql).map_err(open_err)?;
         tx.pragma_update(None, "user_version", (index + 1) as i64)

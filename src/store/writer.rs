@@ -1,6 +1,7 @@
 //! The writer thread: the only write connection, group commit, duplicates decided against the
-//! unique index, the free-text index filled when the queue is idle, and maintenance (delete,
-//! clear, retention, re-checks, answers).
+//! unique index, and maintenance (delete, clear, retention, re-checks, answers). The free-text
+//! index has a file and a thread of its own (src/store/text.rs), which the writer kicks after
+//! each commit.
 
 use rusqlite::{Connection, OptionalExtension as _, params};
 use tokio::sync::{mpsc, oneshot};
@@ -9,7 +10,7 @@ use crate::domain::attempt::Attempt;
 use crate::domain::checks::{
     Checks, DuplicateCheck, SignatureCheck, SignatureStatus, TimestampCheck,
 };
-use crate::domain::delivery::{decode_headers, encode_headers};
+use crate::domain::delivery::encode_headers;
 use crate::store::error::StoreError;
 use crate::store::health::{self, Health, Identity, Trouble};
 use crate::store::journal::{EventEffect, Row};
@@ -176,22 +177,9 @@ pub enum Maintenance {
     },
 }
 
-/// Rows indexed per step of the writer when its queue is empty (inside the open transaction,
-/// so a step costs no commit; small, so a delivery arriving meanwhile waits < 1 ms).
-const INDEX_CHUNK: usize = 16;
-/// The most rows one transaction adds to the text index: FTS5 writes them out as one segment
-/// (and merges segments) when the transaction commits, so this bounds that commit's pause while
-/// the index catches up behind a burst. Once a transaction has this many, it commits early.
-const INDEX_PER_COMMIT: usize = 64;
-/// A run of the text index starts once this many deliveries wait for it...
-const INDEX_BATCH: i64 = 256;
-/// ...or once the oldest of them has waited this long...
-const INDEX_DELAY: std::time::Duration = std::time::Duration::from_secs(1);
-/// ...or once deliveries stopped coming for this long.
-const INDEX_QUIET: std::time::Duration = std::time::Duration::from_millis(200);
-/// Beyond this many deliveries not yet in the text index, the writer indexes a little after every
-/// batch even when busy, so a sustained load cannot starve the index.
-const INDEX_BACKLOG: i64 = 20_000;
+/// Rows per transaction of the text index when a bulk write (import, seeding) indexes its own
+/// rows before answering.
+const BULK_INDEX_CHUNK: usize = 512;
 /// How long acknowledged deliveries may wait in the open transaction before it commits: what
 /// readers (the window, `list`) may lag behind the acknowledgement. The journal holds them on
 /// disk meanwhile.
@@ -214,7 +202,7 @@ enum BatchError {
 }
 
 /// The writer thread's state: the connection, the journal, the transaction it keeps open
-/// across batches, and the text index's backlog.
+/// across batches, and the text index's file and thread.
 struct Writer<'a> {
     conn: Connection,
     journal: Option<crate::store::journal::Journal>,
@@ -223,17 +211,7 @@ struct Writer<'a> {
     open_since: Option<std::time::Instant>,
     /// Rows written in the open transaction, and the newest id among them.
     open_rows: usize,
-    /// Rows added to the text index in the open transaction.
-    open_indexed: usize,
     open_newest: i64,
-    /// Deliveries not yet in the text index.
-    backlog: i64,
-    /// A run of the text index is under way (see [`Writer::index_due_in`]).
-    indexing: bool,
-    /// Since when deliveries wait for the text index.
-    unindexed_since: Option<std::time::Instant>,
-    /// When the last delivery was written.
-    last_insert: std::time::Instant,
     /// The journal holds acknowledged rows the store lost (a failed commit): write them again
     /// before anything else.
     needs_replay: bool,
@@ -246,8 +224,13 @@ struct Writer<'a> {
     packing: Option<Packing>,
     /// Rows written unpacked since the last try at making a dictionary.
     unpacked: usize,
-    /// Dictionaries read to unpack rows for the text index.
+    /// Dictionaries read to unpack rows for the text index (bulk writes index their own rows).
     unpacker: Unpacker,
+    /// The text index's file, for deletes and bulk writes (`None` when it cannot be opened:
+    /// free text then lags, nothing else does).
+    text: Option<Connection>,
+    /// The thread that fills the text index (run by the writer that owns the journal).
+    indexer: Option<crate::store::text::Indexer>,
 }
 
 pub(crate) fn writer_loop(
@@ -267,12 +250,7 @@ pub(crate) fn writer_loop(
         },
         open_since: None,
         open_rows: 0,
-        open_indexed: 0,
         open_newest: 0,
-        backlog: 0,
-        indexing: false,
-        unindexed_since: None,
-        last_insert: std::time::Instant::now(),
         needs_replay: false,
         dirty: true,
         last_write: std::time::Instant::now(),
@@ -280,6 +258,8 @@ pub(crate) fn writer_loop(
         packing: None,
         unpacked: 0,
         unpacker: Unpacker::default(),
+        text: None,
+        indexer: None,
     };
     match journal {
         Ok(journal) => w.journal = journal,
@@ -296,7 +276,11 @@ pub(crate) fn writer_loop(
         w.publish_newest();
     }
     w.packing = Packing::newest(&w.conn).ok().flatten();
-    w.backlog = index_backlog(&w.conn).unwrap_or(0);
+    w.text = crate::store::text::open_for_writing(path, &w.conn).ok();
+    // One indexer per store: the capturing writer's (a second writer indexes its bulk writes).
+    if w.journal.is_some() {
+        w.indexer = crate::store::text::Indexer::start(path);
+    }
     // Checkpoints run on their own thread and connection, so the writer never stops to copy
     // the WAL into the database file and sync both (that stall was the p99 at 2,000/s).
     w.checkpointer = w.journal.is_some().then(|| {
@@ -352,7 +336,9 @@ pub(crate) fn writer_loop(
         let (record, reply) = match first {
             WriteJob::Insert { record, reply } => (record, reply),
             WriteJob::Maintain { task, reply } => {
-                let result = w.durably(|conn| maintain(conn, &task));
+                let text = w.text.take();
+                let result = w.durably(|conn| maintain(conn, text.as_ref(), &task));
+                w.text = text;
                 if matches!(*task, Maintenance::Clear) && result.is_ok() {
                     // The dictionary went with the history: the next deliveries make another.
                     w.packing = None;
@@ -370,20 +356,27 @@ pub(crate) fn writer_loop(
                 // Bulk writes (imports, seeding) are committed with a sync of their own, and are
                 // searchable as soon as they are answered.
                 let packing = w.packing.take();
-                let unpacker = std::mem::take(&mut w.unpacker);
                 let result = w.durably(|conn| {
                     let tx = conn.transaction()?;
                     let n = write_rows(&tx, &records.iter().collect::<Vec<_>>(), packing.as_ref())?
                         .0
                         .len();
-                    while index_pending(&tx, INDEX_CHUNK * 32, &unpacker)? > 0 {}
                     tx.commit()?;
                     Ok(n)
                 });
                 w.packing = packing;
-                w.unpacker = unpacker;
                 if let Ok(n) = &result {
                     w.count_unpacked(*n);
+                    if let Some(text) = &w.text {
+                        while crate::store::text::index_pending(
+                            &w.conn,
+                            text,
+                            BULK_INDEX_CHUNK,
+                            &w.unpacker,
+                        )
+                        .is_ok_and(|n| n > 0)
+                        {}
+                    }
                 }
                 let _ = reply.send(result);
                 continue;
@@ -414,7 +407,6 @@ impl Writer<'_> {
             self.conn.execute_batch("BEGIN IMMEDIATE")?;
             self.open_since = Some(std::time::Instant::now());
             self.open_rows = 0;
-            self.open_indexed = 0;
         }
         Ok(())
     }
@@ -436,8 +428,10 @@ impl Writer<'_> {
             Ok(()) => {
                 self.open_since = None;
                 self.open_rows = 0;
-                self.open_indexed = 0;
                 self.place.health.made_visible(self.open_newest);
+                if let Some(indexer) = &self.indexer {
+                    indexer.kick();
+                }
                 Ok(())
             }
             Err(err) => {
@@ -474,8 +468,10 @@ impl Writer<'_> {
             Ok(n) => {
                 self.needs_replay = false;
                 self.publish_newest();
-                if n > 0 {
-                    self.backlog = index_backlog(&self.conn).unwrap_or(self.backlog);
+                if n > 0
+                    && let Some(indexer) = &self.indexer
+                {
+                    indexer.kick();
                 }
                 let _ = self.place.health.ok();
                 true
@@ -546,33 +542,25 @@ impl Writer<'_> {
         }
     }
 
-    /// What the writer does when its queue is empty: indexes text (in small steps, inside the
-    /// open transaction), commits a transaction that is due, checkpoints when idle. Answers
-    /// how long to wait for the next job (`None`: look again at once).
+    /// What the writer does when its queue is empty: commits a transaction that is due,
+    /// checkpoints when idle. Answers how long to wait for the next job (`None`: look again at
+    /// once).
     fn idle_step(&mut self) -> Option<std::time::Duration> {
         use std::time::{Duration, Instant};
         if self.needs_replay {
             self.replay();
         }
         let now = Instant::now();
-        let index_in = self.index_due_in(now);
-        if index_in == Some(Duration::ZERO)
-            && self.open_indexed < INDEX_PER_COMMIT
-            && self.begin().is_ok()
-            && self.index_step()
-        {
-            return None;
-        }
-        let mut wait = index_in.unwrap_or(Duration::from_secs(3600));
+        let mut wait = Duration::from_secs(3600);
         if let Some(since) = self.open_since {
             let due = since + COMMIT_EVERY;
-            if now < due && self.open_indexed < INDEX_PER_COMMIT {
-                return Some(wait.min(due - now));
+            if now < due {
+                return Some(due - now);
             }
             let _ = self.commit();
             self.after_commit();
         }
-        if self.dirty && !self.indexing {
+        if self.dirty {
             let quiet = self.last_write.elapsed();
             if quiet >= IDLE_CHECKPOINT {
                 self.make_durable(true);
@@ -588,45 +576,6 @@ impl Writer<'_> {
             wait = wait.min(IDLE_CHECKPOINT);
         }
         Some(wait)
-    }
-
-    /// When the text index should next take a step: now (`ZERO`), later, or never (nothing to
-    /// index). It fills in runs: once a run starts it goes on until nothing is left. A run
-    /// starts when [`INDEX_BATCH`] deliveries wait, when the oldest has waited
-    /// [`INDEX_DELAY`], or when deliveries stopped coming for [`INDEX_QUIET`]: each run's
-    /// rows share one segment of the index instead of one per commit.
-    fn index_due_in(&mut self, now: std::time::Instant) -> Option<std::time::Duration> {
-        if self.backlog <= 0 {
-            self.indexing = false;
-            self.unindexed_since = None;
-            return None;
-        }
-        let since = *self.unindexed_since.get_or_insert(now);
-        if !self.indexing {
-            let start_at = (since + INDEX_DELAY).min(self.last_insert + INDEX_QUIET);
-            self.indexing = self.backlog >= INDEX_BATCH || now >= start_at;
-            if !self.indexing {
-                return Some(start_at - now);
-            }
-        }
-        Some(std::time::Duration::ZERO)
-    }
-
-    /// One step of the text index inside the open transaction; whether it indexed anything.
-    fn index_step(&mut self) -> bool {
-        match index_pending(&self.conn, INDEX_CHUNK, &self.unpacker) {
-            Ok(n) if n > 0 => {
-                self.backlog = self.backlog.saturating_sub(n as i64);
-                self.open_indexed += n;
-                true
-            }
-            _ => {
-                self.backlog = 0;
-                self.indexing = false;
-                self.unindexed_since = None;
-                false
-            }
-        }
     }
 
     /// Counts rows written without a dictionary, and makes one once there are enough.
@@ -693,8 +642,10 @@ impl Writer<'_> {
         }
         self.dirty = true;
         self.last_write = std::time::Instant::now();
-        self.backlog = index_backlog(&self.conn).unwrap_or(self.backlog);
         self.publish_newest();
+        if let Some(indexer) = &self.indexer {
+            indexer.kick();
+        }
         result
     }
 
@@ -738,23 +689,10 @@ impl Writer<'_> {
             return refuse(batch, &refusal);
         }
         let records: Vec<&NewRecord> = batch.iter().map(|(record, _)| record.as_ref()).collect();
-        if self.backlog + records.len() as i64 > INDEX_BACKLOG
-            && self.open_indexed < INDEX_PER_COMMIT
-            && self.begin().is_ok()
-            && let Ok(n) = index_pending(&self.conn, records.len(), &self.unpacker)
-        {
-            self.backlog -= n as i64;
-            self.open_indexed += n;
-        }
         match self.write_journaled(&records) {
             Ok(stored) => {
-                self.backlog += stored.len() as i64;
                 self.count_unpacked(stored.len());
-                self.last_insert = std::time::Instant::now();
-                if self.place.health.ok() {
-                    // The text index may have stopped while writes failed: count again.
-                    self.backlog = index_backlog(&self.conn).unwrap_or(self.backlog);
-                }
+                let _ = self.place.health.ok();
                 for ((_, reply), stored) in batch.into_iter().zip(stored) {
                     let _ = reply.send(Ok(stored));
                 }
@@ -773,7 +711,6 @@ impl Writer<'_> {
                         let result = match self.write_journaled(&[&record]) {
                             Ok(mut stored) => {
                                 let _ = self.place.health.ok();
-                                self.backlog += 1;
                                 Ok(stored.remove(0))
                             }
                             Err(BatchError::Sql(e)) => Err(self.place.failure(e, 1)),
@@ -844,24 +781,21 @@ impl Writer<'_> {
         let _ = self.conn.execute_batch("ROLLBACK");
         self.open_since = None;
         self.open_rows = 0;
-        self.open_indexed = 0;
         self.needs_replay = true;
         // A dictionary made in the rolled-back transaction went with it: rows must not name it.
         self.packing = Packing::newest(&self.conn).ok().flatten();
     }
 
-    /// Closing: commit, index what is left, checkpoint and empty the journal, so the next
-    /// start finds it done.
+    /// Closing: commit, checkpoint and empty the journal, and let the indexer index what is
+    /// left, so the next start finds it done.
     fn close(&mut self) {
         self.checkpointer = None;
         let _ = self.commit();
         if self.replay() {
-            let _ = self.begin();
-            while index_pending(&self.conn, INDEX_CHUNK * 32, &self.unpacker).is_ok_and(|n| n > 0) {
-            }
-            let _ = self.commit();
             self.make_durable(true);
         }
+        // Dropping the indexer waits for it to index every committed delivery.
+        self.indexer = None;
     }
 }
 
@@ -1005,58 +939,23 @@ fn refusal_copy(refusal: &StoreError) -> StoreError {
     StoreError::Refused(refusal.to_string())
 }
 
-/// How many deliveries are not yet in the text index.
-fn index_backlog(conn: &Connection) -> Result<i64, rusqlite::Error> {
-    conn.query_row(
-        "SELECT COALESCE((SELECT MAX(id) FROM deliveries), 0) - (SELECT last_id FROM fts_state)",
-        [],
-        |r| r.get(0),
-    )
-}
-
-/// Adds up to `max` deliveries not yet in the text index, in the caller's transaction;
-/// returns how many.
-fn index_pending(
-    conn: &Connection,
-    max: usize,
-    unpacker: &Unpacker,
+fn maintain(
+    conn: &mut Connection,
+    text: Option<&Connection>,
+    task: &Maintenance,
 ) -> Result<usize, rusqlite::Error> {
-    let last: i64 = conn.query_row("SELECT last_id FROM fts_state", [], |r| r.get(0))?;
-    let mut done = 0;
-    let mut newest = last;
-    {
-        let mut select = conn.prepare_cached(
-            "SELECT id, path, headers, body, packed FROM deliveries WHERE id > ?1 ORDER BY id LIMIT ?2",
-        )?;
-        let mut insert = conn.prepare_cached(
-            "INSERT INTO deliveries_fts (rowid, path, headers, body) VALUES (?1, ?2, ?3, ?4)",
-        )?;
-        let mut rows = select.query(params![last, max as i64])?;
-        while let Some(row) = rows.next()? {
-            let id: i64 = row.get(0)?;
-            let path: String = row.get(1)?;
-            // A row that cannot be unpacked (damaged) is indexed by its path alone.
-            let (headers, body) = unpacker
-                .unpack(conn, row.get(4)?, row.get(2)?, row.get(3)?)
-                .unwrap_or_default();
-            let headers = decode_headers(&headers).unwrap_or_default();
-            insert.execute(params![
-                id,
-                path,
-                searchable_headers(&headers),
-                searchable_body(&body)
-            ])?;
-            newest = id;
-            done += 1;
-        }
-    }
-    if done > 0 {
-        conn.execute("UPDATE fts_state SET last_id = ?1", params![newest])?;
-    }
-    Ok(done)
-}
-
-fn maintain(conn: &mut Connection, task: &Maintenance) -> Result<usize, rusqlite::Error> {
+    use crate::store::text::{DeleteGuard, Forget};
+    // A deletion takes the text index's lock before the store's (src/store/text.rs), so the
+    // indexer cannot index what is being deleted; the index forgets once the store committed.
+    let deletes = matches!(
+        task,
+        Maintenance::Delete(_) | Maintenance::Clear | Maintenance::Retain { .. }
+    );
+    let guard = match text {
+        Some(text) if deletes => Some(DeleteGuard::lock(text)?),
+        _ => None,
+    };
+    let mut forget = None;
     let tx = conn.transaction()?;
     let touched = match task {
         Maintenance::Recheck {
@@ -1077,16 +976,18 @@ fn maintain(conn: &mut Connection, task: &Maintenance) -> Result<usize, rusqlite
             }
             attempts.len()
         }
-        Maintenance::Delete(ids) => delete(&tx, ids)?,
+        Maintenance::Delete(ids) => {
+            forget = Some(Forget::Ids(ids));
+            delete(&tx, ids)?
+        }
         Maintenance::Clear => {
+            forget = Some(Forget::All);
             let n = tx.execute("DELETE FROM deliveries", [])?;
-            tx.execute("DELETE FROM deliveries_fts", [])?;
             tx.execute("DELETE FROM event_ids", [])?;
             tx.execute("DELETE FROM jobs", [])?;
             tx.execute("DELETE FROM attempts", [])?;
             tx.execute("DELETE FROM polls", [])?;
             tx.execute("DELETE FROM dictionaries", [])?;
-            tx.execute("UPDATE fts_state SET last_id = 0", [])?;
             n
         }
         Maintenance::Retain {
@@ -1094,9 +995,18 @@ fn maintain(conn: &mut Connection, task: &Maintenance) -> Result<usize, rusqlite
             max_count,
             now_ms,
             steady_ms,
-        } => retain(&tx, *max_age_ms, *max_count, *now_ms, *steady_ms)?,
+        } => {
+            let (n, cutoff_id) = retain(&tx, *max_age_ms, *max_count, *now_ms, *steady_ms)?;
+            forget = Some(Forget::UpTo(cutoff_id));
+            n
+        }
     };
     tx.commit()?;
+    if let (Some(guard), Some(forget)) = (guard, forget) {
+        // The store's deletion is done; an index that fails to follow keeps entries of deleted
+        // deliveries, which no list shows (the indexer's next start removes most of them).
+        let _ = guard.forget(forget);
+    }
     Ok(touched)
 }
 
@@ -1162,11 +1072,10 @@ fn record_poll(
     Ok(id.max(0) as usize)
 }
 
-/// Deletes deliveries by id, from the table and the text index, and recounts their jobs only.
+/// Deletes deliveries by id and recounts their jobs only.
 fn delete(tx: &rusqlite::Transaction<'_>, ids: &[i64]) -> Result<usize, rusqlite::Error> {
     let mut job_of = tx.prepare_cached("SELECT job_id FROM deliveries WHERE id = ?1")?;
     let mut delete = tx.prepare_cached("DELETE FROM deliveries WHERE id = ?1")?;
-    let mut delete_fts = tx.prepare_cached("DELETE FROM deliveries_fts WHERE rowid = ?1")?;
     let mut jobs: Vec<String> = Vec::new();
     let mut n = 0;
     for id in ids {
@@ -1177,7 +1086,6 @@ fn delete(tx: &rusqlite::Transaction<'_>, ids: &[i64]) -> Result<usize, rusqlite
             jobs.push(job);
         }
         n += delete.execute(params![id])?;
-        delete_fts.execute(params![id])?;
     }
     // Only the jobs of the deleted deliveries change: recount those, not the history.
     jobs.sort();
@@ -1195,14 +1103,15 @@ fn delete(tx: &rusqlite::Transaction<'_>, ids: &[i64]) -> Result<usize, rusqlite
 }
 
 /// Deletes deliveries older than `max_age_ms` before `now_ms` and the oldest beyond
-/// `max_count`, and recounts the jobs that lose deliveries.
+/// `max_count`, and recounts the jobs that lose deliveries. Answers how many it deleted, and
+/// the newest id it deleted up to.
 fn retain(
     tx: &rusqlite::Transaction<'_>,
     max_age_ms: Option<i64>,
     max_count: Option<i64>,
     now_ms: i64,
     steady_ms: i64,
-) -> Result<usize, rusqlite::Error> {
+) -> Result<(usize, i64), rusqlite::Error> {
     let mut cutoff_id = 0i64;
     if let Some(age) = max_age_ms {
         let newest: Option<i64> =
@@ -1239,10 +1148,6 @@ fn retain(
             .optional()?;
         cutoff_id = cutoff_id.max(id.unwrap_or(0));
     }
-    tx.execute(
-        "DELETE FROM deliveries_fts WHERE rowid <= ?1",
-        params![cutoff_id],
-    )?;
     // The jobs that lose deliveries are recounted from what remains (or forgotten).
     tx.execute_batch(
         "CREATE TEMP TABLE IF NOT EXISTS touched_jobs (job_id TEXT PRIMARY KEY);
@@ -1258,7 +1163,7 @@ fn retain(
          INSERT INTO jobs SELECT job_id, MIN(received_at_ms), MAX(received_at_ms), MAX(id), COUNT(*)
              FROM deliveries WHERE job_id IN (SELECT job_id FROM touched_jobs) GROUP BY job_id;",
     )?;
-    Ok(n)
+    Ok((n, cutoff_id))
 }
 
 /// The duplicate verdict of a delivery about to get `id`, decided against the unique index on
@@ -1381,8 +1286,7 @@ fn write_rows(
     )?;
     // Ids never go back: not after deletes, not after clearing the history.
     let next_id: i64 = conn.query_row(
-        "SELECT MAX(COALESCE((SELECT MAX(id) FROM deliveries), 0), (SELECT last_id FROM fts_state),
-            (SELECT built_id FROM journal_state)) + 1",
+        "SELECT MAX(COALESCE((SELECT MAX(id) FROM deliveries), 0), (SELECT built_id FROM journal_state)) + 1",
         [],
         |r| r.get(0),
     )?;
@@ -1447,36 +1351,4 @@ fn write_rows(
             .execute(params![newest.id])?;
     }
     Ok((rows, stored))
-}
-
-/// The most of a body the free-text index holds.
-const FTS_BODY_LIMIT: usize = 64 * 1024;
-
-/// The headers as text for the text index: names and values, except signature values (random
-/// per delivery, never searched for, and a third of the index; the name stays, so a search for
-/// `webhook-signature` still finds the deliveries that carry one).
-fn searchable_headers(headers: &[crate::domain::delivery::Header]) -> String {
-    let mut text = String::new();
-    for h in headers {
-        text.push_str(&h.name);
-        text.push_str(": ");
-        if !crate::domain::scheme::is_signature_header(&h.name) {
-            text.push_str(&h.value_lossy());
-        }
-        text.push('\n');
-    }
-    text
-}
-
-fn searchable_body(body: &[u8]) -> Option<String> {
-    let head = &body[..body.len().min(FTS_BODY_LIMIT)];
-    match std::str::from_utf8(head) {
-        Ok(text) => Some(text.to_string()),
-        // Cut inside a character: keep the valid part.
-        Err(e) if e.error_len().is_none() => {
-            Some(String::from_utf8_lossy(&head[..e.valid_up_to()]).into_owned())
-        }
-        // Binary bodies are not words.
-        Err(_) => None,
-    }
 }

@@ -1,0 +1,506 @@
+//! The free-text index, in a database file of its own beside the store (`<store>-text`), filled
+//! by its own thread behind the committed deliveries.
+//!
+//! FTS5 writes a segment, and merges segments, at every commit that added rows. Inside the
+//! writer's transaction those pauses held the deliveries waiting for their answer: while the
+//! index caught up after a burst, p99 at 2,000 deliveries/s was 12–16 ms (BENCHMARKS.md, issue
+//! 19). In its own file, with its own lock, its own WAL and its own thread, the index never holds
+//! the writer: the writer does not even read it.
+//!
+//! The index is derived data. Its file names the store it was built from (`text_state.store_uid`
+//! against the store's `store_identity`): a text file that belongs to another store (a damaged
+//! store kept aside and replaced, a copied file) is emptied and built again. Readers attach it as
+//! `text`, and the filter SQL names `deliveries_fts` unqualified. A reader that cannot attach it
+//! (a read-only volume without one) gets an empty index of its own: free text finds nothing
+//! there, everything else works.
+//!
+//! Deletes keep the two files in step by lock order: the writer takes the text file's write lock
+//! first, commits the store's deletion, then the index's. The indexer reads the store only while
+//! it holds that lock, so it never indexes a row the writer is deleting. A crash between the two
+//! commits leaves index entries of deleted deliveries; the indexer's start removes those below
+//! the store's oldest delivery (retention, clearing), and the rest only count in a free-text-only
+//! count, never in a list.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension as _, params};
+
+use crate::domain::delivery::decode_headers;
+use crate::store::pack::Unpacker;
+
+/// The text index's own schema (it has no migrations of its own yet: `user_version` 1).
+const SCHEMA: &str = "
+    CREATE VIRTUAL TABLE IF NOT EXISTS deliveries_fts USING fts5(path, headers, body, content='',
+        contentless_delete=1, tokenize = \"unicode61 tokenchars '_-'\");
+    CREATE TABLE IF NOT EXISTS text_state (last_id INTEGER NOT NULL, store_uid BLOB);
+    INSERT INTO text_state (last_id) SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM text_state);
+    PRAGMA user_version = 1;";
+
+/// The text index's file beside the store's.
+pub(crate) fn path_beside(store: &Path) -> PathBuf {
+    let mut name = store.as_os_str().to_owned();
+    name.push("-text");
+    PathBuf::from(name)
+}
+
+/// The three files of the text index (the database, its WAL and shared memory).
+pub(crate) fn files_beside(store: &Path) -> [PathBuf; 3] {
+    let text = path_beside(store);
+    let with = |suffix: &str| {
+        let mut name = text.as_os_str().to_owned();
+        name.push(suffix);
+        PathBuf::from(name)
+    };
+    [with("-wal"), with("-shm"), text]
+}
+
+/// The store's identity (made by schema v13), which the text index records as the store it was
+/// built from.
+fn store_uid(store: &Connection) -> Result<Option<Vec<u8>>, rusqlite::Error> {
+    store
+        .query_row("SELECT uid FROM store_identity", [], |r| r.get(0))
+        .optional()
+}
+
+/// Opens the text index for writing, creating it, and empties it when it was built from another
+/// store. A file that is not a database (damaged) is deleted and made again: it is derived data.
+pub(crate) fn open_for_writing(
+    store_path: &Path,
+    store: &Connection,
+) -> Result<Connection, rusqlite::Error> {
+    let path = path_beside(store_path);
+    let conn = match open_and_check(&path) {
+        Ok(conn) => conn,
+        Err(err) if is_damage(&err) => {
+            for file in files_beside(store_path) {
+                let _ = std::fs::remove_file(file);
+            }
+            open_and_check(&path)?
+        }
+        Err(err) => return Err(err),
+    };
+    let uid = store_uid(store)?;
+    let recorded: Option<Vec<u8>> =
+        conn.query_row("SELECT store_uid FROM text_state", [], |r| r.get(0))?;
+    if recorded != uid {
+        let tx = conn.unchecked_transaction()?;
+        if recorded.is_some() {
+            tx.execute("DELETE FROM deliveries_fts", [])?;
+        }
+        tx.execute(
+            "UPDATE text_state SET store_uid = ?1, last_id = CASE WHEN ?2 THEN 0 ELSE last_id END",
+            params![uid, recorded.is_some()],
+        )?;
+        tx.commit()?;
+    }
+    Ok(conn)
+}
+
+fn open_and_check(path: &Path) -> Result<Connection, rusqlite::Error> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(Duration::from_secs(5))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    // Derived data: a power cut may take its last commits back, and `last_id` with them.
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.pragma_update(None, "journal_size_limit", 1024 * 1024)?;
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
+    conn.execute_batch(SCHEMA)?;
+    Ok(conn)
+}
+
+fn is_damage(err: &rusqlite::Error) -> bool {
+    matches!(
+        err.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt)
+    )
+}
+
+/// Attaches the text index to a reader's connection as `text`; when it cannot (none yet on a
+/// read-only volume, a damaged one), makes an empty one in `temp`, so free text finds nothing
+/// instead of failing.
+pub(crate) fn attach(conn: &Connection, store_path: &Path, immutable: bool) {
+    let path = path_beside(store_path);
+    let attached = path.exists()
+        && if immutable {
+            conn.execute(
+                "ATTACH DATABASE ?1 AS text",
+                params![format!(
+                    "{}?immutable=1",
+                    crate::store::schema::file_uri(&path)
+                )],
+            )
+            .is_ok()
+        } else {
+            conn.execute(
+                "ATTACH DATABASE ?1 AS text",
+                params![path.to_string_lossy()],
+            )
+            .is_ok()
+        }
+        && conn
+            .query_row(
+                "SELECT COUNT(*) FROM text.sqlite_master WHERE name = 'deliveries_fts'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .is_ok_and(|n| n == 1);
+    if !attached {
+        let _ = conn.execute("DETACH DATABASE text", []);
+        let _ = conn.execute_batch(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.deliveries_fts USING fts5(path, headers, body,
+                content='', contentless_delete=1, tokenize = \"unicode61 tokenchars '_-'\");",
+        );
+    }
+}
+
+/// Schema v13's move: the text index that lived in the store (`deliveries_fts`, `fts_state`) is
+/// copied into its own file, table by table (FTS5 keeps an index in ordinary shadow tables), so
+/// an upgraded store's free text works at once instead of being built again. Runs before the
+/// migration drops them from the store; running twice copies again.
+pub(crate) fn move_out_of(store: &Connection, store_path: &Path) -> Result<(), rusqlite::Error> {
+    let has_index: i64 = store.query_row(
+        "SELECT COUNT(*) FROM main.sqlite_master WHERE name = 'deliveries_fts'",
+        [],
+        |r| r.get(0),
+    )?;
+    if has_index == 0 {
+        return Ok(());
+    }
+    drop(open_and_check(&path_beside(store_path))?);
+    store.execute(
+        "ATTACH DATABASE ?1 AS text_move",
+        params![path_beside(store_path).to_string_lossy()],
+    )?;
+    let copied = (|| {
+        let shadows: Vec<String> = {
+            let mut stmt = store.prepare(
+                "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name LIKE 'deliveries\\_fts\\_%' ESCAPE '\\'",
+            )?;
+            stmt.query_map([], |r| r.get(0))?
+                .collect::<Result<_, _>>()?
+        };
+        let tx = store.unchecked_transaction()?;
+        for table in &shadows {
+            tx.execute_batch(&format!(
+                "DELETE FROM text_move.\"{table}\"; INSERT INTO text_move.\"{table}\" SELECT * FROM main.\"{table}\";"
+            ))?;
+        }
+        tx.execute(
+            "UPDATE text_move.text_state SET last_id = (SELECT last_id FROM main.fts_state), store_uid = NULL",
+            [],
+        )?;
+        tx.commit()
+    })();
+    store.execute("DETACH DATABASE text_move", [])?;
+    copied
+}
+
+/// Adds up to `max` committed deliveries not yet in the text index, in one transaction of the
+/// index, and answers how many. Holds the index's write lock while it reads the store, so a
+/// delete (which takes that lock first) never races it.
+pub(crate) fn index_pending(
+    store: &Connection,
+    text: &Connection,
+    max: usize,
+    unpacker: &Unpacker,
+) -> Result<usize, rusqlite::Error> {
+    text.execute_batch("BEGIN IMMEDIATE")?;
+    let result = (|| {
+        let last: i64 = text.query_row("SELECT last_id FROM text_state", [], |r| r.get(0))?;
+        let mut done = 0;
+        let mut newest = last;
+        let mut select = store.prepare_cached(
+            "SELECT id, path, headers, body, packed FROM deliveries WHERE id > ?1 ORDER BY id LIMIT ?2",
+        )?;
+        let mut insert = text.prepare_cached(
+            "INSERT INTO deliveries_fts (rowid, path, headers, body) VALUES (?1, ?2, ?3, ?4)",
+        )?;
+        let mut rows = select.query(params![last, max as i64])?;
+        while let Some(row) = rows.next()? {
+            let id: i64 = row.get(0)?;
+            let path: String = row.get(1)?;
+            // A row that cannot be unpacked (damaged) is indexed by its path alone.
+            let (headers, body) = unpacker
+                .unpack(store, row.get(4)?, row.get(2)?, row.get(3)?)
+                .unwrap_or_default();
+            let headers = decode_headers(&headers).unwrap_or_default();
+            insert.execute(params![
+                id,
+                path,
+                searchable_headers(&headers),
+                searchable_body(&body)
+            ])?;
+            newest = id;
+            done += 1;
+        }
+        if done > 0 {
+            text.execute("UPDATE text_state SET last_id = ?1", params![newest])?;
+        }
+        Ok(done)
+    })();
+    match result {
+        Ok(done) => text.execute_batch("COMMIT").map(|()| done),
+        Err(err) => {
+            let _ = text.execute_batch("ROLLBACK");
+            Err(err)
+        }
+    }
+}
+
+/// What a delete does to the text index, applied after the store's own deletion committed.
+pub(crate) enum Forget<'a> {
+    Ids(&'a [i64]),
+    UpTo(i64),
+    All,
+}
+
+/// Holds the text index's write lock across a deletion in the store (see the module's doc), and
+/// applies the same deletion to the index once the store's committed.
+pub(crate) struct DeleteGuard<'a> {
+    text: &'a Connection,
+}
+
+impl<'a> DeleteGuard<'a> {
+    pub(crate) fn lock(text: &'a Connection) -> Result<DeleteGuard<'a>, rusqlite::Error> {
+        text.execute_batch("BEGIN IMMEDIATE")?;
+        Ok(DeleteGuard { text })
+    }
+
+    /// The store's deletion committed: the index forgets the same deliveries.
+    pub(crate) fn forget(self, what: Forget<'_>) -> Result<(), rusqlite::Error> {
+        let text = self.text;
+        std::mem::forget(self);
+        let applied = (|| {
+            match what {
+                Forget::Ids(ids) => {
+                    let mut delete =
+                        text.prepare_cached("DELETE FROM deliveries_fts WHERE rowid = ?1")?;
+                    for id in ids {
+                        delete.execute(params![id])?;
+                    }
+                }
+                Forget::UpTo(id) => {
+                    text.execute("DELETE FROM deliveries_fts WHERE rowid <= ?1", params![id])?;
+                }
+                Forget::All => {
+                    text.execute("DELETE FROM deliveries_fts", [])?;
+                }
+            }
+            text.execute_batch("COMMIT")
+        })();
+        if applied.is_err() {
+            let _ = text.execute_batch("ROLLBACK");
+        }
+        applied
+    }
+}
+
+impl Drop for DeleteGuard<'_> {
+    /// The store's deletion failed: the index keeps what it had.
+    fn drop(&mut self) {
+        let _ = self.text.execute_batch("ROLLBACK");
+    }
+}
+
+/// The indexer starts a run once this many committed deliveries wait...
+const BATCH: i64 = 256;
+/// ...or once the oldest of them has waited this long...
+const DELAY: Duration = Duration::from_secs(1);
+/// ...or once deliveries stopped coming for this long.
+const QUIET: Duration = Duration::from_millis(200);
+/// Rows per transaction of the index: one FTS5 segment each. Larger than when the index shared
+/// the writer's transaction (64), since its pauses no longer hold anyone: fewer segments to merge.
+const PER_COMMIT: usize = 512;
+/// After this long without indexing, the index's WAL is checkpointed and truncated.
+const IDLE_CHECKPOINT: Duration = Duration::from_secs(1);
+
+/// The thread that fills the text index behind the writer's commits. Stops when dropped, after
+/// indexing what is committed (the next start would do it otherwise).
+pub(crate) struct Indexer {
+    shared: Arc<Shared>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+#[derive(Default)]
+struct Shared {
+    stop: AtomicBool,
+    /// Set by the writer after each commit; the indexer waits on it.
+    kicked: Mutex<bool>,
+    kick: Condvar,
+}
+
+impl Shared {
+    /// Waits for a kick, at most `timeout`.
+    fn wait(&self, timeout: Duration) {
+        let guard = self.kicked.lock().unwrap_or_else(|e| e.into_inner());
+        let (mut guard, _) = self
+            .kick
+            .wait_timeout_while(guard, timeout, |kicked| !*kicked)
+            .unwrap_or_else(|e| e.into_inner());
+        *guard = false;
+    }
+}
+
+impl Indexer {
+    pub(crate) fn start(store_path: &Path) -> Option<Indexer> {
+        let shared = Arc::new(Shared::default());
+        let thread = {
+            let shared = Arc::clone(&shared);
+            let path = store_path.to_path_buf();
+            std::thread::Builder::new()
+                .name("hookscope-text-index".into())
+                .spawn(move || indexer_loop(&path, &shared))
+                .ok()?
+        };
+        Some(Indexer {
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    /// The writer committed deliveries.
+    pub(crate) fn kick(&self) {
+        *self.shared.kicked.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.shared.kick.notify_one();
+    }
+}
+
+impl Drop for Indexer {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        self.kick();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn indexer_loop(path: &Path, shared: &Shared) {
+    let Ok(store) = crate::store::schema::open_connection(path, true) else {
+        return;
+    };
+    let Ok(text) = open_for_writing(path, &store) else {
+        return;
+    };
+    let unpacker = Unpacker::default();
+    let newest = |store: &Connection| {
+        store
+            .query_row("SELECT COALESCE(MAX(id), 0) FROM deliveries", [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .unwrap_or(0)
+    };
+    let indexed = |text: &Connection| {
+        text.query_row("SELECT last_id FROM text_state", [], |r| r.get::<_, i64>(0))
+            .unwrap_or(0)
+    };
+    // Entries of deliveries deleted by a deletion that crashed between its two commits: all
+    // below the store's oldest delivery (retention and clearing delete from the oldest).
+    if let Ok(oldest) = store.query_row("SELECT MIN(id) FROM deliveries", [], |r| {
+        r.get::<_, Option<i64>>(0)
+    }) {
+        let below = oldest.map_or(indexed(&text), |id| id - 1);
+        if below > 0
+            && let Ok(guard) = DeleteGuard::lock(&text)
+        {
+            let _ = guard.forget(Forget::UpTo(below));
+        }
+    }
+    let mut last = indexed(&text);
+    let mut waiting_since: Option<Instant> = None;
+    let mut seen = newest(&store);
+    let mut seen_moved = Instant::now();
+    let mut last_run = Instant::now();
+    let mut dirty = false;
+    loop {
+        let stopping = shared.stop.load(Ordering::Relaxed);
+        let now = Instant::now();
+        let committed = newest(&store);
+        if committed != seen {
+            seen = committed;
+            seen_moved = now;
+        }
+        let backlog = committed - last;
+        let due = backlog > 0
+            && (stopping
+                || backlog >= BATCH
+                || waiting_since.is_some_and(|since| now >= since + DELAY)
+                || now >= seen_moved + QUIET);
+        if due {
+            // A run: until nothing committed is left (or a stop that came meanwhile).
+            while let Ok(n) = index_pending(&store, &text, PER_COMMIT, &unpacker) {
+                if n == 0 || (!stopping && shared.stop.load(Ordering::Relaxed)) {
+                    break;
+                }
+            }
+            last = indexed(&text);
+            waiting_since = None;
+            last_run = Instant::now();
+            dirty = true;
+            if !stopping {
+                continue;
+            }
+        }
+        if stopping {
+            break;
+        }
+        let wait = if backlog > 0 {
+            let since = *waiting_since.get_or_insert(now);
+            (since + DELAY)
+                .min(seen_moved + QUIET)
+                .saturating_duration_since(now)
+        } else {
+            // Cleared: ids go on after the newest ever given, so nothing below `last` comes.
+            Duration::from_millis(250)
+        };
+        if dirty && last_run.elapsed() >= IDLE_CHECKPOINT {
+            let _ = text.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+            dirty = false;
+        }
+        shared.wait(
+            wait.max(Duration::from_millis(1))
+                .min(Duration::from_millis(250)),
+        );
+    }
+    let _ = text.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+}
+
+/// The most of a body the free-text index holds.
+const BODY_LIMIT: usize = 64 * 1024;
+
+/// The headers as text for the text index: names and values, except signature values (random
+/// per delivery, never searched for, and a third of the index; the name stays, so a search for
+/// `webhook-signature` still finds the deliveries that carry one).
+fn searchable_headers(headers: &[crate::domain::delivery::Header]) -> String {
+    let mut text = String::new();
+    for h in headers {
+        text.push_str(&h.name);
+        text.push_str(": ");
+        if !crate::domain::scheme::is_signature_header(&h.name) {
+            text.push_str(&h.value_lossy());
+        }
+        text.push('\n');
+    }
+    text
+}
+
+fn searchable_body(body: &[u8]) -> Option<String> {
+    let head = &body[..body.len().min(BODY_LIMIT)];
+    match std::str::from_utf8(head) {
+        Ok(text) => Some(text.to_string()),
+        // Cut inside a character: keep the valid part.
+        Err(e) if e.error_len().is_none() => {
+            Some(String::from_utf8_lossy(&head[..e.valid_up_to()]).into_owned())
+        }
+        // Binary bodies are not words.
+        Err(_) => None,
+    }
+}

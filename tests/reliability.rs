@@ -62,6 +62,9 @@ fn a_garbage_store_is_kept_aside_and_a_fresh_one_used() {
     let dir = tempfile::tempdir().expect("tempdir");
     let garbage = b"this is not a database, just bytes that happen to be here".repeat(100);
     std::fs::write(dir.path().join("hookscope.sqlite"), &garbage).expect("garbage");
+    // Its text index goes aside with it: it indexes that store's deliveries, not the next's.
+    let text = b"the damaged store's text index".to_vec();
+    std::fs::write(dir.path().join("hookscope.sqlite-text"), &text).expect("text");
     let mut listener = listen_stderr(dir.path());
     assert!(
         listener.stderr_head.contains("not a SQLite database"),
@@ -77,9 +80,8 @@ fn a_garbage_store_is_kept_aside_and_a_fresh_one_used() {
         .expect("dir")
         .flatten()
         .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .starts_with("hookscope.sqlite.damaged-")
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.starts_with("hookscope.sqlite.damaged-") && !name.ends_with("-text")
         })
         .collect();
     assert_eq!(aside.len(), 1);
@@ -88,6 +90,9 @@ fn a_garbage_store_is_kept_aside_and_a_fresh_one_used() {
         garbage,
         "kept, byte for byte, never deleted"
     );
+    let mut text_aside = aside[0].path().into_os_string();
+    text_aside.push("-text");
+    assert_eq!(std::fs::read(text_aside).expect("text kept"), text);
     assert!(post(listener.port, "", b"{}").starts_with("HTTP/1.1 200"));
     assert_eq!(listener.next_json()["id"], 1);
 }

@@ -133,6 +133,13 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
         let writer = store.writer();
         let mut said = writer.health().changes;
         let mut health_tick = tokio::time::interval(std::time::Duration::from_millis(250));
+        // Made once: a signal listener made anew for each delivery cost a registration each
+        // time, and a SIGTERM that came between two of them was lost.
+        let ctrl_c = tokio::signal::ctrl_c();
+        tokio::pin!(ctrl_c);
+        let term = terminated();
+        tokio::pin!(term);
+        let mut lines = String::new();
         loop {
             tokio::select! {
                 () = &mut reconciler, if reconciling => reconciling = false,
@@ -145,18 +152,28 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
                 }
                 event = events_rx.recv() => {
                     let Some(stored) = event else { break };
-                    let line = if json {
-                        report::delivery_json(&stored).to_string()
-                    } else {
-                        report::human_lines(&stored, &zone)
-                    };
+                    // The deliveries already waiting go out in one write (under load, a write
+                    // per line was most of this thread's time).
+                    lines.clear();
+                    let mut next = Some(stored);
+                    while let Some(stored) = next.take() {
+                        if json {
+                            lines.push_str(&report::delivery_json(&stored).to_string());
+                        } else {
+                            lines.push_str(&report::human_lines(&stored, &zone));
+                        }
+                        lines.push('\n');
+                        if lines.len() < 64 * 1024 {
+                            next = events_rx.try_recv().ok();
+                        }
+                    }
                     // A closed stdout (e.g. `| head`) ends the command rather than panicking.
-                    if writeln!(stdout, "{line}").and_then(|_| stdout.flush()).is_err() {
+                    if stdout.write_all(lines.as_bytes()).and_then(|_| stdout.flush()).is_err() {
                         break;
                     }
                 }
-                _ = tokio::signal::ctrl_c() => break,
-                _ = terminated() => break,
+                _ = &mut ctrl_c => break,
+                _ = &mut term => break,
             }
         }
     });

@@ -794,7 +794,7 @@ impl Writer<'_> {
         if self.replay() {
             self.make_durable(true);
         }
-        // Dropping the indexer waits for it to index every committed delivery.
+        // Dropping the indexer lets it index what is committed, for at most 2 s.
         self.indexer = None;
     }
 }

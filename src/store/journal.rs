@@ -12,7 +12,16 @@
 //!
 //! A frame is `[payload length u32 LE][CRC-32 of the payload u32 LE][payload]`. A frame cut
 //! short or failing its CRC ends the journal (a crash during an append: those rows were never
-//! acknowledged, since their sync had not returned).
+//! acknowledged, since their sync had not returned), and so does a zero length (the padding
+//! below).
+//!
+//! On Linux, where the file system allows it, appends bypass the page cache (`O_DIRECT`) and
+//! are durable when the write returns (`O_DSYNC`): each rewrites the journal's last partial
+//! 512-byte sector followed by its own frames, padded with zeros to a whole sector. With the
+//! page cache, each `fdatasync` wrote back whole 4 KiB pages (one or two per delivery at a
+//! trickle: ~5.3 KB for a 1.2 KB delivery, measured with `write_bytes`); this way the disk gets
+//! the frames and at most a sector on either side (~1.7 KB). Elsewhere, or when the file system
+//! refuses `O_DIRECT`, appends are written and then `fdatasync`ed.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read as _, Seek as _, Write as _};
@@ -225,6 +234,77 @@ impl Decoder<'_> {
 /// The most of its encoding buffer the journal keeps between appends.
 const KEEP_BUFFER: usize = 1 << 20;
 
+/// The unit direct appends are written in (the smallest logical block size disks have).
+const SECTOR: usize = 512;
+/// Where direct appends' buffers start in memory (a page: what any `O_DIRECT` asks).
+const ALIGN: usize = 4096;
+
+/// Appends that bypass the page cache and are durable on return (`O_DIRECT | O_DSYNC`).
+#[derive(Debug)]
+struct Direct {
+    file: File,
+    /// The journal's bytes from the last sector boundary at or before its length to its length:
+    /// each append writes them again in front of its own frames.
+    tail: Vec<u8>,
+    /// The aligned buffer a write is assembled in.
+    scratch: Vec<u8>,
+}
+
+impl Direct {
+    /// A second handle on the journal, opened `O_DIRECT | O_DSYNC`, when the file system allows
+    /// it; `len` is where the journal's frames end.
+    #[cfg(target_os = "linux")]
+    fn open(path: &Path, journal: &File, len: u64) -> Option<Direct> {
+        use std::os::unix::fs::{FileExt as _, OpenOptionsExt as _};
+        let file = OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_DIRECT | libc::O_DSYNC)
+            .open(path)
+            .ok()?;
+        let start = len - len % SECTOR as u64;
+        let mut tail = vec![0; (len - start) as usize];
+        journal.read_exact_at(&mut tail, start).ok()?;
+        Some(Direct {
+            file,
+            tail,
+            scratch: Vec::new(),
+        })
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn open(_path: &Path, _journal: &File, _len: u64) -> Option<Direct> {
+        None
+    }
+
+    /// Writes `frames` at `len` (after the tail), padded with zeros to a whole sector; they are
+    /// on disk when this returns.
+    #[cfg(target_os = "linux")]
+    fn append(&mut self, len: u64, frames: &[u8]) -> std::io::Result<()> {
+        use std::os::unix::fs::FileExt as _;
+        let start = len - self.tail.len() as u64;
+        let data = self.tail.len() + frames.len();
+        let padded = data.div_ceil(SECTOR) * SECTOR;
+        self.scratch.clear();
+        self.scratch.resize(padded + ALIGN, 0);
+        let at = self.scratch.as_ptr().align_offset(ALIGN);
+        let block = &mut self.scratch[at..at + padded];
+        block[..self.tail.len()].copy_from_slice(&self.tail);
+        block[self.tail.len()..data].copy_from_slice(frames);
+        self.file.write_all_at(block, start)?;
+        let keep = ((len + frames.len() as u64) % SECTOR as u64) as usize;
+        self.tail = block[data - keep..data].to_vec();
+        if self.scratch.capacity() > KEEP_BUFFER {
+            self.scratch = Vec::new();
+        }
+        Ok(())
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn append(&mut self, _len: u64, _frames: &[u8]) -> std::io::Result<()> {
+        Err(std::io::ErrorKind::Unsupported.into())
+    }
+}
+
 /// The open journal file.
 #[derive(Debug)]
 pub(crate) struct Journal {
@@ -233,6 +313,8 @@ pub(crate) struct Journal {
     buffer: Vec<u8>,
     /// A failed append could not be cut back.
     torn: bool,
+    /// Appends written around the page cache, when the file system allows it.
+    direct: Option<Direct>,
 }
 
 impl Journal {
@@ -250,12 +332,22 @@ impl Journal {
         if !crate::store::lock::try_exclusive(&file)? {
             return Ok(None);
         }
-        let len = file.metadata()?.len();
+        // Where the frames end: a direct append pads the file to a whole sector.
+        let size = file.metadata()?.len();
+        let len = if size == 0 {
+            0
+        } else {
+            let mut bytes = Vec::new();
+            (&file).read_to_end(&mut bytes)?;
+            frames_end(&bytes) as u64
+        };
+        let direct = Direct::open(&path, &file, len);
         Ok(Some(Journal {
             file,
             len,
             buffer: Vec::new(),
             torn: false,
+            direct,
         }))
     }
 
@@ -270,10 +362,20 @@ impl Journal {
         for row in rows {
             row.encode(&mut self.buffer);
         }
-        let result = self
-            .file
-            .write_all(&self.buffer)
-            .and_then(|()| self.file.sync_data());
+        let result = match &mut self.direct {
+            Some(direct) => match direct.append(self.len, &self.buffer) {
+                // The file system takes no direct writes of this alignment: from now on, the
+                // page cache and fdatasync (from where the frames end, not the padding).
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+                    self.direct = None;
+                    self.file
+                        .set_len(self.len)
+                        .and_then(|()| self.write_synced())
+                }
+                other => other,
+            },
+            None => self.write_synced(),
+        };
         let size = self.buffer.len() as u64;
         if self.buffer.capacity() > KEEP_BUFFER {
             // One large body must not keep its size allocated for the rest of the run.
@@ -294,6 +396,13 @@ impl Journal {
         }
     }
 
+    /// Appends the encoded frames through the page cache, then `fdatasync`s them.
+    fn write_synced(&mut self) -> std::io::Result<()> {
+        self.file
+            .write_all(&self.buffer)
+            .and_then(|()| self.file.sync_data())
+    }
+
     /// Bytes held.
     pub(crate) fn len(&self) -> u64 {
         self.len
@@ -307,6 +416,9 @@ impl Journal {
         self.file.set_len(0)?;
         self.file.sync_all()?;
         self.len = 0;
+        if let Some(direct) = &mut self.direct {
+            direct.tail.clear();
+        }
         Ok(())
     }
 
@@ -354,10 +466,13 @@ pub(crate) fn newest_journaled(store: &Path) -> Option<i64> {
 }
 
 /// The payloads of the complete frames at the start of `bytes`; stops at the first frame cut
-/// short or failing its CRC.
+/// short or failing its CRC, and at a zero length (a direct append's padding).
 fn frames(mut bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
     std::iter::from_fn(move || {
         let len = u32::from_le_bytes(bytes.get(0..4)?.try_into().ok()?) as usize;
+        if len == 0 {
+            return None;
+        }
         let crc = u32::from_le_bytes(bytes.get(4..8)?.try_into().ok()?);
         let payload = bytes.get(8..8 + len)?;
         if crc32fast::hash(payload) != crc {
@@ -366,6 +481,11 @@ fn frames(mut bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
         bytes = &bytes[8 + len..];
         Some(payload)
     })
+}
+
+/// Where the complete frames at the start of `bytes` end.
+fn frames_end(bytes: &[u8]) -> usize {
+    frames(bytes).map(|payload| payload.len() + 8).sum()
 }
 
 /// The complete rows at the start of `bytes`; stops at the first frame cut short or damaged.
@@ -420,19 +540,22 @@ mod tests {
         journal.append(&[row(1), row(2)]).expect("append");
         journal.append(&[row(3)]).expect("append");
         assert_eq!(journal.rows().expect("rows"), [row(1), row(2), row(3)]);
-        // A crash in the middle of the next append: half a frame at the end.
+        // A crash in the middle of the next append: half a frame where the frames end (a
+        // direct append's padding after them is overwritten).
         let mut frame = Vec::new();
         row(4).encode(&mut frame);
         let mut file = OpenOptions::new()
-            .append(true)
+            .write(true)
             .open(path_beside(&store))
             .expect("file");
+        file.seek(std::io::SeekFrom::Start(journal.len()))
+            .expect("seek");
         file.write_all(&frame[..frame.len() / 2]).expect("torn");
         assert_eq!(journal.rows().expect("rows").len(), 3);
-        // A flipped byte in a frame ends the journal there.
+        // A flipped byte in a frame ends the journal there (the last byte of the third).
         let mut bytes = std::fs::read(path_beside(&store)).expect("read");
-        let second = bytes.len() - frame.len() / 2 - 1;
-        bytes[second] ^= 0xff;
+        let third = journal.len() as usize - 1;
+        bytes[third] ^= 0xff;
         assert_eq!(parse(&bytes).len(), 2);
         journal.clear().expect("clear");
         assert!(journal.rows().expect("rows").is_empty());
@@ -442,5 +565,46 @@ mod tests {
         );
         drop(journal);
         assert!(Journal::open(&store).expect("open").is_some(), "released");
+    }
+
+    /// Appends of every size across sector boundaries, a reopen in the middle (where the frames
+    /// end, not where a direct append's padding does), and a torn frame after padding.
+    #[test]
+    fn appends_across_sectors_and_a_reopen_read_back_exactly() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = dir.path().join("hookscope.sqlite");
+        let mut written = Vec::new();
+        let mut journal = Journal::open(&store).expect("open").expect("not owned");
+        let direct = journal.direct.is_some();
+        for id in 1..=40 {
+            let mut r = row(id);
+            r.body = vec![b'x'; (id as usize * 97) % 1500];
+            journal.append(std::slice::from_ref(&r)).expect("append");
+            written.push(r);
+            if direct {
+                let size = std::fs::metadata(path_beside(&store)).expect("meta").len();
+                assert_eq!(
+                    size % SECTOR as u64,
+                    0,
+                    "direct appends write whole sectors"
+                );
+            }
+            if id == 20 {
+                drop(journal);
+                journal = Journal::open(&store).expect("reopen").expect("not owned");
+                assert_eq!(journal.rows().expect("rows"), written);
+            }
+        }
+        assert_eq!(journal.rows().expect("rows"), written);
+        assert_eq!(journaled_ids(&store), (1..=40).collect::<Vec<_>>());
+        assert_eq!(
+            journal.len(),
+            std::fs::read(path_beside(&store))
+                .map(|b| frames_end(&b) as u64)
+                .expect("read")
+        );
+        journal.clear().expect("clear");
+        journal.append(&[row(41)]).expect("append after clear");
+        assert_eq!(journal.rows().expect("rows"), [row(41)]);
     }
 }

@@ -285,11 +285,11 @@ pub(crate) fn writer_loop(
     // the WAL into the database file and sync both (that stall was the p99 at 2,000/s).
     w.checkpointer = w.journal.is_some().then(|| {
         let _ = w.conn.pragma_update(None, "wal_autocheckpoint", 0);
-        // When the writer starts the WAL over, it cuts the file back to 1 MiB (what a burst
-        // made it grow to is given back).
-        let _ = w
-            .conn
-            .pragma_update(None, "journal_size_limit", 1024 * 1024);
+        // No `journal_size_limit`: with one, the first commit after the WAL started over cut
+        // the file back, and cutting back the tens of MB a burst left took that commit 50–100 ms
+        // (waiting on their writeback): the p99 right after a burst. The WAL file keeps the size
+        // a burst gave it until the writer is idle for a second, when the TRUNCATE checkpoint
+        // cuts it to zero.
         let frames = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(0));
         let seen = std::sync::Arc::clone(&frames);
         // After each commit SQLite says how many frames the WAL holds.

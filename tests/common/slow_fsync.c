@@ -4,11 +4,13 @@
  * it fail with EIO (without syncing) from the FAIL_SYNC_FROM-th (1-based) for FAIL_SYNC_TIMES
  * calls. A disk that refuses writes: with FAIL_WRITE_SUFFIX and FAIL_WRITE_WHILE set, every
  * pwrite or pwrite64 to a file whose path ends with the suffix fails with EIO while the file
- * named by FAIL_WRITE_WHILE exists. Loaded with LD_PRELOAD into the process under test; built
+ * named by FAIL_WRITE_WHILE exists. A pwrite to a file opened O_DSYNC (the capture journal's
+ * direct appends) counts as a sync too. Loaded with LD_PRELOAD into the process under test; built
  * by tests/faults.rs and bench/soak.sh with the system's C compiler. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +36,17 @@ static int write_fails(int fd) {
     return path_ends_with(fd, suffix);
 }
 
-/* pwrite and pwrite64 alike: EIO while write_fails, else the real call. */
+static int must_fail(int fd);
+static void slow(void);
+
+/* Whether `fd` was opened O_DSYNC (or O_SYNC): each write to it is a sync as well. */
+static int synchronous(int fd) {
+    int flags = fcntl(fd, F_GETFL);
+    return flags >= 0 && (flags & O_DSYNC);
+}
+
+/* pwrite and pwrite64 alike: EIO while write_fails; a write to a file opened O_DSYNC is also a
+ * sync (slowed, and failed as FAIL_SYNC_* says); else the real call. */
 #define FAILING_PWRITE(name)                                                                  \
     ssize_t name(int fd, const void *buf, size_t count, off_t offset) {                       \
         static ssize_t (*real)(int, const void *, size_t, off_t);                             \
@@ -42,6 +54,13 @@ static int write_fails(int fd) {
         if (write_fails(fd)) {                                                                \
             errno = EIO;                                                                      \
             return -1;                                                                        \
+        }                                                                                     \
+        if (synchronous(fd)) {                                                                \
+            if (must_fail(fd)) {                                                              \
+                errno = EIO;                                                                  \
+                return -1;                                                                    \
+            }                                                                                 \
+            slow();                                                                           \
         }                                                                                     \
         return real(fd, buf, count, offset);                                                  \
     }

@@ -23,8 +23,10 @@ const VERSION: u8 = 0xC1;
 const MIN_MATCH: usize = 4;
 const MAX_MATCH: usize = 127 + MIN_MATCH;
 const MAX_LITERALS: usize = 128;
-/// Candidates tried per position (the newest first).
+/// Candidates tried per position (the oldest first).
 const CHAIN: usize = 16;
+/// A copy this long is taken without trying the other candidates.
+const GOOD_MATCH: usize = 32;
 /// Buckets of the dictionary's index (a power of two).
 const BUCKETS: usize = 1 << 14;
 
@@ -79,8 +81,16 @@ impl Dictionary {
             let mut best = (0, 0u16);
             {
                 let places = &index[bucket(&input[at..])];
-                for &from in places.iter().rev().take(CHAIN) {
-                    let len = dict[from as usize..]
+                // Oldest first: in a run of one byte (padding, a base64 of zeros) the oldest
+                // place is the run's start, the longest copy; newest first found the run's last
+                // bytes, 16 short copies to compare and then a short match.
+                for &from in places.iter().take(CHAIN) {
+                    let from_bytes = &dict[from as usize..];
+                    if from_bytes.get(..MIN_MATCH) != input.get(at..at + MIN_MATCH) {
+                        // Another sequence in the same bucket.
+                        continue;
+                    }
+                    let len = from_bytes
                         .iter()
                         .zip(&input[at..])
                         .take(MAX_MATCH)
@@ -88,7 +98,7 @@ impl Dictionary {
                         .count();
                     if len > best.0 {
                         best = (len, from);
-                        if len == MAX_MATCH {
+                        if len >= GOOD_MATCH {
                             break;
                         }
                     }

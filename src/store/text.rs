@@ -205,31 +205,44 @@ pub(crate) fn move_out_of(store: &Connection, store_path: &Path) -> Result<(), r
 
 /// Adds up to `max` committed deliveries not yet in the text index, in one transaction of the
 /// index, and answers how many. Holds the index's write lock while it reads the store, so a
-/// delete (which takes that lock first) never races it.
+/// delete (which takes that lock first) never races it. The store's rows are read into memory
+/// first, so its read snapshot ends before the index work starts: the indexer thread runs at idle
+/// priority, and a snapshot it held while starved of CPU kept the checkpointer from copying the
+/// WAL past it, and the WAL from starting over, for as long as a burst lasted. `reading` is
+/// called with `true` before that read and `false` after it (the indexer reads at normal
+/// priority).
 pub(crate) fn index_pending(
     store: &Connection,
     text: &Connection,
     max: usize,
     unpacker: &Unpacker,
+    reading: &dyn Fn(bool),
 ) -> Result<usize, rusqlite::Error> {
     text.execute_batch("BEGIN IMMEDIATE")?;
     let result = (|| {
         let last: i64 = text.query_row("SELECT last_id FROM text_state", [], |r| r.get(0))?;
-        let mut done = 0;
-        let mut newest = last;
-        let mut select = store.prepare_cached(
-            "SELECT id, path, headers, body, packed FROM deliveries WHERE id > ?1 ORDER BY id LIMIT ?2",
-        )?;
+        type Pending = (i64, String, Option<i64>, Vec<u8>, Vec<u8>);
+        reading(true);
+        let rows: Result<Vec<Pending>, rusqlite::Error> = (|| {
+            let mut select = store.prepare_cached(
+                "SELECT id, path, packed, headers, body FROM deliveries WHERE id > ?1 ORDER BY id LIMIT ?2",
+            )?;
+            select
+                .query_map(params![last, max as i64], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+                })?
+                .collect()
+        })();
+        reading(false);
+        let rows = rows?;
         let mut insert = text.prepare_cached(
             "INSERT INTO deliveries_fts (rowid, path, headers, body) VALUES (?1, ?2, ?3, ?4)",
         )?;
-        let mut rows = select.query(params![last, max as i64])?;
-        while let Some(row) = rows.next()? {
-            let id: i64 = row.get(0)?;
-            let path: String = row.get(1)?;
+        let (count, newest) = (rows.len(), rows.last().map(|row| row.0));
+        for (id, path, packed, headers, body) in rows {
             // A row that cannot be unpacked (damaged) is indexed by its path alone.
             let (headers, body) = unpacker
-                .unpack(store, row.get(4)?, row.get(2)?, row.get(3)?)
+                .unpack(store, packed, headers, body)
                 .unwrap_or_default();
             let headers = decode_headers(&headers).unwrap_or_default();
             insert.execute(params![
@@ -238,13 +251,11 @@ pub(crate) fn index_pending(
                 searchable_headers(&headers),
                 searchable_body(&body)
             ])?;
-            newest = id;
-            done += 1;
         }
-        if done > 0 {
+        if let Some(newest) = newest {
             text.execute("UPDATE text_state SET last_id = ?1", params![newest])?;
         }
-        Ok(done)
+        Ok(count)
     })();
     match result {
         Ok(done) => text.execute_batch("COMMIT").map(|()| done),
@@ -385,25 +396,34 @@ impl Drop for Indexer {
     }
 }
 
-/// Runs the calling thread under Linux's `SCHED_IDLE` policy: it gets a core only when nothing
-/// else wants it, so catching up after a burst never takes CPU from answering deliveries. Under
-/// wrk, `listen` answered 20.0–20.3k req/s with it, 20.9–21.9k with no indexer at all, and
-/// 17.2–18.4k with the thread at normal priority or at nice 19 (BENCHMARKS.md). Elsewhere the
-/// thread keeps the default priority: its pauses still hold no one; it only shares the CPU.
-/// The crate's only `unsafe`: std has no way to set a thread's scheduling policy.
+/// Runs the calling thread under Linux's `SCHED_IDLE` policy (`idle`) or its normal one. Idle,
+/// it gets a core only when nothing else wants it, so catching up after a burst never takes CPU
+/// from answering deliveries: under wrk, `listen` answered 20.0–20.3k req/s with the indexer
+/// idle, 20.9–21.9k with no indexer at all, and 17.2–18.4k with it at normal priority or at
+/// nice 19 (BENCHMARKS.md). It reads the store at normal priority ([`index_pending`]): a read
+/// snapshot must not wait for a core. Elsewhere the thread keeps the default priority: its
+/// pauses still hold no one; it only shares the CPU. The crate's only `unsafe`: std has no way
+/// to set a thread's scheduling policy.
 #[allow(unsafe_code)]
-fn lower_priority() {
+fn set_idle(idle: bool) {
     #[cfg(target_os = "linux")]
     // SAFETY: sched_setscheduler reads the sched_param it is given, which lives on this stack
     // for the whole call; pid 0 names the calling thread.
     unsafe {
         let param = libc::sched_param { sched_priority: 0 };
-        libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
+        let policy = if idle {
+            libc::SCHED_IDLE
+        } else {
+            libc::SCHED_OTHER
+        };
+        libc::sched_setscheduler(0, policy, &param);
     }
+    #[cfg(not(target_os = "linux"))]
+    let _ = idle;
 }
 
 fn indexer_loop(path: &Path, shared: &Shared) {
-    lower_priority();
+    set_idle(true);
     let Ok(store) = crate::store::schema::open_connection(path, true) else {
         return;
     };
@@ -459,7 +479,9 @@ fn indexer_loop(path: &Path, shared: &Shared) {
             // at most STOP_WITHIN more, so a quit after a burst is not held up: the next start
             // indexes the rest.
             let stop_by = Instant::now() + STOP_WITHIN;
-            while let Ok(n) = index_pending(&store, &text, PER_COMMIT, &unpacker) {
+            while let Ok(n) = index_pending(&store, &text, PER_COMMIT, &unpacker, &|reading| {
+                set_idle(!reading)
+            }) {
                 let stop_now = if stopping {
                     Instant::now() >= stop_by
                 } else {

@@ -373,6 +373,7 @@ pub(crate) fn writer_loop(
                             text,
                             BULK_INDEX_CHUNK,
                             &w.unpacker,
+                            &|_| {},
                         )
                         .is_ok_and(|n| n > 0)
                         {}

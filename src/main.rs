@@ -11,6 +11,7 @@ use hookscope::engine::EngineOptions;
 
 fn main() -> ExitCode {
     ui::mark_process_start();
+    return_large_blocks();
     let parsed = cli::Cli::parse();
     if let Some(command) = parsed.command {
         return cli::run(&parsed.common, command);
@@ -56,4 +57,18 @@ fn open_window(common: &cli::Common) -> anyhow::Result<()> {
         bind,
         port: None,
     })
+}
+
+/// Blocks of 256 KiB and more are mapped and unmapped on their own (glibc's `M_MMAP_THRESHOLD`,
+/// fixed). By default glibc raises that threshold to the size of each large block freed, so after
+/// one 10 MiB delivery the next copies of it came from the heap and stayed there: `listen` kept
+/// ~50 MiB more after a single 10 MiB body (BENCHMARKS.md, issue 19). Linux with glibc only; the
+/// binary's only other `unsafe` is the text index's thread priority (src/store/text.rs).
+#[allow(unsafe_code)]
+fn return_large_blocks() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets an allocator parameter; it is called before any thread starts.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 256 * 1024);
+    }
 }

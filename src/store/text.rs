@@ -402,8 +402,8 @@ impl Drop for Indexer {
 /// idle, 20.9–21.9k with no indexer at all, and 17.2–18.4k with it at normal priority or at
 /// nice 19 (BENCHMARKS.md). It reads the store at normal priority ([`index_pending`]): a read
 /// snapshot must not wait for a core. Elsewhere the thread keeps the default priority: its
-/// pauses still hold no one; it only shares the CPU. The crate's only `unsafe`: std has no way
-/// to set a thread's scheduling policy.
+/// pauses still hold no one; it only shares the CPU. `unsafe` (one of two, with src/main.rs's
+/// allocator setting): std has no way to set a thread's scheduling policy.
 #[allow(unsafe_code)]
 fn set_idle(idle: bool) {
     #[cfg(target_os = "linux")]

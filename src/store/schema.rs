@@ -206,7 +206,7 @@ pub(crate) fn open_connection(path: &Path, read_only: bool) -> Result<Connection
 /// A read-only connection that takes no locks and makes no `-shm` file (SQLite's `immutable`):
 /// for a store on a read-only volume, which nobody can be writing to.
 pub(crate) fn open_immutable(path: &Path) -> Result<Connection, StoreError> {
-    let uri = format!("{}?immutable=1", file_uri(path));
+    let uri = format!("{}?immutable=1", crate::store::text::file_uri(path));
     Connection::open_with_flags(
         &uri,
         OpenFlags::SQLITE_OPEN_READ_ONLY
@@ -217,21 +217,6 @@ pub(crate) fn open_immutable(path: &Path) -> Result<Connection, StoreError> {
         path: path.to_path_buf(),
         source,
     })
-}
-
-/// A path as an SQLite `file:` URI (without parameters).
-pub(crate) fn file_uri(path: &Path) -> String {
-    let mut uri = String::from("file:");
-    for c in path.to_string_lossy().chars() {
-        match c {
-            '%' => uri.push_str("%25"),
-            '?' => uri.push_str("%3f"),
-            '#' => uri.push_str("%23"),
-            '\\' => uri.push('/'),
-            c => uri.push(c),
-        }
-    }
-    uri
 }
 
 pub(crate) fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {

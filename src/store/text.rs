@@ -116,6 +116,22 @@ fn open_and_check(path: &Path) -> Result<Connection, rusqlite::Error> {
     Ok(conn)
 }
 
+/// A path as an SQLite `file:` URI (without parameters): for the immutable text index here and
+/// the immutable store (`schema::open_immutable`).
+pub(crate) fn file_uri(path: &Path) -> String {
+    let mut uri = String::from("file:");
+    for c in path.to_string_lossy().chars() {
+        match c {
+            '%' => uri.push_str("%25"),
+            '?' => uri.push_str("%3f"),
+            '#' => uri.push_str("%23"),
+            '\\' => uri.push('/'),
+            c => uri.push(c),
+        }
+    }
+    uri
+}
+
 fn is_damage(err: &rusqlite::Error) -> bool {
     matches!(
         err.sqlite_error_code(),
@@ -132,10 +148,7 @@ pub(crate) fn attach(conn: &Connection, store_path: &Path, immutable: bool) {
         && if immutable {
             conn.execute(
                 "ATTACH DATABASE ?1 AS text",
-                params![format!(
-                    "{}?immutable=1",
-                    crate::store::schema::file_uri(&path)
-                )],
+                params![format!("{}?immutable=1", file_uri(&path))],
             )
             .is_ok()
         } else {
@@ -424,9 +437,14 @@ fn set_idle(idle: bool) {
 
 fn indexer_loop(path: &Path, shared: &Shared) {
     set_idle(true);
-    let Ok(store) = crate::store::schema::open_connection(path, true) else {
+    // Read only: the writer owns the store's writes.
+    let Ok(store) = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    ) else {
         return;
     };
+    let _ = store.busy_timeout(Duration::from_secs(5));
     let Ok(text) = open_for_writing(path, &store) else {
         return;
     };

@@ -112,7 +112,11 @@ fn open_and_check(path: &Path) -> Result<Connection, rusqlite::Error> {
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "journal_size_limit", 1024 * 1024)?;
     conn.pragma_update(None, "temp_store", "MEMORY")?;
-    conn.execute_batch(SCHEMA)?;
+    // Made once: setting `user_version` on every open wrote a frame to the WAL each time.
+    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    if version < 1 {
+        conn.execute_batch(SCHEMA)?;
+    }
     Ok(conn)
 }
 

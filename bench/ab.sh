@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# A/B of listen builds or settings, alternating on the same prepared requests: for each variant,
+# a fresh store, 2,000 deliveries/s paced for 10 s (p99, visibility), a 10 s wrk burst (req/s), and
+# 2,000/s again for the 10 s right after it; then the next variant. ROUNDS rounds (default 2).
+# A variant is the command that runs hookscope, e.g.:
+#   bench/ab.sh ./target/release/hookscope /tmp/hookscope-before
+#   ROUNDS=4 bench/ab.sh "env SOME_SETTING=1 ./target/release/hookscope" ./target/release/hookscope
+# The issue-19 experiments in BENCHMARKS.md ("third pass") were run this way.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release --quiet --bins
+. bench/common.sh
+dev=target/release/hookscope-dev
+work=$(mktemp -d /tmp/hookscope-ab.XXXXXX)
+trap 'kill ${pid:-} 2>/dev/null || true; rm -rf "$work"' EXIT
+wrk_prepare "$work" 150000
+sync
+for round in $(seq "${ROUNDS:-2}"); do
+  for variant in "$@"; do
+    rm -rf "$work/store"
+    $variant --data-dir "$work/store" listen --port 0 --scheme standard-webhooks --secret "$secret" \
+      >/dev/null 2>"$work/listen.log" & pid=$!
+    port=$(port_of "$work/listen.log")
+    url="http://127.0.0.1:$port/hooks"
+    paced() { $dev load --url "$url" --connections 64 --seconds 10 --rate 2000 --scheme standard-webhooks \
+      --secret "$secret" --watch-store "$work/store/hookscope.sqlite"; }
+    $dev load --url "$url" --connections 8 --seconds 2 --scheme standard-webhooks --secret "$secret" >/dev/null
+    fresh=$(paced)
+    burst=$(run_wrk "$port" 10)
+    wal=$(stat -c %s "$work/store/hookscope.sqlite-wal" 2>/dev/null || echo 0)
+    after=$(paced)
+    kill -INT "$pid"; wait "$pid" 2>/dev/null || true
+    python3 - "$round" "$variant" "$fresh" "$burst" "$after" "$wal" <<'PY'
+import json, sys
+round_, variant, fresh, burst, after, wal = sys.argv[1:]
+last = lambda t: json.loads([l for l in t.splitlines() if l.startswith("{")][-1])
+f, b, a = last(fresh), json.loads(burst), last(after)
+print(f"round {round_} {variant}: fresh p99 {f['p99_ms']:.2f} ms (visible max {f['visible']['max_ms']:.0f}) | "
+      f"burst {b['per_second']:.0f} req/s, WAL {int(wal) / 1e6:.0f} MB | after p99 {a['p99_ms']:.2f} ms, "
+      f"max {a['max_ms']:.1f} (visible p99/max {a['visible']['p99_ms']:.0f}/{a['visible']['max_ms']:.0f})")
+PY
+    sync
+  done
+done

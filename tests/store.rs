@@ -700,3 +700,46 @@ fn a_text_index_built_from_another_store_is_built_again() {
     }
     assert_eq!(count(&reader, "seed"), 5);
 }
+
+/// The text file is derived data: deleted, free text finds nothing (and fails nothing) until the
+/// next writer's indexer has built it again from the store.
+#[test]
+fn a_deleted_text_index_is_built_again_and_nothing_fails_meanwhile() {
+    let (dir, store, reader) = seeded(50);
+    assert_eq!(count(&reader, "needs_review"), 10);
+    drop(reader);
+    store.shutdown();
+    for name in [
+        "hookscope.sqlite-text",
+        "hookscope.sqlite-text-wal",
+        "hookscope.sqlite-text-shm",
+    ] {
+        let _ = std::fs::remove_file(dir.path().join(name));
+    }
+    let path = dir.path().join("hookscope.sqlite");
+    let reader = Reader::open(&path).expect("a reader without the text file");
+    assert_eq!(
+        count(&reader, "needs_review"),
+        0,
+        "an empty index, not an error"
+    );
+    assert_eq!(
+        count(&reader, "sig:fail"),
+        2,
+        "other filters are not behind"
+    );
+    drop(reader);
+    let store = Store::open(&path).expect("store");
+    let reader = store.reader().expect("reader");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while count(&reader, "needs_review") != 10 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "rebuilt only {} of 10",
+            count(&reader, "needs_review")
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    drop(reader);
+    store.shutdown();
+}

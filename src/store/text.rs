@@ -143,11 +143,17 @@ fn is_damage(err: &rusqlite::Error) -> bool {
     )
 }
 
-/// Attaches the text index to a reader's connection as `text`; when it cannot (none yet on a
-/// read-only volume, a damaged one), makes an empty one in `temp`, so free text finds nothing
-/// instead of failing.
+/// Attaches the text index to a reader's connection as `text` (making the file when there is
+/// none yet); when it cannot (none on a read-only volume, a damaged one), makes an empty one in
+/// `temp`, so free text finds nothing instead of failing.
 pub(crate) fn attach(conn: &Connection, store_path: &Path, immutable: bool) {
     let path = path_beside(store_path);
+    if !immutable && !path.exists() {
+        // Made now, empty, when the writer has not made it yet (a new store: readers open as
+        // soon as the store does): attached to the empty `temp` index instead, this connection
+        // would never see what the indexer writes.
+        let _ = open_and_check(&path);
+    }
     let attached = path.exists()
         && if immutable {
             conn.execute(

@@ -292,7 +292,8 @@ impl Direct {
         block[self.tail.len()..data].copy_from_slice(frames);
         self.file.write_all_at(block, start)?;
         let keep = ((len + frames.len() as u64) % SECTOR as u64) as usize;
-        self.tail = block[data - keep..data].to_vec();
+        self.tail.clear();
+        self.tail.extend_from_slice(&block[data - keep..data]);
         if self.scratch.capacity() > KEEP_BUFFER {
             self.scratch = Vec::new();
         }

@@ -19,7 +19,10 @@ pub(crate) fn move_aside(path: &Path, err: &StoreError) -> Result<(PathBuf, Stri
     let move_err =
         |e: std::io::Error| StoreError::Write(format!("cannot move the damaged store aside: {e}"));
     std::fs::rename(path, &aside).map_err(move_err)?;
-    for suffix in ["-wal", "-shm", "-text", "-text-wal", "-text-shm"] {
+    for suffix in ["-wal", "-shm"]
+        .into_iter()
+        .chain(crate::store::text::FILE_SUFFIXES)
+    {
         let side = path.with_file_name(format!("{name}{suffix}"));
         if side.exists() {
             std::fs::rename(

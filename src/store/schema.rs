@@ -206,7 +206,7 @@ pub(crate) fn open_connection(path: &Path, read_only: bool) -> Result<Connection
 /// A read-only connection that takes no locks and makes no `-shm` file (SQLite's `immutable`):
 /// for a store on a read-only volume, which nobody can be writing to.
 pub(crate) fn open_immutable(path: &Path) -> Result<Connection, StoreError> {
-    let uri = format!("{}?immutable=1", crate::store::text::file_uri(path));
+    let uri = crate::store::text::immutable_uri(path);
     Connection::open_with_flags(
         &uri,
         OpenFlags::SQLITE_OPEN_READ_ONLY

@@ -31,30 +31,35 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension as _, params};
 use crate::domain::delivery::decode_headers;
 use crate::store::pack::Unpacker;
 
-/// The text index's own schema (it has no migrations of its own yet: `user_version` 1).
-const SCHEMA: &str = "
-    CREATE VIRTUAL TABLE IF NOT EXISTS deliveries_fts USING fts5(path, headers, body, content='',
-        contentless_delete=1, tokenize = \"unicode61 tokenchars '_-'\");
-    CREATE TABLE IF NOT EXISTS text_state (last_id INTEGER NOT NULL, store_uid BLOB);
-    INSERT INTO text_state (last_id) SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM text_state);
-    PRAGMA user_version = 1;";
+/// The index's table, in its file and in a reader's `temp` fallback alike: contentless (the text
+/// is not stored twice), and identifiers such as `job_8f3a` or `msg-12` are one token each.
+const FTS5: &str = "fts5(path, headers, body, content='', contentless_delete=1,
+    tokenize = \"unicode61 tokenchars '_-'\")";
 
-/// The text index's file beside the store's.
-pub(crate) fn path_beside(store: &Path) -> PathBuf {
+/// The text index's own schema (it has no migrations of its own yet: `user_version` 1).
+fn schema() -> String {
+    format!(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS deliveries_fts USING {FTS5};
+        CREATE TABLE IF NOT EXISTS text_state (last_id INTEGER NOT NULL, store_uid BLOB);
+        INSERT INTO text_state (last_id) SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM text_state);
+        PRAGMA user_version = 1;"
+    )
+}
+
+/// The suffixes of the text index's files after the store's name: the database, its WAL and its
+/// shared memory.
+pub(crate) const FILE_SUFFIXES: [&str; 3] = ["-text", "-text-wal", "-text-shm"];
+
+/// The store's path with `suffix` after its name.
+fn beside(store: &Path, suffix: &str) -> PathBuf {
     let mut name = store.as_os_str().to_owned();
-    name.push("-text");
+    name.push(suffix);
     PathBuf::from(name)
 }
 
-/// The three files of the text index (the database, its WAL and shared memory).
-pub(crate) fn files_beside(store: &Path) -> [PathBuf; 3] {
-    let text = path_beside(store);
-    let with = |suffix: &str| {
-        let mut name = text.as_os_str().to_owned();
-        name.push(suffix);
-        PathBuf::from(name)
-    };
-    [with("-wal"), with("-shm"), text]
+/// The text index's file beside the store's.
+pub(crate) fn path_beside(store: &Path) -> PathBuf {
+    beside(store, FILE_SUFFIXES[0])
 }
 
 /// The store's identity (made by schema v13), which the text index records as the store it was
@@ -75,8 +80,8 @@ pub(crate) fn open_for_writing(
     let conn = match open_and_check(&path) {
         Ok(conn) => conn,
         Err(err) if is_damage(&err) => {
-            for file in files_beside(store_path) {
-                let _ = std::fs::remove_file(file);
+            for suffix in FILE_SUFFIXES {
+                let _ = std::fs::remove_file(beside(store_path, suffix));
             }
             open_and_check(&path)?
         }
@@ -115,14 +120,14 @@ fn open_and_check(path: &Path) -> Result<Connection, rusqlite::Error> {
     // Made once: setting `user_version` on every open wrote a frame to the WAL each time.
     let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
     if version < 1 {
-        conn.execute_batch(SCHEMA)?;
+        conn.execute_batch(&schema())?;
     }
     Ok(conn)
 }
 
-/// A path as an SQLite `file:` URI (without parameters): for the immutable text index here and
-/// the immutable store (`schema::open_immutable`).
-pub(crate) fn file_uri(path: &Path) -> String {
+/// A path as an SQLite URI that opens it `immutable` (no locks, no `-shm`: a read-only volume):
+/// for the text index here and the store (`schema::open_immutable`).
+pub(crate) fn immutable_uri(path: &Path) -> String {
     let mut uri = String::from("file:");
     for c in path.to_string_lossy().chars() {
         match c {
@@ -133,7 +138,13 @@ pub(crate) fn file_uri(path: &Path) -> String {
             c => uri.push(c),
         }
     }
+    uri.push_str("?immutable=1");
     uri
+}
+
+/// The newest delivery the index holds (every earlier one was indexed or is gone).
+fn indexed_up_to(text: &Connection) -> Result<i64, rusqlite::Error> {
+    text.query_row("SELECT last_id FROM text_state", [], |r| r.get(0))
 }
 
 fn is_damage(err: &rusqlite::Error) -> bool {
@@ -154,20 +165,15 @@ pub(crate) fn attach(conn: &Connection, store_path: &Path, immutable: bool) {
         // would never see what the indexer writes.
         let _ = open_and_check(&path);
     }
+    let target = if immutable {
+        immutable_uri(&path)
+    } else {
+        path.to_string_lossy().into_owned()
+    };
     let attached = path.exists()
-        && if immutable {
-            conn.execute(
-                "ATTACH DATABASE ?1 AS text",
-                params![format!("{}?immutable=1", file_uri(&path))],
-            )
+        && conn
+            .execute("ATTACH DATABASE ?1 AS text", params![target])
             .is_ok()
-        } else {
-            conn.execute(
-                "ATTACH DATABASE ?1 AS text",
-                params![path.to_string_lossy()],
-            )
-            .is_ok()
-        }
         && conn
             .query_row(
                 "SELECT COUNT(*) FROM text.sqlite_master WHERE name = 'deliveries_fts'",
@@ -177,10 +183,9 @@ pub(crate) fn attach(conn: &Connection, store_path: &Path, immutable: bool) {
             .is_ok_and(|n| n == 1);
     if !attached {
         let _ = conn.execute("DETACH DATABASE text", []);
-        let _ = conn.execute_batch(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.deliveries_fts USING fts5(path, headers, body,
-                content='', contentless_delete=1, tokenize = \"unicode61 tokenchars '_-'\");",
-        );
+        let _ = conn.execute_batch(&format!(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.deliveries_fts USING {FTS5};"
+        ));
     }
 }
 
@@ -243,7 +248,7 @@ pub(crate) fn index_pending(
 ) -> Result<usize, rusqlite::Error> {
     text.execute_batch("BEGIN IMMEDIATE")?;
     let result = (|| {
-        let last: i64 = text.query_row("SELECT last_id FROM text_state", [], |r| r.get(0))?;
+        let last = indexed_up_to(text)?;
         type Pending = (i64, String, Option<i64>, Vec<u8>, Vec<u8>);
         reading(true);
         let rows: Result<Vec<Pending>, rusqlite::Error> = (|| {
@@ -466,10 +471,7 @@ fn indexer_loop(path: &Path, shared: &Shared) {
             })
             .unwrap_or(0)
     };
-    let indexed = |text: &Connection| {
-        text.query_row("SELECT last_id FROM text_state", [], |r| r.get::<_, i64>(0))
-            .unwrap_or(0)
-    };
+    let indexed = |text: &Connection| indexed_up_to(text).unwrap_or(0);
     // Entries of deliveries deleted by a deletion that crashed between its two commits: all
     // below the store's oldest delivery (retention and clearing delete from the oldest).
     if let Ok(oldest) = store.query_row("SELECT MIN(id) FROM deliveries", [], |r| {

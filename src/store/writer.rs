@@ -429,10 +429,7 @@ impl Writer<'_> {
             Ok(()) => {
                 self.open_since = None;
                 self.open_rows = 0;
-                self.place.health.made_visible(self.open_newest);
-                if let Some(indexer) = &self.indexer {
-                    indexer.kick();
-                }
+                self.made_visible(self.open_newest);
                 Ok(())
             }
             Err(err) => {
@@ -466,14 +463,9 @@ impl Writer<'_> {
         let result = replay_journal(&mut self.conn, journal);
         let _ = self.conn.pragma_update(None, "synchronous", "NORMAL");
         match result {
-            Ok(n) => {
+            Ok(_) => {
                 self.needs_replay = false;
                 self.publish_newest();
-                if n > 0
-                    && let Some(indexer) = &self.indexer
-                {
-                    indexer.kick();
-                }
                 let _ = self.place.health.ok();
                 true
             }
@@ -644,10 +636,15 @@ impl Writer<'_> {
         self.dirty = true;
         self.last_write = std::time::Instant::now();
         self.publish_newest();
+        result
+    }
+
+    /// Deliveries up to `id` are committed: readers may wait for them, the indexer may index them.
+    fn made_visible(&self, id: i64) {
+        self.place.health.made_visible(id);
         if let Some(indexer) = &self.indexer {
             indexer.kick();
         }
-        result
     }
 
     /// Makes the newest stored id visible (after writes outside the open transaction).
@@ -658,7 +655,7 @@ impl Writer<'_> {
                 r.get::<_, Option<i64>>(0)
             })
         {
-            self.place.health.made_visible(id);
+            self.made_visible(id);
         }
     }
 

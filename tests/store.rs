@@ -30,6 +30,23 @@ fn count(reader: &Reader, filter: &str) -> i64 {
         .expect("count")
 }
 
+/// Waits until `filter` counts `expected` (the text index fills behind the writer's commits);
+/// fails after 5 s.
+fn wait_for_count(reader: &Reader, filter: &str, expected: i64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let now = count(reader, filter);
+        if now == expected {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{filter}: {now} matches after 5 s, expected {expected}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 #[test]
 fn filters_count_what_the_seed_put_there() {
     let (_dir, _store, reader) = seeded(200);
@@ -284,11 +301,7 @@ fn single_deliveries_become_searchable_once_the_writer_is_idle() {
     let (_dir, store, reader) = seeded(0);
     let writer = store.writer();
     let stored = writer.insert_blocking(seed::record(7)).expect("insert");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while count(&reader, "needs_review") == 0 {
-        assert!(std::time::Instant::now() < deadline, "never indexed");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    wait_for_count(&reader, "needs_review", 1);
     // A deleted newest id is never given to another delivery (its text would be lost).
     writer
         .maintain_blocking(Maintenance::Delete(vec![stored.id]))
@@ -652,11 +665,7 @@ fn an_upgraded_store_keeps_its_text_index_in_a_file_of_its_own() {
     let stored = writer.insert_blocking(seed::record(2)).expect("insert");
     assert_eq!(stored.id, 8);
     let reader = store.reader().expect("reader");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while count(&reader, "needs_review") == 0 {
-        assert!(std::time::Instant::now() < deadline, "never indexed");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    wait_for_count(&reader, "needs_review", 1);
     assert_eq!(count(&reader, "invoice_42"), 1);
     assert_eq!(count(&reader, "hooks"), 2);
     reader
@@ -688,16 +697,8 @@ fn a_text_index_built_from_another_store_is_built_again() {
     .expect("copy the text file");
     let second = Store::open(&other_path).expect("reopen");
     let reader = second.reader().expect("reader");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     // Seed 100..105 has one needs_review (n = 102); the copied file had four of another store.
-    while count(&reader, "needs_review") != 1 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "still {} matches",
-            count(&reader, "needs_review")
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    wait_for_count(&reader, "needs_review", 1);
     assert_eq!(count(&reader, "seed"), 5);
 }
 
@@ -731,15 +732,7 @@ fn a_deleted_text_index_is_built_again_and_nothing_fails_meanwhile() {
     drop(reader);
     let store = Store::open(&path).expect("store");
     let reader = store.reader().expect("reader");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while count(&reader, "needs_review") != 10 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "rebuilt only {} of 10",
-            count(&reader, "needs_review")
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    wait_for_count(&reader, "needs_review", 10);
     drop(reader);
     store.shutdown();
 }

@@ -34,6 +34,24 @@ pub struct LoadReport {
     /// of the store, over every tenth acknowledged delivery (milliseconds).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub visible: Option<Visibility>,
+    /// The moments acknowledgements were held up: each 100 ms of scheduled sends in which one
+    /// took longer than [`STALL`], by wall clock (to set beside other probes, such as
+    /// `hookscope-dev disk-probe`). At most 100, the earliest.
+    pub stalls: Vec<Stall>,
+}
+
+/// An acknowledgement slower than this counts as a stall.
+const STALL: Duration = Duration::from_millis(20);
+
+/// 100 ms of scheduled sends in which an acknowledgement was held up.
+#[derive(Debug, Clone, Serialize)]
+pub struct Stall {
+    /// The start of the 100 ms, milliseconds since the Unix epoch.
+    pub at_unix_ms: u64,
+    /// Acknowledgements in it slower than [`STALL`].
+    pub slow: u64,
+    /// The slowest, milliseconds.
+    pub worst_ms: f64,
 }
 
 /// How long acknowledged deliveries took to become visible to a reader of the store.
@@ -132,6 +150,9 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport, String> {
         .map_err(|e| e.to_string())?;
     let counter = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
+    let started_unix_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
     let deadline = started + options.duration;
     let per_connection_interval = (options.rate > 0)
         .then(|| Duration::from_secs_f64(options.connections as f64 / options.rate as f64));
@@ -156,6 +177,7 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport, String> {
         let options = options.clone();
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
+            let mut slow = Vec::new();
             let (mut refused, mut errors, mut sent) = (0u64, 0u64, 0u64);
             // Spread the connections' first sends over one interval.
             let mut next = Instant::now()
@@ -212,13 +234,18 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport, String> {
                     }
                 }
                 let t = scheduled.unwrap_or_else(Instant::now);
+                let since_start = t.saturating_duration_since(started);
                 sent += 1;
                 match request.body(body).send().await {
                     Ok(response) => {
                         let ok = response.status().is_success();
                         let answer = response.bytes().await;
                         if ok {
-                            latencies.push(t.elapsed());
+                            let took = t.elapsed();
+                            latencies.push(took);
+                            if took > STALL {
+                                slow.push((since_start, took));
+                            }
                             if options.watch_store.is_some()
                                 && sequence.is_multiple_of(10)
                                 && let Some(id) = answer.ok().and_then(|a| {
@@ -237,14 +264,16 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport, String> {
                     Err(_) => errors += 1,
                 }
             }
-            Ok((latencies, refused, errors, sent))
+            Ok((latencies, slow, refused, errors, sent))
         }));
     }
     let mut latencies = Vec::new();
+    let mut slow = Vec::new();
     let (mut refused, mut errors, mut sent) = (0, 0, 0);
     for task in tasks {
-        let (l, r, e, s) = task.await.map_err(|e| e.to_string())??;
+        let (l, w, r, e, s) = task.await.map_err(|e| e.to_string())??;
         latencies.extend(l);
+        slow.extend(w);
         refused += r;
         errors += e;
         sent += s;
@@ -284,7 +313,33 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport, String> {
         p99_ms: at(0.99),
         max_ms: at(1.0),
         visible,
+        stalls: stalls(started_unix_ms, slow),
     })
+}
+
+/// Groups slow acknowledgements (scheduled moment since the start, how long) by 100 ms.
+fn stalls(started_unix_ms: u64, mut slow: Vec<(Duration, Duration)>) -> Vec<Stall> {
+    slow.sort();
+    let mut out: Vec<Stall> = Vec::new();
+    for (at, took) in slow {
+        let at_unix_ms = started_unix_ms + (at.as_millis() as u64) / 100 * 100;
+        let took_ms = took.as_secs_f64() * 1000.0;
+        if let Some(last) = out.last_mut()
+            && last.at_unix_ms == at_unix_ms
+        {
+            last.slow += 1;
+            last.worst_ms = last.worst_ms.max(took_ms);
+        } else if out.len() == 100 {
+            break;
+        } else {
+            out.push(Stall {
+                at_unix_ms,
+                slow: 1,
+                worst_ms: took_ms,
+            });
+        }
+    }
+    out
 }
 
 fn percentile(sorted: &[Duration], q: f64) -> f64 {

@@ -4,9 +4,12 @@
 //!
 //! - `hookscope-dev seed --count N`: fill a store with N synthetic, correctly checked deliveries.
 //! - `hookscope-dev load --url URL …`: send signed deliveries over many connections, report JSON.
-//! - `hookscope-dev bare [--port N]`: a bare axum server to compare `hookscope listen` against.
+//! - `hookscope-dev bare [--port N] [--durable DIR --secret S]`: a bare axum server to compare
+//!   `hookscope listen` against; with `--durable`, the floor of a verifying, durable receiver.
+//! - `hookscope-dev disk-probe --dir DIR`: time small synced writes beside a benchmark (stalls).
 
 mod bare;
+mod disk_probe;
 mod load;
 mod seed;
 
@@ -73,11 +76,32 @@ enum DevCommand {
         #[arg(long, value_name = "PCT", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=50))]
         bad_signatures: u64,
     },
+    /// Time small synced writes in DIR every few milliseconds (an append that grows a file, and
+    /// a rewrite in place), to set beside a receiver's stalls; prints JSON
+    DiskProbe {
+        /// Where to write (the store's file system)
+        #[arg(long, value_name = "DIR")]
+        dir: PathBuf,
+        /// How long, in seconds
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        /// Milliseconds between probes
+        #[arg(long, default_value_t = 5)]
+        every_ms: u64,
+    },
     /// A bare HTTP server answering 200 without checking or storing, to compare `listen` against
     Bare {
         /// The port (0: a free one)
         #[arg(long, default_value_t = 0)]
         port: u16,
+        /// Instead, the floor of a verifying, durable receiver: check each Standard Webhooks
+        /// signature (--secret) and answer 200 only once the body is appended to DIR/bare.log
+        /// and synced (one group commit for all the bodies waiting)
+        #[arg(long, value_name = "DIR", requires = "secret")]
+        durable: Option<PathBuf>,
+        /// The Standard Webhooks secret --durable verifies with
+        #[arg(long, value_name = "S")]
+        secret: Option<String>,
     },
 }
 
@@ -116,9 +140,19 @@ fn main() -> ExitCode {
                 _ => None,
             },
         }),
-        DevCommand::Bare { port } => {
-            bare::serve_bare(std::net::SocketAddr::from(([127, 0, 0, 1], port)))
-        }
+        DevCommand::DiskProbe {
+            dir,
+            seconds,
+            every_ms,
+        } => disk_probe::probe(&dir, seconds, std::time::Duration::from_millis(every_ms)),
+        DevCommand::Bare {
+            port,
+            durable,
+            secret,
+        } => bare::serve_bare(
+            std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+            durable.zip(secret.map(Secret::new)),
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

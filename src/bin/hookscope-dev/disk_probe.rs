@@ -1,0 +1,132 @@
+//! A probe of the disk beside a benchmark (`hookscope-dev disk-probe`): every few milliseconds
+//! it makes two small synced writes in a directory of its own and times them, so a stall in a
+//! receiver's acknowledgements can be set beside what the disk did at the same moment
+//! (`hookscope-dev load` reports its stalls by wall clock too).
+//!
+//! - `append`: 512 bytes appended, then `fdatasync`. The file grows, so the sync must also
+//!   commit the file system's journal (on ext4 that commit waits for other files' data in
+//!   `data=ordered` mode): what the capture journal's appends do.
+//! - `overwrite`: the first 4 KiB of a file already written, rewritten, then `fdatasync`:
+//!   the same device, no metadata to commit.
+
+use std::io::{Seek as _, SeekFrom, Write as _};
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+/// A synced write slower than this is listed.
+const SLOW: Duration = Duration::from_millis(20);
+
+/// What one kind of synced write took.
+#[derive(Debug, Default, Serialize)]
+pub struct Timings {
+    /// Writes made.
+    pub writes: usize,
+    /// Median, milliseconds.
+    pub p50_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+    /// Slowest.
+    pub max_ms: f64,
+    /// Each write slower than 20 ms: when it started (ms since the Unix epoch) and how long
+    /// it took (ms). At most 200, the earliest.
+    pub slow: Vec<(u64, f64)>,
+}
+
+/// Both kinds.
+#[derive(Debug, Serialize)]
+pub struct ProbeReport {
+    /// Appends that grow the file, each synced.
+    pub append: Timings,
+    /// Rewrites in place, each synced.
+    pub overwrite: Timings,
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn summarise(mut times: Vec<Duration>, slow: Vec<(u64, f64)>) -> Timings {
+    let writes = times.len();
+    times.sort();
+    let at = |q: f64| {
+        times
+            .get(((times.len().max(1) - 1) as f64 * q).round() as usize)
+            .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+    };
+    Timings {
+        writes,
+        p50_ms: at(0.5),
+        p99_ms: at(0.99),
+        max_ms: at(1.0),
+        slow,
+    }
+}
+
+/// Probes in `dir` (made if missing; its two files are removed at the end) every `every`,
+/// for `seconds`, and prints the report as JSON.
+pub fn probe(dir: &Path, seconds: u64, every: Duration) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let open = |name: &str| {
+        let path = dir.join(name);
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map(|f| (f, path))
+            .map_err(|e| format!("{name}: {e}"))
+    };
+    let (mut append, append_path) = open("probe-append")?;
+    let (mut overwrite, overwrite_path) = open("probe-overwrite")?;
+    let page = [0x5a_u8; 4096];
+    overwrite.write_all(&page).map_err(|e| e.to_string())?;
+    overwrite.sync_all().map_err(|e| e.to_string())?;
+    let mut times = (Vec::new(), Vec::new());
+    let mut slow = (Vec::new(), Vec::new());
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let mut next = Instant::now();
+    while Instant::now() < deadline {
+        let (at, t) = (unix_ms(), Instant::now());
+        append.write_all(&page[..512]).map_err(|e| e.to_string())?;
+        append.sync_data().map_err(|e| e.to_string())?;
+        let took = t.elapsed();
+        times.0.push(took);
+        if took > SLOW && slow.0.len() < 200 {
+            slow.0.push((at, took.as_secs_f64() * 1000.0));
+        }
+        let (at, t) = (unix_ms(), Instant::now());
+        overwrite
+            .seek(SeekFrom::Start(0))
+            .and_then(|_| overwrite.write_all(&page))
+            .and_then(|()| overwrite.sync_data())
+            .map_err(|e| e.to_string())?;
+        let took = t.elapsed();
+        times.1.push(took);
+        if took > SLOW && slow.1.len() < 200 {
+            slow.1.push((at, took.as_secs_f64() * 1000.0));
+        }
+        next += every;
+        if let Some(wait) = next.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        } else {
+            next = Instant::now();
+        }
+    }
+    drop((append, overwrite));
+    let _ = std::fs::remove_file(append_path);
+    let _ = std::fs::remove_file(overwrite_path);
+    let report = ProbeReport {
+        append: summarise(times.0, slow.0),
+        overwrite: summarise(times.1, slow.1),
+    };
+    println!(
+        "{}",
+        serde_json::to_string(&report).map_err(|e| e.to_string())?
+    );
+    Ok(())
+}

@@ -2,6 +2,9 @@
 # hookscope's performance figures, each beside its target, in one run (issue 19's list):
 #   1. the ceiling: a bare axum server (`hookscope-dev bare`) under wrk (2 threads, 64
 #      connections, pre-signed 1 KiB Standard Webhooks bodies, bench/common.sh);
+#   1b. the floor of any receiver that checks the signature and whose 2xx means on disk, and does
+#      nothing else (`hookscope-dev bare --durable`: HMAC check, group-committed fdatasync), the
+#      same way: what the ratio's target leaves for deduplicating, storing and showing;
 #   2. `hookscope listen` fresh: 2,000 deliveries/s offered for SECONDS, paced open loop with
 #      latency counted from each request's scheduled moment (`hookscope-dev load --rate`), and how
 #      long every tenth acknowledged delivery took to become visible to a reader of the store;
@@ -40,6 +43,9 @@ sync
 $dev bare --port 0 2>"$work/bare.log" & pids+=($!)
 bare=$(run_wrk "$(port_of "$work/bare.log")" "$secs")
 kill "${pids[-1]}"
+$dev bare --port 0 --durable "$work/floor" --secret "$secret" 2>"$work/floor.log" & pids+=($!)
+floor=$(run_wrk "$(port_of "$work/floor.log")" "$secs")
+kill "${pids[-1]}"; rm -rf "$work/floor"; sync
 
 # 2. listen, fresh: paced 2,000/s.
 $bin --data-dir "$work/store" listen --port 0 --scheme standard-webhooks --secret "$secret" >/dev/null 2>"$work/listen.log" & pids+=($!)
@@ -83,9 +89,11 @@ fi
 
 bare_rate=$(echo "$bare" | field per_second)
 rate=$(echo "$burst" | field per_second)
+floor_rate=$(echo "$floor" | field per_second)
 vis() { echo "$1" | python3 -c "import json,sys; v=json.load(sys.stdin)['visible']; print(f\"{v['p50_ms']:.1f} / {v['p99_ms']:.1f} / {v['max_ms']:.1f}\")"; }
 printf '\n%-52s %-22s %s\n' "figure" "measured" "target"
 printf '%-52s %-22s %s\n' "bare axum under wrk (req/s)" "$bare_rate" "(the ceiling)"
+printf '%-52s %-22s %s\n' "floor: check + synced append, under wrk (req/s)" "$floor_rate" "(ratio $(python3 -c "print(round($floor_rate/$bare_rate, 2))"))"
 printf '%-52s %-22s %s\n' "hookscope listen under wrk, the burst (req/s)" "$rate" ""
 printf '%-52s %-22s %s\n' "ratio" "$(python3 -c "print(round($rate/$bare_rate, 2))")" ">= 0.5"
 printf '%-52s %-22s %s\n' "p99 ack at 2,000/s, fresh receiver (ms)" "$(echo "$fresh" | field p99_ms)" "<= 5"
@@ -101,6 +109,7 @@ printf '%-52s %-22s %s\n' "listen RSS at 1,000,000 stored (MiB, MILLION=1)" "$rs
 printf '%-52s %-22s %s\n' "store bytes per delivery at 1,000,000 (MILLION=1)" "$size_million" "(1 KiB bodies)"
 echo
 echo "raw: bare=$bare"
+echo "raw: floor=$floor"
 echo "raw: fresh=$fresh"
 echo "raw: burst=$burst"
 echo "raw: after=$after"

@@ -347,7 +347,7 @@ fn a_power_cut_loses_no_acknowledged_delivery() {
     // Idle: the writer indexes them, checkpoints into the database file, truncates the WAL,
     // empties the journal.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while std::fs::metadata(dir.path().join("hookscope.journal")).map_or(1, |m| m.len()) > 0
+    while !hookscope::store::journal::journaled_ids(&path).is_empty()
         || std::fs::metadata(dir.path().join("hookscope.sqlite-wal")).map_or(0, |m| m.len()) > 0
     {
         assert!(

@@ -22,6 +22,18 @@
 //! trickle: ~5.3 KB for a 1.2 KB delivery, measured with `write_bytes`); this way the disk gets
 //! the frames and at most a sector on either side (~1.7 KB). Elsewhere, or when the file system
 //! refuses `O_DIRECT`, appends are written and then `fdatasync`ed.
+//!
+//! **The file keeps its blocks.** An append never makes the file longer: the journal writes
+//! zeros ahead of its frames ([`GROW`] at a time, synced) and appends over them, and emptying it
+//! writes an end at the start instead of cutting the file. A synced write that makes a file
+//! longer must also commit the file system's own journal, and on ext4 (`data=ordered`) that
+//! commit waits for other files' data, here the WAL's and the database file's writeback: such
+//! syncs took 40–270 ms now and then after a burst while rewrites in place never passed 15 ms
+//! (`hookscope-dev disk-probe`, BENCHMARKS.md), and each was an acknowledgement stall. Every
+//! append leaves at least [`END`] zero bytes after its frames, so the frames a cleared journal
+//! held are never read again. Should a crash tear an append so that its end did not reach the
+//! disk, older frames may follow the new ones; they are rows the store already holds (their
+//! ids are at most `journal_state.built_id`), which a replay skips.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read as _, Seek as _, Write as _};
@@ -233,6 +245,12 @@ impl Decoder<'_> {
 
 /// The most of its encoding buffer the journal keeps between appends.
 const KEEP_BUFFER: usize = 1 << 20;
+/// The file grows by at least this much at a time, zeros written and synced ahead of the frames.
+const GROW: u64 = 1 << 20;
+/// When emptied, a file grown larger than this (by a large body, say) is cut back to it.
+const KEEP_FILE: u64 = 32 << 20;
+/// Zero bytes that always follow the frames: a zero length ends them.
+const END: usize = 4;
 
 /// The unit direct appends are written in (the smallest logical block size disks have).
 const SECTOR: usize = 512;
@@ -276,14 +294,14 @@ impl Direct {
         None
     }
 
-    /// Writes `frames` at `len` (after the tail), padded with zeros to a whole sector; they are
-    /// on disk when this returns.
+    /// Writes `frames` at `len` (after the tail), padded with zeros to a whole sector with at
+    /// least [`END`] of them; they are on disk when this returns.
     #[cfg(target_os = "linux")]
     fn append(&mut self, len: u64, frames: &[u8]) -> std::io::Result<()> {
         use std::os::unix::fs::FileExt as _;
         let start = len - self.tail.len() as u64;
         let data = self.tail.len() + frames.len();
-        let padded = data.div_ceil(SECTOR) * SECTOR;
+        let padded = (data + END).div_ceil(SECTOR) * SECTOR;
         self.scratch.clear();
         self.scratch.resize(padded + ALIGN, 0);
         let at = self.scratch.as_ptr().align_offset(ALIGN);
@@ -306,11 +324,17 @@ impl Direct {
     }
 }
 
+/// The most bytes a direct append writes past the end of its frames.
+const PAST_FRAMES: u64 = (END + SECTOR) as u64;
+
 /// The open journal file.
 #[derive(Debug)]
 pub(crate) struct Journal {
     file: File,
+    /// Where the frames end.
     len: u64,
+    /// The file's length: written (frames, then zeros) up to here.
+    size: u64,
     buffer: Vec<u8>,
     /// A failed append could not be cut back.
     torn: bool,
@@ -325,10 +349,12 @@ impl Journal {
     /// journal (each commit synced).
     pub(crate) fn open(store: &Path) -> std::io::Result<Option<Journal>> {
         let path = path_beside(store);
+        // Not `append`: frames are written over the zeros written ahead of them.
         let file = OpenOptions::new()
             .create(true)
+            .truncate(false)
             .read(true)
-            .append(true)
+            .write(true)
             .open(&path)?;
         if !crate::store::lock::try_exclusive(&file)? {
             return Ok(None);
@@ -346,6 +372,7 @@ impl Journal {
         Ok(Some(Journal {
             file,
             len,
+            size,
             buffer: Vec::new(),
             torn: false,
             direct,
@@ -357,27 +384,28 @@ impl Journal {
         if self.torn {
             // A failed append left part of a frame: rows after it would be unreadable.
             self.file.set_len(self.len)?;
+            self.size = self.len;
             self.torn = false;
         }
         self.buffer.clear();
         for row in rows {
             row.encode(&mut self.buffer);
         }
+        let frames = self.buffer.len();
+        self.grow(self.len + frames as u64 + PAST_FRAMES)?;
         let result = match &mut self.direct {
             Some(direct) => match direct.append(self.len, &self.buffer) {
                 // The file system takes no direct writes of this alignment: from now on, the
-                // page cache and fdatasync (from where the frames end, not the padding).
+                // page cache and fdatasync.
                 Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
                     self.direct = None;
-                    self.file
-                        .set_len(self.len)
-                        .and_then(|()| self.write_synced())
+                    self.write_synced()
                 }
                 other => other,
             },
             None => self.write_synced(),
         };
-        let size = self.buffer.len() as u64;
+        let size = frames as u64;
         if self.buffer.capacity() > KEEP_BUFFER {
             // One large body must not keep its size allocated for the rest of the run.
             self.buffer = Vec::new();
@@ -392,16 +420,44 @@ impl Journal {
                 // would stop at it): cut the file back to its last good length, now or before
                 // the next append.
                 self.torn = self.file.set_len(self.len).is_err();
+                self.size = self.len;
                 Err(e)
             }
         }
     }
 
-    /// Appends the encoded frames through the page cache, then `fdatasync`s them.
+    /// Writes the encoded frames and [`END`] zeros where the frames end, through the page
+    /// cache, then `fdatasync`s them.
     fn write_synced(&mut self) -> std::io::Result<()> {
-        self.file
-            .write_all(&self.buffer)
-            .and_then(|()| self.file.sync_data())
+        self.buffer.extend_from_slice(&[0; END]);
+        let mut file = &self.file;
+        file.seek(std::io::SeekFrom::Start(self.len))?;
+        file.write_all(&self.buffer)?;
+        self.buffer.truncate(self.buffer.len() - END);
+        self.file.sync_data()
+    }
+
+    /// Makes the file at least `needed` long, by [`GROW`] or more at a time: zeros written and
+    /// synced, so appends over them change no metadata. The sync that makes the file longer is
+    /// the slow kind (see the module's note); it comes once per [`GROW`] the journal has never
+    /// reached before.
+    fn grow(&mut self, needed: u64) -> std::io::Result<()> {
+        if needed <= self.size {
+            return Ok(());
+        }
+        let target = needed.max(self.size + GROW).next_multiple_of(SECTOR as u64);
+        let zeros = vec![0; 64 * 1024];
+        let mut file = &self.file;
+        file.seek(std::io::SeekFrom::Start(self.size))?;
+        let mut at = self.size;
+        while at < target {
+            let n = (target - at).min(zeros.len() as u64) as usize;
+            file.write_all(&zeros[..n])?;
+            at += n as u64;
+        }
+        self.file.sync_data()?;
+        self.size = target;
+        Ok(())
     }
 
     /// Bytes held.
@@ -409,16 +465,24 @@ impl Journal {
         self.len
     }
 
-    /// Empties the journal (once the store holds every row durably).
+    /// Empties the journal (once the store holds every row durably): an end written at the
+    /// start, in place. The file keeps its blocks for the next appends, up to [`KEEP_FILE`].
     pub(crate) fn clear(&mut self) -> std::io::Result<()> {
         if self.len == 0 {
             return Ok(());
         }
-        self.file.set_len(0)?;
-        self.file.sync_all()?;
+        let mut file = &self.file;
+        file.seek(std::io::SeekFrom::Start(0))?;
+        file.write_all(&[0; END])?;
+        self.file.sync_data()?;
         self.len = 0;
         if let Some(direct) = &mut self.direct {
             direct.tail.clear();
+        }
+        if self.size > KEEP_FILE {
+            self.file.set_len(KEEP_FILE)?;
+            self.file.sync_all()?;
+            self.size = KEEP_FILE;
         }
         Ok(())
     }
@@ -451,16 +515,21 @@ pub fn journaled_ids(store: &Path) -> Vec<i64> {
 /// last second (a journal left by a crash waits for the next start, not for a reader).
 pub(crate) fn newest_journaled(store: &Path) -> Option<i64> {
     let path = path_beside(store);
-    let meta = std::fs::metadata(&path).ok()?;
-    let fresh = meta
+    let mut file = File::open(&path).ok()?;
+    let fresh = file
+        .metadata()
+        .ok()?
         .modified()
         .ok()
         .and_then(|m| m.elapsed().ok())
         .is_some_and(|age| age < std::time::Duration::from_secs(1));
-    if meta.len() == 0 || !fresh {
+    // An empty journal starts with its end (the file keeps its blocks).
+    let mut first = [0; END];
+    if !fresh || file.read_exact(&mut first).is_err() || first == [0; END] {
         return None;
     }
-    let bytes = std::fs::read(&path).ok()?;
+    let mut bytes = first.to_vec();
+    file.read_to_end(&mut bytes).ok()?;
     // A row's payload starts with its id.
     let last = frames(&bytes).last()?;
     Some(i64::from_le_bytes(last.get(..8)?.try_into().ok()?))
@@ -560,12 +629,78 @@ mod tests {
         assert_eq!(parse(&bytes).len(), 2);
         journal.clear().expect("clear");
         assert!(journal.rows().expect("rows").is_empty());
+        // Emptied in place: the file keeps the blocks it grew by.
         assert_eq!(
             std::fs::metadata(path_beside(&store)).expect("meta").len(),
-            0
+            GROW
         );
         drop(journal);
-        assert!(Journal::open(&store).expect("open").is_some(), "released");
+        let reopened = Journal::open(&store).expect("open").expect("released");
+        assert_eq!(reopened.len(), 0);
+        assert!(reopened.rows().expect("rows").is_empty());
+    }
+
+    /// After a clear, new frames are written over the old ones: whatever their sizes (ending
+    /// exactly on a sector boundary, or a few bytes short of one), the old rows never come
+    /// back, through a reopen too, and the file does not grow again.
+    #[test]
+    fn a_cleared_journal_is_written_over_in_place_and_its_old_rows_never_come_back() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = dir.path().join("hookscope.sqlite");
+        let mut journal = Journal::open(&store).expect("open").expect("not owned");
+        let old: Vec<Row> = (1..=200).map(row).collect();
+        journal.append(&old).expect("append");
+        let size = std::fs::metadata(path_beside(&store)).expect("meta").len();
+        assert_eq!(size, GROW, "grown once, ahead of the frames");
+        // Frames that end exactly on a sector boundary, then 1..=4 bytes short of one.
+        let encoded = |r: &Row| {
+            let mut out = Vec::new();
+            r.encode(&mut out);
+            out.len()
+        };
+        for short in 0..=4 {
+            let sized = |id: i64| {
+                let mut r = row(id);
+                let base = encoded(&r) - r.body.len();
+                r.body = vec![b'y'; 3 * SECTOR - short - base];
+                assert_eq!(encoded(&r), 3 * SECTOR - short);
+                r
+            };
+            // Old frames: one of the new one's size, then another, right where the new one
+            // will end.
+            journal.clear().expect("clear");
+            journal
+                .append(&[sized(500 + short as i64), row(600 + short as i64)])
+                .expect("append");
+            journal.clear().expect("clear");
+            let r = sized(1000 + short as i64);
+            journal.append(std::slice::from_ref(&r)).expect("append");
+            let ids = |rows: Vec<Row>| rows.iter().map(|r| r.id).collect::<Vec<_>>();
+            assert_eq!(ids(journal.rows().expect("rows")), [r.id]);
+            assert_eq!(journaled_ids(&store), [r.id]);
+            drop(journal);
+            journal = Journal::open(&store).expect("reopen").expect("not owned");
+            let rows = journal.rows().expect("rows after a reopen");
+            assert_eq!(ids(rows.clone()), [r.id]);
+            assert_eq!(rows[0], r);
+            assert_eq!(journal.len(), encoded(&r) as u64);
+            assert_eq!(
+                std::fs::metadata(path_beside(&store)).expect("meta").len(),
+                size,
+                "written over in place"
+            );
+        }
+        // A journal larger than it keeps is cut back when emptied.
+        let mut big = row(2000);
+        big.body = vec![b'z'; KEEP_FILE as usize];
+        journal.append(&[big]).expect("a large row");
+        assert!(std::fs::metadata(path_beside(&store)).expect("meta").len() > KEEP_FILE);
+        journal.clear().expect("clear");
+        assert_eq!(
+            std::fs::metadata(path_beside(&store)).expect("meta").len(),
+            KEEP_FILE
+        );
+        assert!(journal.rows().expect("rows").is_empty());
     }
 
     /// Appends of every size across sector boundaries, a reopen in the middle (where the frames

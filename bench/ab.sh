@@ -5,14 +5,17 @@
 # A variant is the command that runs hookscope, e.g.:
 #   bench/ab.sh ./target/release/hookscope /tmp/hookscope-before
 #   ROUNDS=4 bench/ab.sh "env SOME_SETTING=1 ./target/release/hookscope" ./target/release/hookscope
-# The issue-19 experiments in BENCHMARKS.md ("third pass") were run this way.
+# With PROBE=1, `hookscope-dev disk-probe` times small synced writes on the same file system every
+# 5 ms meanwhile, and each 100 ms in which an acknowledgement took over 20 ms is printed beside
+# the probe's slowest write within 100 ms of it (bench/stalls.sh).
+# The issue-19 experiments in BENCHMARKS.md ("third pass", "fourth pass") were run this way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet --bins
 . bench/common.sh
 dev=target/release/hookscope-dev
 work=$(mktemp -d /tmp/hookscope-ab.XXXXXX)
-trap 'kill ${pid:-} 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill ${pid:-} ${probe:-} 2>/dev/null || true; rm -rf "$work"' EXIT
 wrk_prepare "$work" 150000
 sync
 for round in $(seq "${ROUNDS:-2}"); do
@@ -25,19 +28,35 @@ for round in $(seq "${ROUNDS:-2}"); do
     paced() { $dev load --url "$url" --connections 64 --seconds 10 --rate 2000 --scheme standard-webhooks \
       --secret "$secret" --watch-store "$work/store/hookscope.sqlite"; }
     $dev load --url "$url" --connections 8 --seconds 2 --scheme standard-webhooks --secret "$secret" >/dev/null
+    echo '{}' >"$work/probe.json"
+    if [ -n "${PROBE:-}" ]; then
+      $dev disk-probe --dir "$work/probe" --seconds 34 >"$work/probe.json" & probe=$!
+    fi
     fresh=$(paced)
     burst=$(run_wrk "$port" 10)
     wal=$(stat -c %s "$work/store/hookscope.sqlite-wal" 2>/dev/null || echo 0)
     after=$(paced)
+    if [ -n "${PROBE:-}" ]; then wait "$probe"; fi
     kill -INT "$pid"; wait "$pid" 2>/dev/null || true
-    python3 - "$round" "$variant" "$fresh" "$burst" "$after" "$wal" <<'PY'
+    python3 - "$round" "$variant" "$fresh" "$burst" "$after" "$wal" "$work/probe.json" <<'PY'
 import json, sys
-round_, variant, fresh, burst, after, wal = sys.argv[1:]
+round_, variant, fresh, burst, after, wal, probe = sys.argv[1:]
 last = lambda t: json.loads([l for l in t.splitlines() if l.startswith("{")][-1])
-f, b, a = last(fresh), json.loads(burst), last(after)
+f, b, a, p = last(fresh), json.loads(burst), last(after), json.load(open(probe))
 print(f"round {round_} {variant}: fresh p99 {f['p99_ms']:.2f} ms (visible max {f['visible']['max_ms']:.0f}) | "
       f"burst {b['per_second']:.0f} req/s, WAL {int(wal) / 1e6:.0f} MB | after p99 {a['p99_ms']:.2f} ms, "
       f"max {a['max_ms']:.1f} (visible p99/max {a['visible']['p99_ms']:.0f}/{a['visible']['max_ms']:.0f})")
+if p:
+    for kind in ("append", "overwrite"):
+        t = p[kind]
+        print(f"  probe {kind}: {t['writes']} synced writes, p50 {t['p50_ms']:.2f} p99 {t['p99_ms']:.2f} "
+              f"max {t['max_ms']:.1f} ms, {len(t['slow'])} over 20 ms")
+    for name, phase in (("fresh", f), ("after", a)):
+        for s in phase["stalls"]:
+            at = s["at_unix_ms"]
+            near = lambda kind: max([ms for t, ms in p[kind]["slow"] if abs(t - at) <= 100 or t <= at <= t + ms], default=0)
+            print(f"  {name} stall at {at % 100000:>5} ms: {s['slow']:>3} acks over 20 ms, worst {s['worst_ms']:.0f} ms"
+                  f" | probe append {near('append'):.0f} ms, overwrite {near('overwrite'):.0f} ms")
 PY
     sync
   done

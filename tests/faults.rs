@@ -534,9 +534,25 @@ fn a_slow_disk_slows_acknowledgements_but_never_answers_before_the_delivery_is_o
 #[cfg(target_os = "linux")]
 #[test]
 fn a_failed_journal_sync_refuses_its_delivery_and_keeps_every_acknowledged_one() {
+    // The first sync of the journal is its growth (zeros written ahead of its frames), then one
+    // per delivery: the 12th is the 11th delivery's.
+    refuses_exactly_the_delivery_whose_journal_sync_fails(12, 11);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_failed_growth_of_the_journal_refuses_its_delivery_and_the_next_one_grows_it() {
+    refuses_exactly_the_delivery_whose_journal_sync_fails(1, 1);
+}
+
+/// Thirty deliveries one at a time while the `sync`-th sync of the journal fails with EIO (it
+/// syncs nothing; the others are real): exactly delivery `refused` is answered 503, and the
+/// store holds every acknowledged one, once, and not the refused one.
+#[cfg(target_os = "linux")]
+fn refuses_exactly_the_delivery_whose_journal_sync_fails(sync: usize, refused_delivery: usize) {
     let shim = slow_fsync_shim();
     let dir = tempfile::tempdir().expect("tempdir");
-    // The 11th sync of the journal fails with EIO (it syncs nothing); the others are real.
+    let from = sync.to_string();
     let listen = common::Listener::start_with_env(
         &dir.path().join("data"),
         &[],
@@ -544,7 +560,7 @@ fn a_failed_journal_sync_refuses_its_delivery_and_keeps_every_acknowledged_one()
             ("LD_PRELOAD", shim.to_str().expect("utf-8 path")),
             ("SLOW_FSYNC_MS", "0"),
             ("FAIL_SYNC_SUFFIX", "hookscope.journal"),
-            ("FAIL_SYNC_FROM", "11"),
+            ("FAIL_SYNC_FROM", &from),
             ("FAIL_SYNC_TIMES", "1"),
         ],
     );
@@ -566,8 +582,8 @@ fn a_failed_journal_sync_refuses_its_delivery_and_keeps_every_acknowledged_one()
             other => panic!("delivery {n}: {other} {}", answer.text),
         }
     }
-    // One at a time, each delivery is its own sync: exactly the 11th is refused.
-    assert_eq!(refused, [11]);
+    // One at a time, each delivery is its own sync: exactly that one is refused.
+    assert_eq!(refused, [refused_delivery]);
     drop(listen);
     // What the store holds after the process is gone (its journal written back by the reader):
     // every acknowledged delivery, once, and not the refused one.

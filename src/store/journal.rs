@@ -361,13 +361,7 @@ impl Journal {
         }
         // Where the frames end: a direct append pads the file to a whole sector.
         let size = file.metadata()?.len();
-        let len = if size == 0 {
-            0
-        } else {
-            let mut bytes = Vec::new();
-            (&file).read_to_end(&mut bytes)?;
-            frames_end(&bytes) as u64
-        };
+        let len = read_frames(&file)?.len() as u64;
         let direct = Direct::open(&path, &file, len);
         Ok(Some(Journal {
             file,
@@ -490,11 +484,9 @@ impl Journal {
     /// Every complete row in the journal, in order. Read through the locked handle (on
     /// Windows a locked range cannot be read through another one; appends still go to the end).
     pub(crate) fn rows(&self) -> std::io::Result<Vec<Row>> {
-        let mut bytes = Vec::new();
         let mut file = &self.file;
         file.seek(std::io::SeekFrom::Start(0))?;
-        file.read_to_end(&mut bytes)?;
-        Ok(parse(&bytes))
+        Ok(parse(&read_frames(file)?))
     }
 }
 
@@ -506,7 +498,8 @@ pub fn path_beside(store: &Path) -> PathBuf {
 /// The ids of the complete rows in the journal beside `store` (for tests and tools: a delivery
 /// whose id is here was on disk when it was acknowledged).
 pub fn journaled_ids(store: &Path) -> Vec<i64> {
-    std::fs::read(path_beside(store))
+    File::open(path_beside(store))
+        .and_then(read_frames)
         .map(|bytes| parse(&bytes).iter().map(|row| row.id).collect())
         .unwrap_or_default()
 }
@@ -515,7 +508,7 @@ pub fn journaled_ids(store: &Path) -> Vec<i64> {
 /// last second (a journal left by a crash waits for the next start, not for a reader).
 pub(crate) fn newest_journaled(store: &Path) -> Option<i64> {
     let path = path_beside(store);
-    let mut file = File::open(&path).ok()?;
+    let file = File::open(&path).ok()?;
     let fresh = file
         .metadata()
         .ok()?
@@ -523,16 +516,36 @@ pub(crate) fn newest_journaled(store: &Path) -> Option<i64> {
         .ok()
         .and_then(|m| m.elapsed().ok())
         .is_some_and(|age| age < std::time::Duration::from_secs(1));
-    // An empty journal starts with its end (the file keeps its blocks).
-    let mut first = [0; END];
-    if !fresh || file.read_exact(&mut first).is_err() || first == [0; END] {
+    if !fresh {
         return None;
     }
-    let mut bytes = first.to_vec();
-    file.read_to_end(&mut bytes).ok()?;
+    let bytes = read_frames(file).ok()?;
     // A row's payload starts with its id.
     let last = frames(&bytes).last()?;
     Some(i64::from_le_bytes(last.get(..8)?.try_into().ok()?))
+}
+
+/// Reads the complete frames at the start of `file`, and little past them: the file keeps its
+/// blocks, so after the frames come up to 32 MiB of zeros (or older frames) not worth reading.
+fn read_frames(mut file: impl std::io::Read) -> std::io::Result<Vec<u8>> {
+    const CHUNK: u64 = 256 * 1024;
+    let mut bytes = Vec::new();
+    let mut end = 0;
+    loop {
+        let read = file.by_ref().take(CHUNK).read_to_end(&mut bytes)?;
+        end += frames_end(&bytes[end..]);
+        let rest = &bytes[end..];
+        // The frames stop here for good when the file ended, at a zero length, or at a frame
+        // that is all there and failed its CRC; otherwise the next frame is cut by the chunk.
+        let next = rest
+            .get(..4)
+            .map(|l| u32::from_le_bytes(l.try_into().unwrap_or_default()) as usize);
+        let ended = read == 0 || next == Some(0) || next.is_some_and(|len| rest.len() >= 8 + len);
+        if ended {
+            bytes.truncate(end);
+            return Ok(bytes);
+        }
+    }
 }
 
 /// The payloads of the complete frames at the start of `bytes`; stops at the first frame cut
@@ -695,6 +708,14 @@ mod tests {
         big.body = vec![b'z'; KEEP_FILE as usize];
         journal.append(&[big]).expect("a large row");
         assert!(std::fs::metadata(path_beside(&store)).expect("meta").len() > KEEP_FILE);
+        // Read back in chunks (a frame across many of them), through a reopen too.
+        let held = journal.len();
+        drop(journal);
+        journal = Journal::open(&store).expect("reopen").expect("not owned");
+        assert_eq!(journal.len(), held);
+        let ids: Vec<i64> = journal.rows().expect("rows").iter().map(|r| r.id).collect();
+        assert_eq!(ids, [1004, 2000]);
+        assert_eq!(journaled_ids(&store), [1004, 2000]);
         journal.clear().expect("clear");
         assert_eq!(
             std::fs::metadata(path_beside(&store)).expect("meta").len(),

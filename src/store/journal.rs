@@ -359,7 +359,7 @@ impl Journal {
         if !crate::store::lock::try_exclusive(&file)? {
             return Ok(None);
         }
-        // Where the frames end: a direct append pads the file to a whole sector.
+        // Where the frames end: zeros (or a cleared journal's older frames) follow them.
         let size = file.metadata()?.len();
         let len = read_frames(&file)?.len() as u64;
         let direct = Direct::open(&path, &file, len);
@@ -423,12 +423,11 @@ impl Journal {
     /// Writes the encoded frames and [`END`] zeros where the frames end, through the page
     /// cache, then `fdatasync`s them.
     fn write_synced(&mut self) -> std::io::Result<()> {
-        self.buffer.extend_from_slice(&[0; END]);
         let mut file = &self.file;
         file.seek(std::io::SeekFrom::Start(self.len))?;
         file.write_all(&self.buffer)?;
-        self.buffer.truncate(self.buffer.len() - END);
-        self.file.sync_data()
+        file.write_all(&[0; END])?;
+        file.sync_data()
     }
 
     /// Makes the file at least `needed` long, by [`GROW`] or more at a time: zeros written and

@@ -49,14 +49,32 @@ fn unix_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
+/// What one kind of synced write took, each time.
+#[derive(Default)]
+struct Recorded {
+    times: Vec<Duration>,
+    /// The writes slower than [`SLOW`]: when each started (ms since the Unix epoch), how long.
+    slow: Vec<(u64, f64)>,
+}
+
+impl Recorded {
+    /// Times one synced write.
+    fn time(&mut self, write: impl FnOnce() -> std::io::Result<()>) -> Result<(), String> {
+        let (at, t) = (unix_ms(), Instant::now());
+        write().map_err(|e| e.to_string())?;
+        let took = t.elapsed();
+        self.times.push(took);
+        if took > SLOW && self.slow.len() < 200 {
+            self.slow.push((at, took.as_secs_f64() * 1000.0));
+        }
+        Ok(())
+    }
+}
+
 fn summarise(mut times: Vec<Duration>, slow: Vec<(u64, f64)>) -> Timings {
     let writes = times.len();
     times.sort();
-    let at = |q: f64| {
-        times
-            .get(((times.len().max(1) - 1) as f64 * q).round() as usize)
-            .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
-    };
+    let at = |q: f64| crate::load::percentile(&times, q);
     Timings {
         writes,
         p50_ms: at(0.5),
@@ -86,30 +104,20 @@ pub fn probe(dir: &Path, seconds: u64, every: Duration) -> Result<(), String> {
     let page = [0x5a_u8; 4096];
     overwrite.write_all(&page).map_err(|e| e.to_string())?;
     overwrite.sync_all().map_err(|e| e.to_string())?;
-    let mut times = (Vec::new(), Vec::new());
-    let mut slow = (Vec::new(), Vec::new());
+    let mut appends = Recorded::default();
+    let mut overwrites = Recorded::default();
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let mut next = Instant::now();
     while Instant::now() < deadline {
-        let (at, t) = (unix_ms(), Instant::now());
-        append.write_all(&page[..512]).map_err(|e| e.to_string())?;
-        append.sync_data().map_err(|e| e.to_string())?;
-        let took = t.elapsed();
-        times.0.push(took);
-        if took > SLOW && slow.0.len() < 200 {
-            slow.0.push((at, took.as_secs_f64() * 1000.0));
-        }
-        let (at, t) = (unix_ms(), Instant::now());
-        overwrite
-            .seek(SeekFrom::Start(0))
-            .and_then(|_| overwrite.write_all(&page))
-            .and_then(|()| overwrite.sync_data())
-            .map_err(|e| e.to_string())?;
-        let took = t.elapsed();
-        times.1.push(took);
-        if took > SLOW && slow.1.len() < 200 {
-            slow.1.push((at, took.as_secs_f64() * 1000.0));
-        }
+        appends.time(|| {
+            append.write_all(&page[..512])?;
+            append.sync_data()
+        })?;
+        overwrites.time(|| {
+            overwrite.seek(SeekFrom::Start(0))?;
+            overwrite.write_all(&page)?;
+            overwrite.sync_data()
+        })?;
         next += every;
         if let Some(wait) = next.checked_duration_since(Instant::now()) {
             std::thread::sleep(wait);
@@ -121,8 +129,8 @@ pub fn probe(dir: &Path, seconds: u64, every: Duration) -> Result<(), String> {
     let _ = std::fs::remove_file(append_path);
     let _ = std::fs::remove_file(overwrite_path);
     let report = ProbeReport {
-        append: summarise(times.0, slow.0),
-        overwrite: summarise(times.1, slow.1),
+        append: summarise(appends.times, appends.slow),
+        overwrite: summarise(overwrites.times, overwrites.slow),
     };
     println!(
         "{}",

@@ -296,12 +296,7 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport, String> {
         None => None,
     };
     latencies.sort();
-    let at = |q: f64| {
-        latencies
-            .get(((latencies.len().max(1) - 1) as f64 * q).round() as usize)
-            .map(|d| d.as_secs_f64() * 1000.0)
-            .unwrap_or(0.0)
-    };
+    let at = |q: f64| percentile(&latencies, q);
     Ok(LoadReport {
         sent,
         acknowledged: latencies.len() as u64,
@@ -342,7 +337,8 @@ fn stalls(started_unix_ms: u64, mut slow: Vec<(Duration, Duration)>) -> Vec<Stal
     out
 }
 
-fn percentile(sorted: &[Duration], q: f64) -> f64 {
+/// The `q` quantile of sorted times, in milliseconds (0 when there are none).
+pub(crate) fn percentile(sorted: &[Duration], q: f64) -> f64 {
     sorted
         .get(((sorted.len().max(1) - 1) as f64 * q).round() as usize)
         .map(|d| d.as_secs_f64() * 1000.0)

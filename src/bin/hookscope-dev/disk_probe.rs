@@ -43,7 +43,8 @@ pub struct ProbeReport {
     pub overwrite: Timings,
 }
 
-fn unix_ms() -> u64 {
+/// Now, in milliseconds since the Unix epoch (the clock probes and loads are set beside by).
+pub(crate) fn unix_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)

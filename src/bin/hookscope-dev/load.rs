@@ -150,9 +150,7 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport, String> {
         .map_err(|e| e.to_string())?;
     let counter = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
-    let started_unix_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
+    let started_unix_ms = crate::disk_probe::unix_ms();
     let deadline = started + options.duration;
     let per_connection_interval = (options.rate > 0)
         .then(|| Duration::from_secs_f64(options.connections as f64 / options.rate as f64));

@@ -5,6 +5,9 @@
 #   1b. the floor of any receiver that checks the signature and whose 2xx means on disk, and does
 #      nothing else (`hookscope-dev bare --durable`: HMAC check, group-committed fdatasync), the
 #      same way: what the ratio's target leaves for deduplicating, storing and showing;
+#   1c. the floor of a receiver that also meets the other targets and does nothing more
+#      (`--durable --tables`: each event id decided first or duplicate before the answer, every
+#      body in a SQLite table and a full-text index committed every 80 ms), the same way;
 #   2. `hookscope listen` fresh: 2,000 deliveries/s offered for SECONDS, paced open loop with
 #      latency counted from each request's scheduled moment (`hookscope-dev load --rate`), and how
 #      long every tenth acknowledged delivery took to become visible to a reader of the store;
@@ -45,6 +48,11 @@ bare=$(run_wrk "$(port_of "$work/bare.log")" "$secs")
 kill "${pids[-1]}"
 $dev bare --port 0 --durable "$work/floor" --secret "$secret" 2>"$work/floor.log" & pids+=($!)
 floor=$(run_wrk "$(port_of "$work/floor.log")" "$secs")
+kill "${pids[-1]}"; rm -rf "$work/floor"; sync
+$dev bare --port 0 --durable "$work/floor" --secret "$secret" --tables 2>"$work/floor.log" & pids+=($!)
+tables=$(run_wrk "$(port_of "$work/floor.log")" "$secs")
+sleep 0.2
+tables_rows=$(python3 -c "import sqlite3; print(sqlite3.connect('$work/floor/bare.sqlite').execute('SELECT COUNT(*) FROM deliveries').fetchone()[0])")
 kill "${pids[-1]}"; rm -rf "$work/floor"; sync
 
 # 2. listen, fresh: paced 2,000/s.
@@ -90,10 +98,12 @@ fi
 bare_rate=$(echo "$bare" | field per_second)
 rate=$(echo "$burst" | field per_second)
 floor_rate=$(echo "$floor" | field per_second)
+tables_rate=$(echo "$tables" | field per_second)
 vis() { echo "$1" | python3 -c "import json,sys; v=json.load(sys.stdin)['visible']; print(f\"{v['p50_ms']:.1f} / {v['p99_ms']:.1f} / {v['max_ms']:.1f}\")"; }
 printf '\n%-52s %-22s %s\n' "figure" "measured" "target"
 printf '%-52s %-22s %s\n' "bare axum under wrk (req/s)" "$bare_rate" "(the ceiling)"
 printf '%-52s %-22s %s\n' "floor: check + synced append, under wrk (req/s)" "$floor_rate" "(ratio $(python3 -c "print(round($floor_rate/$bare_rate, 2))"))"
+printf '%-52s %-22s %s\n' "floor + dedupe, table, text index, under wrk (req/s)" "$tables_rate" "(ratio $(python3 -c "print(round($tables_rate/$bare_rate, 2))"); $tables_rows rows stored)"
 printf '%-52s %-22s %s\n' "hookscope listen under wrk, the burst (req/s)" "$rate" ""
 printf '%-52s %-22s %s\n' "ratio" "$(python3 -c "print(round($rate/$bare_rate, 2))")" ">= 0.5"
 printf '%-52s %-22s %s\n' "p99 ack at 2,000/s, fresh receiver (ms)" "$(echo "$fresh" | field p99_ms)" "<= 5"
@@ -110,6 +120,7 @@ printf '%-52s %-22s %s\n' "store bytes per delivery at 1,000,000 (MILLION=1)" "$
 echo
 echo "raw: bare=$bare"
 echo "raw: floor=$floor"
+echo "raw: tables=$tables"
 echo "raw: fresh=$fresh"
 echo "raw: burst=$burst"
 echo "raw: after=$after"

@@ -4,8 +4,9 @@
 //!
 //! - `hookscope-dev seed --count N`: fill a store with N synthetic, correctly checked deliveries.
 //! - `hookscope-dev load --url URL …`: send signed deliveries over many connections, report JSON.
-//! - `hookscope-dev bare [--port N] [--durable DIR --secret S]`: a bare axum server to compare
-//!   `hookscope listen` against; with `--durable`, the floor of a verifying, durable receiver.
+//! - `hookscope-dev bare [--port N] [--durable DIR --secret S [--tables]]`: a bare axum server to
+//!   compare `hookscope listen` against; with `--durable`, the floor of a verifying, durable
+//!   receiver; with `--tables` too, the floor of one that also meets issue 19's other targets.
 //! - `hookscope-dev disk-probe --dir DIR`: time small synced writes beside a benchmark (stalls).
 
 mod bare;
@@ -102,6 +103,11 @@ enum DevCommand {
         /// The Standard Webhooks secret --durable verifies with
         #[arg(long, value_name = "S")]
         secret: Option<String>,
+        /// With --durable, also the least the rest of issue 19 asks: each event id decided
+        /// first or duplicate before the answer, and every synced body in a SQLite table with a
+        /// full-text index, committed every 80 ms so readers see it within 100 ms
+        #[arg(long, requires = "durable")]
+        tables: bool,
     },
 }
 
@@ -149,9 +155,11 @@ fn main() -> ExitCode {
             port,
             durable,
             secret,
+            tables,
         } => bare::serve_bare(
             std::net::SocketAddr::from(([127, 0, 0, 1], port)),
             durable.zip(secret.map(Secret::new)),
+            tables,
         ),
     };
     match result {

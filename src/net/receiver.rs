@@ -241,7 +241,10 @@ enum BodyOutcome {
 
 async fn read_body(body: Body, limit: usize) -> BodyOutcome {
     let mut body = body;
-    let mut bytes = Vec::new();
+    // Room for what the sender declared (up to the limit): a large body is not copied again
+    // each time the buffer doubles.
+    let declared = usize::try_from(axum::body::HttpBody::size_hint(&body).lower()).unwrap_or(limit);
+    let mut bytes = Vec::with_capacity(declared.min(limit));
     while let Some(frame) = body.frame().await {
         match frame {
             Ok(frame) => {

@@ -14,7 +14,8 @@
 
 use std::sync::OnceLock;
 
-use crate::domain::checks::Checks;
+use crate::domain::advice::AdviceCheck;
+use crate::domain::checks::{Checks, DuplicateCheck, SignatureCheck, TimestampCheck};
 
 /// The dictionary of version 1.
 const DICT: &[u8] = include_bytes!("checks.dict");
@@ -162,6 +163,32 @@ pub(crate) fn decode(blob: &[u8]) -> Option<Vec<u8>> {
 /// The checks as `checks_json` stores them: their JSON, compacted.
 pub(crate) fn checks_column(checks: &Checks) -> Result<Vec<u8>, rusqlite::Error> {
     serde_json::to_vec(checks)
+        .map(|json| encode(&json))
+        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
+}
+
+/// [`checks_column`] of the checks made of these parts, without copying them into a [`Checks`]
+/// (the same JSON: the same fields in the same order).
+pub(crate) fn checks_column_of(
+    signature: &SignatureCheck,
+    timestamp: &TimestampCheck,
+    duplicate: &DuplicateCheck,
+    advice: &AdviceCheck,
+) -> Result<Vec<u8>, rusqlite::Error> {
+    #[derive(serde::Serialize)]
+    struct Parts<'a> {
+        signature: &'a SignatureCheck,
+        timestamp: &'a TimestampCheck,
+        duplicate: &'a DuplicateCheck,
+        advice: &'a AdviceCheck,
+    }
+    let parts = Parts {
+        signature,
+        timestamp,
+        duplicate,
+        advice,
+    };
+    serde_json::to_vec(&parts)
         .map(|json| encode(&json))
         .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
 }

@@ -1,7 +1,7 @@
 //! The rows the store writes and reads: a new delivery with its verdicts, a stored delivery, a
 //! line of the list, and the decoding of raw rows.
 
-use crate::domain::checks::{Checks, Evaluation};
+use crate::domain::checks::{Checks, DuplicateCheck, Evaluation};
 use crate::domain::delivery::{Delivery, decode_headers};
 use crate::domain::job::JobRef;
 use crate::store::error::StoreError;
@@ -21,6 +21,38 @@ pub struct NewRecord {
     pub latency_ms: u64,
     /// A note on anything unusual (oversized body, client gone).
     pub note: Option<String>,
+}
+
+impl NewRecord {
+    /// The delivery as stored under `id` with its `duplicate` verdict (moved, not copied).
+    pub(crate) fn into_stored(self, id: i64, duplicate: DuplicateCheck) -> StoredDelivery {
+        let NewRecord {
+            delivery,
+            endpoint,
+            evaluation,
+            response_status,
+            latency_ms,
+            note,
+        } = self;
+        StoredDelivery {
+            id,
+            delivery,
+            endpoint,
+            scheme: evaluation.scheme,
+            event_id: evaluation.event_id,
+            event_type: evaluation.event_type,
+            job: evaluation.job,
+            checks: Checks {
+                signature: evaluation.signature,
+                timestamp: evaluation.timestamp,
+                duplicate,
+                advice: evaluation.advice,
+            },
+            response_status,
+            latency_ms,
+            note,
+        }
+    }
 }
 
 /// A delivery as stored, with its id and all its verdicts.

@@ -688,11 +688,11 @@ impl Writer<'_> {
         }
         let records: Vec<&NewRecord> = batch.iter().map(|(record, _)| record.as_ref()).collect();
         match self.write_journaled(&records) {
-            Ok(stored) => {
-                self.count_unpacked(stored.len());
+            Ok(verdicts) => {
+                self.count_unpacked(verdicts.len());
                 let _ = self.place.health.ok();
-                for ((_, reply), stored) in batch.into_iter().zip(stored) {
-                    let _ = reply.send(Ok(stored));
+                for ((record, reply), (id, duplicate)) in batch.into_iter().zip(verdicts) {
+                    let _ = reply.send(Ok(record.into_stored(id, duplicate)));
                 }
             }
             Err(BatchError::Journal(e)) => {
@@ -707,9 +707,10 @@ impl Writer<'_> {
                     // every delivery gets its own verdict.
                     for (record, reply) in batch {
                         let result = match self.write_journaled(&[&record]) {
-                            Ok(mut stored) => {
+                            Ok(mut verdicts) => {
                                 let _ = self.place.health.ok();
-                                Ok(stored.remove(0))
+                                let (id, duplicate) = verdicts.remove(0);
+                                Ok(record.into_stored(id, duplicate))
                             }
                             Err(BatchError::Sql(e)) => Err(self.place.failure(e, 1)),
                             Err(BatchError::Journal(e)) => Err(self.place.io_failure(&e, 1)),
@@ -736,7 +737,7 @@ impl Writer<'_> {
     fn write_journaled(
         &mut self,
         records: &[&NewRecord],
-    ) -> Result<Vec<StoredDelivery>, BatchError> {
+    ) -> Result<Vec<(i64, DuplicateCheck)>, BatchError> {
         self.begin().map_err(BatchError::Sql)?;
         self.conn
             .execute_batch("SAVEPOINT batch")
@@ -1270,15 +1271,22 @@ fn apply_row(
     Ok(())
 }
 
+/// What [`write_rows`] answers: the rows (for the journal), and each record's id and duplicate
+/// verdict.
+type Written = (Vec<Row>, Vec<(i64, DuplicateCheck)>);
+
 /// Decides each record's id and duplicate verdict and writes it, in the caller's transaction;
-/// answers the rows (for the journal) and the deliveries as stored.
+/// answers the rows (for the journal) and each record's id and duplicate verdict (the caller
+/// moves the record into its [`StoredDelivery`] with [`NewRecord::into_stored`]: copying every
+/// delivery and its checks here was a body and a score of small allocations per delivery on
+/// the writer).
 fn write_rows(
     conn: &Connection,
     records: &[&NewRecord],
     packing: Option<&Packing>,
-) -> Result<(Vec<Row>, Vec<StoredDelivery>), rusqlite::Error> {
+) -> Result<Written, rusqlite::Error> {
     let mut rows = Vec::with_capacity(records.len());
-    let mut stored = Vec::with_capacity(records.len());
+    let mut verdicts = Vec::with_capacity(records.len());
     let mut find_event = conn.prepare_cached(
         "SELECT first_delivery_id, seen FROM event_ids WHERE endpoint = ?1 AND event_id = ?2",
     )?;
@@ -1292,13 +1300,12 @@ fn write_rows(
         let id = next_id + offset as i64;
         let evaluation = &record.evaluation;
         let (duplicate, event) = decide_duplicate(&mut find_event, record, id)?;
-        let checks = Checks {
-            signature: evaluation.signature.clone(),
-            timestamp: evaluation.timestamp.clone(),
-            duplicate,
-            advice: evaluation.advice.clone(),
-        };
-        let checks_column = crate::store::compact::checks_column(&checks)?;
+        let checks_column = crate::store::compact::checks_column_of(
+            &evaluation.signature,
+            &evaluation.timestamp,
+            &duplicate,
+            &evaluation.advice,
+        )?;
         let d = &record.delivery;
         let row = Row {
             id,
@@ -1317,10 +1324,10 @@ fn write_rows(
             event_type: evaluation.event_type.clone(),
             job_id: evaluation.job.as_ref().map(|j| j.job_id.clone()),
             job_status: evaluation.job.as_ref().and_then(|j| j.status.clone()),
-            sig_status: checks.signature.status.as_str().to_string(),
-            ts_status: checks.timestamp.status.as_str().to_string(),
-            dup_status: checks.duplicate.status.as_str().to_string(),
-            first_id: checks.duplicate.first_id,
+            sig_status: evaluation.signature.status.as_str().to_string(),
+            ts_status: evaluation.timestamp.status.as_str().to_string(),
+            dup_status: duplicate.status.as_str().to_string(),
+            first_id: duplicate.first_id,
             checks: checks_column,
             response_status: i64::from(record.response_status),
             latency_ms: record.latency_ms as i64,
@@ -1330,23 +1337,11 @@ fn write_rows(
         };
         apply_row(conn, &row, packing)?;
         rows.push(row);
-        stored.push(StoredDelivery {
-            id,
-            delivery: record.delivery.clone(),
-            endpoint: record.endpoint.clone(),
-            scheme: evaluation.scheme.clone(),
-            event_id: evaluation.event_id.clone(),
-            event_type: evaluation.event_type.clone(),
-            job: evaluation.job.clone(),
-            checks,
-            response_status: record.response_status,
-            latency_ms: record.latency_ms,
-            note: record.note.clone(),
-        });
+        verdicts.push((id, duplicate));
     }
     if let Some(newest) = rows.last() {
         conn.prepare_cached("UPDATE journal_state SET built_id = ?1")?
             .execute(params![newest.id])?;
     }
-    Ok((rows, stored))
+    Ok((rows, verdicts))
 }

@@ -7,7 +7,7 @@
 #      same way: what the ratio's target leaves for deduplicating, storing and showing;
 #   1c. the floor of a receiver that also meets the other targets and does nothing more
 #      (`--durable --tables`: each event id decided first or duplicate before the answer, every
-#      body in a SQLite table and a full-text index committed every 80 ms), the same way;
+#      body in a SQLite table and a full-text index committed every 50 ms), the same way;
 #   2. `hookscope listen` fresh: 2,000 deliveries/s offered for SECONDS, paced open loop with
 #      latency counted from each request's scheduled moment (`hookscope-dev load --rate`), and how
 #      long every tenth acknowledged delivery took to become visible to a reader of the store;

@@ -105,7 +105,7 @@ enum DevCommand {
         secret: Option<String>,
         /// With --durable, also the least the rest of issue 19 asks: each event id decided
         /// first or duplicate before the answer, and every synced body in a SQLite table with a
-        /// full-text index, committed every 80 ms so readers see it within 100 ms
+        /// full-text index, committed every 50 ms so readers see it within 100 ms
         #[arg(long, requires = "durable")]
         tables: bool,
     },

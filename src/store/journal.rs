@@ -26,10 +26,11 @@
 //! **The file keeps its blocks.** An append never makes the file longer: the journal writes
 //! zeros ahead of its frames ([`GROW`] at a time, synced) and appends over them, and emptying it
 //! writes an end at the start instead of cutting the file. A synced write that makes a file
-//! longer must also commit the file system's own journal, and on ext4 (`data=ordered`) that
-//! commit waits for other files' data, here the WAL's and the database file's writeback: such
-//! syncs took 40–270 ms now and then after a burst while rewrites in place never passed 15 ms
-//! (`hookscope-dev disk-probe`, BENCHMARKS.md), and each was an acknowledgement stall. Every
+//! longer must also commit the file system's own journal, and such syncs now and then took
+//! 40–400 ms on the development machine while rewrites in place mostly stayed under 16 ms
+//! (`hookscope-dev disk-probe`, BENCHMARKS.md, issue 19's fourth and fifth passes); each was an
+//! acknowledgement stall. Only the growth steps remain of that kind, once per [`GROW`] the
+//! journal has never reached before. Every
 //! append leaves at least [`END`] zero bytes after its frames, so the frames a cleared journal
 //! held are never read again. Should a crash tear an append so that its end did not reach the
 //! disk, older frames may follow the new ones; they are rows the store already holds (their

@@ -213,9 +213,7 @@ fn start_tables(dir: &std::path::Path) -> Result<std::sync::mpsc::SyncSender<Syn
 
 /// One synced body: its row and its text.
 fn insert(conn: &rusqlite::Connection, id: &str, first: bool, body: &[u8]) -> rusqlite::Result<()> {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
+    let now = hookscope::domain::clock::now_ms();
     conn.prepare_cached(
         "INSERT INTO deliveries (received_at_ms, event_id, first, body) VALUES (?1, ?2, ?3, ?4)",
     )?

@@ -4,14 +4,14 @@
 //! (`hookscope-dev load` reports its stalls by wall clock too).
 //!
 //! - `append`: 512 bytes appended, then `fdatasync`. The file grows, so the sync must also
-//!   commit the file system's journal (on ext4 that commit waits for other files' data in
-//!   `data=ordered` mode): what the capture journal's appends do.
+//!   commit the file system's journal: what the capture journal's appends did before it kept
+//!   its blocks, and what its growth steps still do.
 //! - `overwrite`: the first 4 KiB of a file already written, rewritten, then `fdatasync`:
 //!   the same device, no metadata to commit.
 
 use std::io::{Seek as _, SeekFrom, Write as _};
 use std::path::Path;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -43,11 +43,10 @@ pub struct ProbeReport {
     pub overwrite: Timings,
 }
 
-/// Now, in milliseconds since the Unix epoch (the clock probes and loads are set beside by).
+/// Now, in milliseconds since the Unix epoch (the clock probes and loads are set beside by):
+/// the library's one wall clock.
 pub(crate) fn unix_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+    hookscope::domain::clock::now_ms().max(0) as u64
 }
 
 /// What one kind of synced write took, each time.

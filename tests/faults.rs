@@ -545,6 +545,62 @@ fn a_failed_growth_of_the_journal_refuses_its_delivery_and_the_next_one_grows_it
     refuses_exactly_the_delivery_whose_journal_sync_fails(1, 1);
 }
 
+/// The journal's own thread fails to grow it ahead (its first sync fails with EIO): no delivery
+/// is refused for it, the appends grow the file themselves, and the store holds every one.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_failed_growth_ahead_refuses_no_delivery_and_the_journal_still_grows() {
+    let shim = slow_fsync_shim();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let failures = dir.path().join("failed-syncs");
+    let listen = common::Listener::start_with_env(
+        &dir.path().join("data"),
+        &[],
+        &[
+            ("LD_PRELOAD", shim.to_str().expect("utf-8 path")),
+            ("SLOW_FSYNC_MS", "0"),
+            ("FAIL_SYNC_SUFFIX", "hookscope.journal"),
+            ("FAIL_SYNC_THREAD", "hookscope-journ"),
+            ("FAIL_SYNC_FROM", "1"),
+            ("FAIL_SYNC_TIMES", "1"),
+            ("FAIL_SYNC_LOG", failures.to_str().expect("utf-8 path")),
+        ],
+    );
+    let store = listen.store_path();
+    // ~100 KiB each: the journal's first MiB is full after ten, its second after twenty.
+    let big = |n: usize| {
+        let mut body = body(n);
+        let pad = "z".repeat(100 * 1024);
+        body.truncate(body.len() - 1);
+        body.extend_from_slice(format!(",\"big\":\"{pad}\"}}").as_bytes());
+        body
+    };
+    for n in 1..=30 {
+        let answer = post(listen.port, "/hooks/big", &big(n));
+        assert_eq!(answer.status, 200, "delivery {n}: {}", answer.text);
+        // One at a time, with a moment for the journal's thread to grow the file.
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        std::fs::read_to_string(&failures).unwrap_or_default(),
+        "!",
+        "the journal's thread's first growth failed, once"
+    );
+    drop(listen);
+    let reader = hookscope::store::Reader::open(&store).expect("reader");
+    let mut stored: Vec<usize> = reader
+        .list(100, None)
+        .expect("list")
+        .iter()
+        .map(|d| {
+            let json: serde_json::Value = serde_json::from_slice(&d.delivery.body).expect("json");
+            json["id"].as_str().expect("id")[4..].parse().expect("n")
+        })
+        .collect();
+    stored.sort_unstable();
+    assert_eq!(stored, (1..=30).collect::<Vec<_>>());
+}
+
 /// Thirty deliveries one at a time while the `sync`-th sync of the journal fails with EIO (it
 /// syncs nothing; the others are real): exactly delivery `refused` is answered 503, and the
 /// store holds every acknowledged one, once, and not the refused one.

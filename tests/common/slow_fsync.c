@@ -2,7 +2,9 @@
  * (default 200) before doing the real call, and counts itself in SLOW_FSYNC_COUNT (a file),
  * when set. A failing disk: with FAIL_SYNC_SUFFIX set, the syncs of files whose path ends with
  * it fail with EIO (without syncing) from the FAIL_SYNC_FROM-th (1-based) for FAIL_SYNC_TIMES
- * calls. A disk that refuses writes: with FAIL_WRITE_SUFFIX and FAIL_WRITE_WHILE set, every
+ * calls; with FAIL_SYNC_THREAD set, only the syncs made by threads whose name starts with it
+ * count, and with FAIL_SYNC_LOG set, each failed sync appends a '!' to that file. A disk that
+ * refuses writes: with FAIL_WRITE_SUFFIX and FAIL_WRITE_WHILE set, every
  * pwrite or pwrite64 to a file whose path ends with the suffix fails with EIO while the file
  * named by FAIL_WRITE_WHILE exists. A pwrite to a file opened O_DSYNC (the capture journal's
  * direct appends) counts as a sync too. Loaded with LD_PRELOAD into the process under test; built
@@ -68,17 +70,38 @@ static int synchronous(int fd) {
 FAILING_PWRITE(pwrite64)
 FAILING_PWRITE(pwrite)
 
+/* Whether the calling thread's name starts with `prefix`. */
+static int thread_named(const char *prefix) {
+    char name[32] = {0};
+    FILE *f = fopen("/proc/thread-self/comm", "r");
+    if (!f) return 0;
+    int read = fgets(name, sizeof name, f) != NULL;
+    fclose(f);
+    return read && strncmp(name, prefix, strlen(prefix)) == 0;
+}
+
 /* Whether this sync of `fd` is one FAIL_SYNC_* says must fail. */
 static int must_fail(int fd) {
     static int seen;
     const char *suffix = getenv("FAIL_SYNC_SUFFIX");
     if (!suffix || !path_ends_with(fd, suffix)) return 0;
+    const char *thread = getenv("FAIL_SYNC_THREAD");
+    if (thread && !thread_named(thread)) return 0;
     int call = __atomic_add_fetch(&seen, 1, __ATOMIC_SEQ_CST);
     const char *from = getenv("FAIL_SYNC_FROM");
     const char *times = getenv("FAIL_SYNC_TIMES");
     long first = from ? atol(from) : 1;
     long count = times ? atol(times) : 1;
-    return call >= first && call < first + count;
+    int fail = call >= first && call < first + count;
+    const char *log = getenv("FAIL_SYNC_LOG");
+    if (fail && log) {
+        FILE *f = fopen(log, "a");
+        if (f) {
+            fputc('!', f);
+            fclose(f);
+        }
+    }
+    return fail;
 }
 
 static void slow(void) {

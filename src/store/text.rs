@@ -115,7 +115,12 @@ fn open_and_check(path: &Path) -> Result<Connection, rusqlite::Error> {
     conn.pragma_update(None, "journal_mode", "WAL")?;
     // Derived data: a power cut may take its last commits back, and `last_id` with them.
     conn.pragma_update(None, "synchronous", "NORMAL")?;
-    conn.pragma_update(None, "journal_size_limit", 1024 * 1024)?;
+    // No `journal_size_limit`: with one, every time the WAL started over (each few hundred ms
+    // while the index caught up after a burst) SQLite cut it back to the limit, freeing a few MB
+    // that the file system must discard (`discard` mounts) and allocate again, each freeing a
+    // commit of the file system's own journal that the store's synced writes then waited on.
+    // The WAL keeps its size while the index is written, and is cut to nothing once it rests
+    // (`IDLE_CHECKPOINT`) and when the indexer stops.
     conn.pragma_update(None, "temp_store", "MEMORY")?;
     // Made once: setting `user_version` on every open wrote a frame to the WAL each time.
     let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;

@@ -23,12 +23,14 @@ command -v cargo-deb >/dev/null || cargo install cargo-deb --locked --quiet
 
 # Shell completions and the man page come from the binary itself (clap), so they always match
 # its flags; cargo-deb then packs them with the binary it was built with.
+# Where cargo puts the binary: CARGO_TARGET_DIR when set (cargo-deb finds it there itself).
+built=${CARGO_TARGET_DIR:-target}
 if [ "$profile" = dev ]; then
   cargo build --quiet --bin hookscope
-  bin=target/debug/hookscope
+  bin=$built/debug/hookscope
 else
   cargo build --release --quiet --bin hookscope
-  bin=target/release/hookscope
+  bin=$built/release/hookscope
 fi
 mkdir -p target/package
 "$bin" completions bash > target/package/hookscope.bash

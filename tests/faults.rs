@@ -545,6 +545,24 @@ fn a_failed_growth_of_the_journal_refuses_its_delivery_and_the_next_one_grows_it
     refuses_exactly_the_delivery_whose_journal_sync_fails(1, 1);
 }
 
+/// The numbers of the deliveries (`body(n)`) the store holds, once the process is gone (its
+/// journal written back by the reader), in order.
+#[cfg(target_os = "linux")]
+fn stored_numbers(store: &std::path::Path) -> Vec<usize> {
+    let reader = hookscope::store::Reader::open(store).expect("reader");
+    let mut stored: Vec<usize> = reader
+        .list(100, None)
+        .expect("list")
+        .iter()
+        .map(|d| {
+            let json: serde_json::Value = serde_json::from_slice(&d.delivery.body).expect("json");
+            json["id"].as_str().expect("id")[4..].parse().expect("n")
+        })
+        .collect();
+    stored.sort_unstable();
+    stored
+}
+
 /// The journal's own thread fails to grow it ahead (its first sync fails with EIO): no delivery
 /// is refused for it, the appends grow the file themselves, and the store holds every one.
 #[cfg(target_os = "linux")]
@@ -587,18 +605,7 @@ fn a_failed_growth_ahead_refuses_no_delivery_and_the_journal_still_grows() {
         "the journal's thread's first growth failed, once"
     );
     drop(listen);
-    let reader = hookscope::store::Reader::open(&store).expect("reader");
-    let mut stored: Vec<usize> = reader
-        .list(100, None)
-        .expect("list")
-        .iter()
-        .map(|d| {
-            let json: serde_json::Value = serde_json::from_slice(&d.delivery.body).expect("json");
-            json["id"].as_str().expect("id")[4..].parse().expect("n")
-        })
-        .collect();
-    stored.sort_unstable();
-    assert_eq!(stored, (1..=30).collect::<Vec<_>>());
+    assert_eq!(stored_numbers(&store), (1..=30).collect::<Vec<_>>());
 }
 
 /// Thirty deliveries one at a time while the `sync`-th sync of the journal fails with EIO (it
@@ -643,18 +650,7 @@ fn refuses_exactly_the_delivery_whose_journal_sync_fails(sync: usize, refused_de
     drop(listen);
     // What the store holds after the process is gone (its journal written back by the reader):
     // every acknowledged delivery, once, and not the refused one.
-    let reader = hookscope::store::Reader::open(&store).expect("reader");
-    let mut stored: Vec<usize> = reader
-        .list(100, None)
-        .expect("list")
-        .iter()
-        .map(|d| {
-            let json: serde_json::Value = serde_json::from_slice(&d.delivery.body).expect("json");
-            json["id"].as_str().expect("id")[4..].parse().expect("n")
-        })
-        .collect();
-    stored.sort_unstable();
-    assert_eq!(stored, acknowledged);
+    assert_eq!(stored_numbers(&store), acknowledged);
 }
 
 #[cfg(target_os = "linux")]

@@ -426,6 +426,15 @@ fn a_second_listen_on_the_same_dir_through_a_symlink_is_refused() {
     assert_eq!(post(first.port, "/hooks/x", b"{}").status, 200);
 }
 
+/// `listen` on `data` with the slow-disk shim loaded and these of its settings.
+#[cfg(target_os = "linux")]
+fn listen_on_shim(data: &std::path::Path, settings: &[(&str, &str)]) -> common::Listener {
+    let shim = slow_fsync_shim();
+    let mut env = vec![("LD_PRELOAD", shim.to_str().expect("utf-8 path"))];
+    env.extend_from_slice(settings);
+    common::Listener::start_with_env(data, &[], &env)
+}
+
 /// Builds the slow-disk shim (`tests/common/slow_fsync.c`) with the system's C compiler.
 #[cfg(target_os = "linux")]
 fn slow_fsync_shim() -> PathBuf {
@@ -449,14 +458,11 @@ fn slow_fsync_shim() -> PathBuf {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_slow_disk_slows_acknowledgements_but_never_answers_before_the_delivery_is_on_disk() {
-    let shim = slow_fsync_shim();
     let dir = tempfile::tempdir().expect("tempdir");
     let count = dir.path().join("fsyncs");
-    let listen = common::Listener::start_with_env(
+    let listen = listen_on_shim(
         &dir.path().join("data"),
-        &[],
         &[
-            ("LD_PRELOAD", shim.to_str().expect("utf-8 path")),
             ("SLOW_FSYNC_MS", "200"),
             ("SLOW_FSYNC_COUNT", count.to_str().expect("utf-8 path")),
         ],
@@ -568,14 +574,11 @@ fn stored_numbers(store: &std::path::Path) -> Vec<usize> {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_failed_growth_ahead_refuses_no_delivery_and_the_journal_still_grows() {
-    let shim = slow_fsync_shim();
     let dir = tempfile::tempdir().expect("tempdir");
     let failures = dir.path().join("failed-syncs");
-    let listen = common::Listener::start_with_env(
+    let listen = listen_on_shim(
         &dir.path().join("data"),
-        &[],
         &[
-            ("LD_PRELOAD", shim.to_str().expect("utf-8 path")),
             ("SLOW_FSYNC_MS", "0"),
             ("FAIL_SYNC_SUFFIX", "hookscope.journal"),
             ("FAIL_SYNC_THREAD", "hookscope-journ"),
@@ -613,14 +616,11 @@ fn a_failed_growth_ahead_refuses_no_delivery_and_the_journal_still_grows() {
 /// store holds every acknowledged one, once, and not the refused one.
 #[cfg(target_os = "linux")]
 fn refuses_exactly_the_delivery_whose_journal_sync_fails(sync: usize, refused_delivery: usize) {
-    let shim = slow_fsync_shim();
     let dir = tempfile::tempdir().expect("tempdir");
     let from = sync.to_string();
-    let listen = common::Listener::start_with_env(
+    let listen = listen_on_shim(
         &dir.path().join("data"),
-        &[],
         &[
-            ("LD_PRELOAD", shim.to_str().expect("utf-8 path")),
             ("SLOW_FSYNC_MS", "0"),
             ("FAIL_SYNC_SUFFIX", "hookscope.journal"),
             ("FAIL_SYNC_FROM", &from),
@@ -656,15 +656,12 @@ fn refuses_exactly_the_delivery_whose_journal_sync_fails(sync: usize, refused_de
 #[cfg(target_os = "linux")]
 #[test]
 fn a_commit_that_fails_after_the_packing_dictionary_was_made_leaves_every_row_readable() {
-    let shim = slow_fsync_shim();
     let dir = tempfile::tempdir().expect("tempdir");
     // While this file exists, every write to the WAL fails with EIO (the journal is untouched).
     let flag = dir.path().join("wal-refuses-writes");
-    let listen = common::Listener::start_with_env(
+    let listen = listen_on_shim(
         &dir.path().join("data"),
-        &[],
         &[
-            ("LD_PRELOAD", shim.to_str().expect("utf-8 path")),
             ("SLOW_FSYNC_MS", "0"),
             ("FAIL_WRITE_SUFFIX", "hookscope.sqlite-wal"),
             ("FAIL_WRITE_WHILE", flag.to_str().expect("utf-8 path")),

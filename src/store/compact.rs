@@ -60,12 +60,47 @@ fn common_prefix(a: &[u8], b: &[u8], max: usize) -> usize {
         .count()
 }
 
+/// Where each 4-byte sequence occurs in a dictionary, by bucket: the places of bucket `b` are
+/// `places[starts[b]..starts[b + 1]]`, oldest first. Two flat arrays: the encoder reads a bucket
+/// for every byte it encodes, and beside SQLite's pages a bucket that was a vector of its own
+/// (its header, then its buffer) missed the cache twice.
+struct Index {
+    starts: Vec<u32>,
+    places: Vec<u16>,
+}
+
+impl Index {
+    fn of(bytes: &[u8]) -> Index {
+        let mut starts = vec![0u32; BUCKETS + 1];
+        for window in bytes.windows(MIN_MATCH) {
+            starts[bucket(window) + 1] += 1;
+        }
+        for b in 1..=BUCKETS {
+            starts[b] += starts[b - 1];
+        }
+        let mut next = starts.clone();
+        let mut places = vec![0u16; starts[BUCKETS] as usize];
+        for (at, window) in bytes.windows(MIN_MATCH).enumerate() {
+            let b = bucket(window);
+            places[next[b] as usize] = at as u16;
+            next[b] += 1;
+        }
+        Index { starts, places }
+    }
+
+    /// The places of the sequence `bytes` starts with (and of any other in its bucket).
+    fn places(&self, bytes: &[u8]) -> &[u16] {
+        let b = bucket(bytes);
+        &self.places[self.starts[b] as usize..self.starts[b + 1] as usize]
+    }
+}
+
 /// Bytes that values are written as copies of, with an index of where each 4-byte sequence
 /// occurs in them (by bucket), built on the first encode: readers only decode. At most 64 KiB:
 /// copies name their offset in a `u16`.
 pub(crate) struct Dictionary {
     bytes: Vec<u8>,
-    index: OnceLock<Vec<Vec<u16>>>,
+    index: OnceLock<Index>,
 }
 
 impl Dictionary {
@@ -78,14 +113,8 @@ impl Dictionary {
         }
     }
 
-    fn index(&self) -> &[Vec<u16>] {
-        self.index.get_or_init(|| {
-            let mut index = vec![Vec::new(); BUCKETS];
-            for (at, window) in self.bytes.windows(MIN_MATCH).enumerate() {
-                index[bucket(window)].push(at as u16);
-            }
-            index
-        })
+    fn index(&self) -> &Index {
+        self.index.get_or_init(|| Index::of(&self.bytes))
     }
 
     /// `input` as ops: copies of the dictionary and runs of literals, appended to `out`.
@@ -103,7 +132,7 @@ impl Dictionary {
         while at + MIN_MATCH <= input.len() {
             let mut best = (0, 0u16);
             {
-                let places = &index[bucket(&input[at..])];
+                let places = index.places(&input[at..]);
                 // Oldest first: in a run of one byte (padding, a base64 of zeros) the oldest
                 // place is the run's start, the longest copy; newest first found the run's last
                 // bytes, 16 short copies to compare and then a short match.

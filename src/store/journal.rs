@@ -370,6 +370,32 @@ impl Sizes {
             .wait_while(growth, |g| g.growing)
             .unwrap_or_else(|e| e.into_inner())
     }
+
+    /// Grows `file` from its length to `to` ([`write_zeros`]), for the writer and the journal's
+    /// thread alike: `growing` is set and the lock released while the zeros are written, so the
+    /// other waits rather than grows or cuts the file too. Then the new length is recorded when
+    /// they were written, `settle` sets what the outcome means to its caller (`true`: written),
+    /// and whoever waits is woken.
+    fn grow_to(
+        &self,
+        mut growth: std::sync::MutexGuard<'_, Growth>,
+        file: &File,
+        to: u64,
+        settle: impl FnOnce(&mut Growth, bool),
+    ) -> std::io::Result<()> {
+        let from = growth.size;
+        growth.growing = true;
+        drop(growth);
+        let written = write_zeros(file, from, to);
+        let mut growth = self.lock();
+        growth.growing = false;
+        if written.is_ok() {
+            growth.size = growth.size.max(to);
+        }
+        settle(&mut growth, written.is_ok());
+        self.changed.notify_all();
+        written
+    }
 }
 
 /// Writes zeros from `from` to `to` and syncs them: the file is `to` long and its blocks are
@@ -417,18 +443,13 @@ impl Ahead {
                         return;
                     }
                     if growth.wanted > growth.size && !growth.growing {
-                        let (from, to) = (growth.size, growth.wanted);
-                        growth.growing = true;
-                        drop(growth);
-                        let written = write_zeros(&file, from, to);
+                        let to = growth.wanted;
+                        let _ = shared.grow_to(growth, &file, to, |growth, written| {
+                            growth.failed |= !written;
+                            // Asked for, or given up: either way nothing more is asked.
+                            growth.wanted = growth.size;
+                        });
                         growth = shared.lock();
-                        growth.growing = false;
-                        match written {
-                            Ok(()) => growth.size = growth.size.max(to),
-                            Err(_) => growth.failed = true,
-                        }
-                        growth.wanted = growth.size;
-                        shared.changed.notify_all();
                         continue;
                     }
                     growth = shared
@@ -607,25 +628,21 @@ impl Journal {
     /// for a new file's first frames, a body larger than what is ahead, or where there is no
     /// such thread.
     fn grow(&mut self, needed: u64) -> std::io::Result<()> {
-        let mut growth = self.sizes.settled();
+        let growth = self.sizes.settled();
         if needed <= growth.size {
             return Ok(());
         }
-        let from = growth.size;
-        let target = needed.max(from + GROW).next_multiple_of(SECTOR as u64);
-        growth.growing = true;
-        drop(growth);
+        let target = needed
+            .max(growth.size + GROW)
+            .next_multiple_of(SECTOR as u64);
         self.grown_inline += 1;
-        let written = write_zeros(&self.file, from, target);
-        let mut growth = self.sizes.lock();
-        growth.growing = false;
-        if written.is_ok() {
-            growth.size = target;
-            growth.wanted = growth.wanted.max(target);
-            growth.failed = false;
-        }
-        self.sizes.changed.notify_all();
-        written
+        self.sizes
+            .grow_to(growth, &self.file, target, |growth, written| {
+                if written {
+                    growth.wanted = growth.wanted.max(growth.size);
+                    growth.failed = false;
+                }
+            })
     }
 
     /// Bytes held.

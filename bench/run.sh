@@ -82,8 +82,12 @@ acked=$(( acked + 1 ))
 rss_after=$(rss_mib "$listen_pid")
 rss_million=skipped; size_million=skipped
 if [ -n "${MILLION:-}" ]; then
+  first=300000
   while [ "$(stored)" -lt 1000000 ]; do
-    more=$(run_wrk "$port" 20)
+    # Fresh ids and timestamps for each run: 10 s at this rate stays within the 300,000
+    # requests, so none is a duplicate and none fails the timestamp check.
+    wrk_prepare "$work" 150000 "$first"; first=$(( first + 300000 ))
+    more=$(run_wrk "$port" 10)
     acked=$(( acked + $(echo "$more" | python3 -c "import json,sys; j=json.load(sys.stdin); print(j['requests'] - j['non_2xx'])") ))
   done
   sleep 2

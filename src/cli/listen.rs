@@ -152,23 +152,21 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
                 }
                 event = events_rx.recv() => {
                     let Some(stored) = event else { break };
-                    // The deliveries already waiting go out in one write (under load, a write
-                    // per line was most of this thread's time).
-                    lines.clear();
-                    let mut next = Some(stored);
-                    while let Some(stored) = next.take() {
-                        if json {
-                            lines.push_str(&report::delivery_json(&stored).to_string());
-                        } else {
-                            lines.push_str(&report::human_lines(&stored, &zone));
-                        }
-                        lines.push('\n');
-                        if lines.len() < 64 * 1024 {
-                            next = events_rx.try_recv().ok();
-                        }
-                    }
+                    let printed = print_waiting(
+                        stored,
+                        || events_rx.try_recv().ok(),
+                        |stored, lines| {
+                            if json {
+                                lines.push_str(&report::delivery_json(stored).to_string());
+                            } else {
+                                lines.push_str(&report::human_lines(stored, &zone));
+                            }
+                        },
+                        &mut stdout,
+                        &mut lines,
+                    );
                     // A closed stdout (e.g. `| head`) ends the command rather than panicking.
-                    if stdout.write_all(lines.as_bytes()).and_then(|_| stdout.flush()).is_err() {
+                    if printed.is_err() {
                         break;
                     }
                     // Let the next deliveries gather before waiting again: a receiver that
@@ -187,6 +185,36 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
     store.shutdown();
     Ok(ExitCode::SUCCESS)
 }
+
+/// Prints `first` and every delivery already waiting (`next`), a line each (`render`), in writes
+/// of about 64 KiB (under load, a write per line was most of the main thread's time), until none
+/// is left. Stopping after the first 64 KiB, then letting deliveries gather for
+/// [`LINES_GATHER`], held `listen` to 64 KiB of lines per 10 ms: ~6,000 deliveries/s with
+/// `--json`, ~16,000/s with failed timestamps (BENCHMARKS.md, issue 19, seventh pass).
+fn print_waiting<T>(
+    first: T,
+    mut next: impl FnMut() -> Option<T>,
+    mut render: impl FnMut(&T, &mut String),
+    out: &mut impl std::io::Write,
+    lines: &mut String,
+) -> std::io::Result<()> {
+    lines.clear();
+    let mut item = Some(first);
+    while let Some(this) = item.take() {
+        render(&this, lines);
+        lines.push('\n');
+        item = next();
+        if lines.len() >= PRINT_CHUNK || item.is_none() {
+            out.write_all(lines.as_bytes())?;
+            out.flush()?;
+            lines.clear();
+        }
+    }
+    Ok(())
+}
+
+/// About how many bytes of lines `listen` writes at once.
+const PRINT_CHUNK: usize = 64 * 1024;
 
 /// How long `listen` lets deliveries gather after printing some, before it waits for more.
 const LINES_GATHER: std::time::Duration = std::time::Duration::from_millis(10);
@@ -281,4 +309,97 @@ pub(crate) async fn terminated() {
         }
     }
     std::future::pending::<()>().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A writer that records each write's size.
+    #[derive(Default)]
+    struct Writes {
+        bytes: Vec<u8>,
+        sizes: Vec<usize>,
+    }
+
+    impl std::io::Write for Writes {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.bytes.extend_from_slice(buf);
+            self.sizes.push(buf.len());
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn every_waiting_delivery_is_printed_in_chunks_before_the_loop_waits_again() {
+        // 300 deliveries of 1 KiB lines wait: ~300 KiB, several chunks.
+        let mut waiting = 1..300;
+        let mut out = Writes::default();
+        let mut lines = String::new();
+        print_waiting(
+            0,
+            || waiting.next(),
+            |n, lines| lines.push_str(&format!("{n:0>1023}")),
+            &mut out,
+            &mut lines,
+        )
+        .expect("printed");
+        assert_eq!(waiting.next(), None, "a delivery was left waiting");
+        let text = String::from_utf8(out.bytes).expect("utf-8");
+        let printed: Vec<usize> = text
+            .lines()
+            .map(|l| l.trim_start_matches('0').parse().unwrap_or(0))
+            .collect();
+        assert_eq!(printed, (0..300).collect::<Vec<_>>());
+        // Whole lines, at most about a chunk per write.
+        assert!(
+            out.sizes.len() >= 300 * 1024 / PRINT_CHUNK,
+            "{:?}",
+            out.sizes
+        );
+        assert!(
+            out.sizes
+                .iter()
+                .all(|&n| n < PRINT_CHUNK + 1024 && n % 1024 == 0)
+        );
+    }
+
+    #[test]
+    fn a_lone_delivery_is_printed_at_once_and_a_closed_stdout_is_an_error() {
+        let mut out = Writes::default();
+        let mut lines = String::new();
+        print_waiting(
+            7,
+            || None,
+            |n, l| l.push_str(&n.to_string()),
+            &mut out,
+            &mut lines,
+        )
+        .expect("printed");
+        assert_eq!(out.bytes, b"7\n");
+        struct Closed;
+        impl std::io::Write for Closed {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                Err(std::io::ErrorKind::BrokenPipe.into())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let result = print_waiting(
+            7,
+            || None,
+            |n, l| l.push_str(&n.to_string()),
+            &mut Closed,
+            &mut lines,
+        );
+        assert_eq!(
+            result.map_err(|e| e.kind()),
+            Err(std::io::ErrorKind::BrokenPipe)
+        );
+    }
 }

@@ -1,6 +1,5 @@
 //! `hookscope listen`: the receiver headless, each delivery printed as it arrives.
 
-use std::io::Write as _;
 use std::net::IpAddr;
 use std::process::ExitCode;
 use std::sync::{Arc, RwLock};

@@ -165,14 +165,16 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
                         &mut lines,
                     );
                     // A closed stdout (e.g. `| head`) ends the command rather than panicking.
-                    if printed.is_err() {
-                        break;
-                    }
+                    let Ok(emptied) = printed else { break };
                     // Let the next deliveries gather before waiting again: a receiver that
                     // finds this loop asleep on the channel must wake it (a system call on the
                     // answer's path), one that finds it here does not. Idle, the loop still
-                    // waits on the channel and prints a lone delivery at once.
-                    tokio::time::sleep(LINES_GATHER).await;
+                    // waits on the channel and prints a lone delivery at once. When more were
+                    // waiting than a turn prints, the next turn comes at once (after a look at
+                    // Ctrl-C and the store's health).
+                    if emptied {
+                        tokio::time::sleep(LINES_GATHER).await;
+                    }
                 }
                 _ = &mut ctrl_c => break,
                 _ = &mut term => break,
@@ -185,32 +187,41 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Prints `first` and every delivery already waiting (`next`), a line each (`render`), in writes
+/// Prints `first` and the deliveries already waiting (`next`), a line each (`render`), in writes
 /// of about 64 KiB (under load, a write per line was most of the main thread's time), until none
-/// is left. Stopping after the first 64 KiB, then letting deliveries gather for
-/// [`LINES_GATHER`], held `listen` to 64 KiB of lines per 10 ms: ~6,000 deliveries/s with
-/// `--json`, ~16,000/s with failed timestamps (BENCHMARKS.md, issue 19, seventh pass).
+/// is left or [`PRINT_TURN`] were printed; answers whether none is left. Stopping after the first
+/// 64 KiB, then letting deliveries gather for [`LINES_GATHER`], held `listen` to 64 KiB of lines
+/// per 10 ms: ~6,000 deliveries/s with `--json`, ~16,000/s with failed timestamps (BENCHMARKS.md,
+/// issue 19, seventh pass).
 fn print_waiting<T>(
     first: T,
     mut next: impl FnMut() -> Option<T>,
     mut render: impl FnMut(&T, &mut String),
     out: &mut impl std::io::Write,
     lines: &mut String,
-) -> std::io::Result<()> {
+) -> std::io::Result<bool> {
     lines.clear();
     let mut item = Some(first);
+    let mut printed = 0;
     while let Some(this) = item.take() {
         render(&this, lines);
         lines.push('\n');
-        item = next();
+        printed += 1;
+        if printed < PRINT_TURN {
+            item = next();
+        }
         if lines.len() >= PRINT_CHUNK || item.is_none() {
             out.write_all(lines.as_bytes())?;
             out.flush()?;
             lines.clear();
         }
     }
-    Ok(())
+    Ok(printed < PRINT_TURN)
 }
+
+/// The most deliveries a turn of `listen`'s loop prints: a stdout slower than the deliveries
+/// (a terminal) must not keep the loop from Ctrl-C.
+const PRINT_TURN: usize = EVENTS_WAITING;
 
 /// About how many bytes of lines `listen` writes at once.
 const PRINT_CHUNK: usize = 64 * 1024;
@@ -339,7 +350,7 @@ mod tests {
         let mut waiting = 1..300;
         let mut out = Writes::default();
         let mut lines = String::new();
-        print_waiting(
+        let emptied = print_waiting(
             0,
             || waiting.next(),
             |n, lines| lines.push_str(&format!("{n:0>1023}")),
@@ -347,6 +358,7 @@ mod tests {
             &mut lines,
         )
         .expect("printed");
+        assert!(emptied);
         assert_eq!(waiting.next(), None, "a delivery was left waiting");
         let text = String::from_utf8(out.bytes).expect("utf-8");
         let printed: Vec<usize> = text
@@ -368,10 +380,36 @@ mod tests {
     }
 
     #[test]
+    fn a_turn_prints_at_most_as_many_as_the_channel_holds_and_says_more_wait() {
+        // More waiting than a turn prints: the loop must get back to Ctrl-C in between.
+        let mut waiting = 1..(PRINT_TURN + 1000);
+        let mut out = Writes::default();
+        let mut lines = String::new();
+        let emptied = print_waiting(
+            0,
+            || waiting.next(),
+            |n, l| l.push_str(&n.to_string()),
+            &mut out,
+            &mut lines,
+        )
+        .expect("printed");
+        assert!(!emptied);
+        let printed = String::from_utf8(out.bytes).expect("utf-8");
+        assert_eq!(printed.lines().count(), PRINT_TURN);
+        let last = (PRINT_TURN - 1).to_string();
+        assert_eq!(printed.lines().last(), Some(last.as_str()));
+        assert_eq!(
+            waiting.next(),
+            Some(PRINT_TURN),
+            "the next turn starts where this one ended"
+        );
+    }
+
+    #[test]
     fn a_lone_delivery_is_printed_at_once_and_a_closed_stdout_is_an_error() {
         let mut out = Writes::default();
         let mut lines = String::new();
-        print_waiting(
+        let emptied = print_waiting(
             7,
             || None,
             |n, l| l.push_str(&n.to_string()),
@@ -379,6 +417,7 @@ mod tests {
             &mut lines,
         )
         .expect("printed");
+        assert!(emptied);
         assert_eq!(out.bytes, b"7\n");
         struct Closed;
         impl std::io::Write for Closed {

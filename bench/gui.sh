@@ -14,7 +14,10 @@ if [ ! -f "$dir/hookscope.sqlite" ]; then
   ./target/release/hookscope-dev --data-dir "$dir" seed --count "$count"
 fi
 du -h "$dir/hookscope.sqlite"
-HOOKSCOPE_BENCH_DIR="$dir" cargo test --release --quiet --bin hookscope -- --ignored --nocapture bench_gui 2>&1 \
+# One benchmark at a time: side by side on 2 cores, each took the other's frames and queries
+# (scrolling p95 7.0-9.1 ms together, 3.5-4.5 ms alone; BENCHMARKS.md, issue 19, seventh pass).
+HOOKSCOPE_BENCH_DIR="$dir" cargo test --release --quiet --bin hookscope -- --ignored --nocapture \
+  --test-threads=1 bench_gui 2>&1 \
   | grep -vE '^(running|test |$)'
 if command -v Xvfb >/dev/null; then
   Xvfb :77 -screen 0 1400x900x24 >/dev/null 2>&1 & xvfb=$!

@@ -14,21 +14,23 @@ port_of() { # wait for "listening on http://127.0.0.1:PORT" in a log
 
 field() { python3 -c "import json,sys; print(round(json.load(sys.stdin)['$1'], 2))"; }
 
-# wrk_prepare WORK PER_THREAD [FIRST]: writes WORK/wrk.lua and two slices of PER_THREAD requests,
-# each a 1 KiB Standard Webhooks JSON body pre-signed now with its own webhook-id (wrk_N from
-# N = FIRST, default 0; apart from hookscope-dev load's msg_N). One slice per wrk thread.
-# The receiver's tolerance is 5 minutes: requests signed longer ago fail the timestamp check,
-# and such a delivery costs listen about a fifth more CPU (BENCHMARKS.md, issue 19, seventh
+# wrk_prepare WORK PER_THREAD [FIRST] [AGE]: writes WORK/wrk.lua and two slices of PER_THREAD
+# requests, each a 1 KiB Standard Webhooks JSON body pre-signed with its own webhook-id (wrk_N
+# from N = FIRST, default 0; apart from hookscope-dev load's msg_N), stamped AGE seconds ago
+# (default 0: now). One slice per wrk thread.
+# The receiver's tolerance is 5 minutes: requests stamped longer ago fail the timestamp check,
+# and such a delivery costs listen about an eighth more CPU (BENCHMARKS.md, issue 19, seventh
 # pass), so a script that runs wrk later than that prepares again.
 wrk_prepare() {
-  local work=$1 per_thread=$2 first=${3:-0}
+  local work=$1 per_thread=$2 first=${3:-0} age=${4:-0}
   wrk_work=$1
   command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk) >/dev/null
-  python3 - "$work" "$per_thread" "$secret" "$first" <<'PY'
+  python3 - "$work" "$per_thread" "$secret" "$first" "$age" <<'PY'
 import base64, hashlib, hmac, sys, time
-work, per_thread, secret, first = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+work, per_thread, secret = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+first, age = int(sys.argv[4]), int(sys.argv[5])
 key = base64.b64decode(secret.removeprefix("whsec_"))
-ts = str(int(time.time()))
+ts = str(int(time.time()) - age)
 open(f"{work}/timestamp", "w").write(ts)
 for t in range(2):
     with open(f"{work}/requests-{t + 1}.txt", "w") as f:

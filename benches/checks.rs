@@ -56,6 +56,80 @@ fn delivery(body: &str, signature: String) -> Delivery {
     }
 }
 
+/// A row as `bench/run.sh`'s wrk requests make it (`bench/common.sh`, `wrk_prepare`): the
+/// header blob the store keeps, and the 1 KiB body.
+fn wrk_row(scheme: &Scheme, n: u64) -> (Vec<u8>, Vec<u8>) {
+    let pad = "a".repeat(1024 - 90);
+    let body = format!(
+        r#"{{"id":"evt_{n}","type":"job.completed","data":{{"job_id":"job_{}","status":"completed","pad":"{pad}"}}}}"#,
+        n / 3
+    );
+    let mut headers = vec![
+        Header::new("host", "127.0.0.1:40123"),
+        Header::new("content-type", "application/json"),
+    ];
+    headers.extend(
+        scheme
+            .sign(
+                &[Secret::new(SECRET)],
+                &format!("wrk_{n}"),
+                1_700_000_000,
+                body.as_bytes(),
+            )
+            .expect("signs"),
+    );
+    headers.push(Header::new("content-length", body.len().to_string()));
+    (
+        hookscope::domain::delivery::encode_headers(&headers),
+        body.into_bytes(),
+    )
+}
+
+/// Packing rows as the store's writer does, with a dictionary made from the 64 rows before them.
+fn packing(scheme: &Scheme) {
+    let rows: Vec<(Vec<u8>, Vec<u8>)> = (0..10_064).map(|n| wrk_row(scheme, n)).collect();
+    let (samples, rows) = rows.split_at(64);
+    let newest_first: Vec<_> = samples.iter().rev().cloned().collect();
+    let packing = hookscope::store::BenchPacking::new(&newest_first);
+    let mut size = 0;
+    for (headers, body) in rows {
+        let (h, b) = packing.pack(headers, body).expect("packs");
+        assert_eq!(
+            packing.unpack(&h, &b).as_ref(),
+            Some(&(headers.clone(), body.clone()))
+        );
+        size += h.len() + b.len();
+    }
+    let took = median(
+        || {
+            for (headers, body) in rows {
+                drop(packing.pack(headers, body));
+            }
+        },
+        9,
+    );
+    // In `listen` the writer packs a row between SQLite's inserts, which push the codec's index
+    // and dictionary out of the cache: the same rows with 2 MiB read between two.
+    let other = vec![1u64; 256 * 1024];
+    let mut sum = 0u64;
+    let mut cold = Duration::ZERO;
+    for (headers, body) in rows.iter().take(2_000) {
+        sum = other.iter().fold(sum, |s, x| s.wrapping_add(*x));
+        let t = Instant::now();
+        drop(packing.pack(headers, body));
+        cold += t.elapsed();
+    }
+    std::hint::black_box(sum);
+    let input: usize = rows.iter().map(|(h, b)| h.len() + b.len()).sum();
+    println!(
+        "packing a wrk row ({} B of headers and body): {:.2} us each, {:.2} us with the cache taken between rows; {} B packed",
+        input / rows.len(),
+        took.as_secs_f64() * 1e6 / rows.len() as f64,
+        cold.as_secs_f64() * 1e6 / 2_000.0,
+        size / rows.len()
+    );
+}
+
 fn main() {
     let scheme = Scheme::preset("standard-webhooks").expect("preset");
     let endpoint = Endpoint {
@@ -71,6 +145,7 @@ fn main() {
         },
         ..endpoint.clone()
     };
+    packing(&scheme);
     for size in [1024usize, 1024 * 1024] {
         let body = json_body(size);
         let signed = scheme

@@ -36,6 +36,8 @@ pub use error::StoreError;
 pub use handle::{Store, StoreWriter};
 pub use health::{Health, HealthReport, Trouble};
 pub use lock::CaptureLock;
+#[doc(hidden)]
+pub use pack::BenchPacking;
 pub use reader::Reader;
 pub use records::{ListRow, NewRecord, StoredDelivery};
 pub use writer::Maintenance;

@@ -70,21 +70,7 @@ impl Packing {
         if samples.len() < SAMPLES {
             return Ok(None);
         }
-        // Bodies first, then header blobs; newest last, so the likeliest copies are the ones the
-        // codec tries first.
-        let mut bodies = Vec::new();
-        let mut headers = Vec::new();
-        for (h, b) in samples.iter().rev() {
-            if bodies.len() < BODIES_SIZE {
-                bodies.extend_from_slice(&b[..b.len().min(SAMPLE_BODY)]);
-            }
-            if headers.len() < HEADERS_SIZE {
-                headers.extend_from_slice(h);
-            }
-        }
-        bodies.truncate(BODIES_SIZE);
-        headers.truncate(HEADERS_SIZE);
-        bodies.extend_from_slice(&headers);
+        let bodies = dictionary_bytes(&samples);
         conn.execute(
             "INSERT INTO dictionaries (bytes) VALUES (?1)",
             params![bodies],
@@ -105,6 +91,50 @@ impl Packing {
         let mut packed_body = Vec::with_capacity(body.len() / 2 + 4);
         self.dict.encode_into(body, &mut packed_body);
         Some((packed_headers, packed_body))
+    }
+}
+
+/// A dictionary's bytes from sample rows (header blob, body), newest first: bodies first, then
+/// header blobs; newest last, so the likeliest copies are the ones the codec tries first.
+fn dictionary_bytes(samples: &[(Vec<u8>, Vec<u8>)]) -> Vec<u8> {
+    let mut bodies = Vec::new();
+    let mut headers = Vec::new();
+    for (h, b) in samples.iter().rev() {
+        if bodies.len() < BODIES_SIZE {
+            bodies.extend_from_slice(&b[..b.len().min(SAMPLE_BODY)]);
+        }
+        if headers.len() < HEADERS_SIZE {
+            headers.extend_from_slice(h);
+        }
+    }
+    bodies.truncate(BODIES_SIZE);
+    headers.truncate(HEADERS_SIZE);
+    bodies.extend_from_slice(&headers);
+    bodies
+}
+
+/// Packing with a dictionary made from sample rows as the writer makes it, outside any store:
+/// for `cargo bench --bench checks` (the codec on realistic rows), not for use.
+#[doc(hidden)]
+pub struct BenchPacking(Packing);
+
+impl BenchPacking {
+    /// A dictionary of `samples` (header blob, body), newest first, as [`Packing::learn`] makes.
+    pub fn new(samples: &[(Vec<u8>, Vec<u8>)]) -> BenchPacking {
+        BenchPacking(Packing {
+            id: 0,
+            dict: Dictionary::new(dictionary_bytes(samples)),
+        })
+    }
+
+    /// What the writer stores for a row: the header blob and the body packed.
+    pub fn pack(&self, headers: &[u8], body: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
+        self.0.pack(headers, body)
+    }
+
+    /// The header blob and body that `pack` made, read back.
+    pub fn unpack(&self, headers: &[u8], body: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
+        Some((self.0.dict.decode(headers)?, self.0.dict.decode(body)?))
     }
 }
 

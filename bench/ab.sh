@@ -8,6 +8,9 @@
 # With PROBE=1, `hookscope-dev disk-probe` times small synced writes on the same file system every
 # 5 ms meanwhile, and each 100 ms in which an acknowledgement took over 20 ms is printed beside
 # the probe's slowest write within 100 ms of it (bench/stalls.sh).
+# The variant `floor` is the control: `hookscope-dev bare --durable` (checks each signature and
+# syncs each body before answering, nothing more) through the same phases, so a round where it
+# misses too is the machine's, not listen's:   ROUNDS=6 bench/ab.sh floor ./target/release/hookscope
 # The issue-19 experiments in BENCHMARKS.md ("third pass", "fourth pass") were run this way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,13 +29,19 @@ for round in $(seq "${ROUNDS:-2}"); do
     if (( SECONDS - prepared > 240 )); then
       wrk_prepare "$work" 150000; sync; prepared=$SECONDS
     fi
-    rm -rf "$work/store"
-    $variant --data-dir "$work/store" listen --port 0 --scheme standard-webhooks --secret "$secret" \
-      >/dev/null 2>"$work/listen.log" & pid=$!
+    rm -rf "$work/store" "$work/floor"
+    if [ "$variant" = floor ]; then
+      $dev bare --port 0 --durable "$work/floor" --secret "$secret" 2>"$work/listen.log" & pid=$!
+      watch=()
+    else
+      $variant --data-dir "$work/store" listen --port 0 --scheme standard-webhooks --secret "$secret" \
+        >/dev/null 2>"$work/listen.log" & pid=$!
+      watch=(--watch-store "$work/store/hookscope.sqlite")
+    fi
     port=$(port_of "$work/listen.log")
     url="http://127.0.0.1:$port/hooks"
     paced() { $dev load --url "$url" --connections 64 --seconds 10 --rate 2000 --scheme standard-webhooks \
-      --secret "$secret" --watch-store "$work/store/hookscope.sqlite"; }
+      --secret "$secret" "${watch[@]}"; }
     $dev load --url "$url" --connections 8 --seconds 2 --scheme standard-webhooks --secret "$secret" >/dev/null
     echo '{}' >"$work/probe.json"
     if [ -n "${PROBE:-}" ]; then
@@ -43,15 +52,18 @@ for round in $(seq "${ROUNDS:-2}"); do
     wal=$(stat -c %s "$work/store/hookscope.sqlite-wal" 2>/dev/null || echo 0)
     after=$(paced)
     if [ -n "${PROBE:-}" ]; then wait "$probe"; fi
-    kill -INT "$pid"; wait "$pid" 2>/dev/null || true
+    # A background job ignores SIGINT (listen sets its own handler; the floor does not).
+    if [ "$variant" = floor ]; then kill -TERM "$pid"; else kill -INT "$pid"; fi
+    wait "$pid" 2>/dev/null || true
     python3 - "$round" "$variant" "$fresh" "$burst" "$after" "$wal" "$work/probe.json" <<'PY'
 import json, sys
 round_, variant, fresh, burst, after, wal, probe = sys.argv[1:]
 last = lambda t: json.loads([l for l in t.splitlines() if l.startswith("{")][-1])
 f, b, a, p = last(fresh), json.loads(burst), last(after), json.load(open(probe))
-print(f"round {round_} {variant}: fresh p99 {f['p99_ms']:.2f} ms (visible max {f['visible']['max_ms']:.0f}) | "
+seen = lambda phase, key: f"{phase['visible'][key]:.0f}" if phase.get("visible") else "-"
+print(f"round {round_} {variant}: fresh p99 {f['p99_ms']:.2f} ms (visible max {seen(f, 'max_ms')}) | "
       f"burst {b['per_second']:.0f} req/s, WAL {int(wal) / 1e6:.0f} MB | after p99 {a['p99_ms']:.2f} ms, "
-      f"max {a['max_ms']:.1f} (visible p99/max {a['visible']['p99_ms']:.0f}/{a['visible']['max_ms']:.0f})")
+      f"max {a['max_ms']:.1f} (visible p99/max {seen(a, 'p99_ms')}/{seen(a, 'max_ms')})")
 if p:
     for kind in ("append", "overwrite"):
         t = p[kind]

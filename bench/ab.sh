@@ -30,13 +30,14 @@ for round in $(seq "${ROUNDS:-2}"); do
       wrk_prepare "$work" 150000; sync; prepared=$SECONDS
     fi
     rm -rf "$work/store" "$work/floor"
+    # A background job ignores SIGINT: listen sets its own handler, the floor does not.
     if [ "$variant" = floor ]; then
       $dev bare --port 0 --durable "$work/floor" --secret "$secret" 2>"$work/listen.log" & pid=$!
-      watch=()
+      watch=(); stop=TERM
     else
       $variant --data-dir "$work/store" listen --port 0 --scheme standard-webhooks --secret "$secret" \
         >/dev/null 2>"$work/listen.log" & pid=$!
-      watch=(--watch-store "$work/store/hookscope.sqlite")
+      watch=(--watch-store "$work/store/hookscope.sqlite"); stop=INT
     fi
     port=$(port_of "$work/listen.log")
     url="http://127.0.0.1:$port/hooks"
@@ -58,9 +59,7 @@ for round in $(seq "${ROUNDS:-2}"); do
     after=$(paced)
     cpu3=$(head -1 /proc/stat)
     if [ -n "${PROBE:-}" ]; then wait "$probe"; fi
-    # A background job ignores SIGINT (listen sets its own handler; the floor does not).
-    if [ "$variant" = floor ]; then kill -TERM "$pid"; else kill -INT "$pid"; fi
-    wait "$pid" 2>/dev/null || true
+    kill -"$stop" "$pid"; wait "$pid" 2>/dev/null || true
     python3 - "$round" "$variant" "$fresh" "$burst" "$after" "$wal" "$work/probe.json" \
       "$cpu0" "$cpu1" "$cpu2" "$cpu3" <<'PY'
 import json, sys

@@ -61,20 +61,16 @@ for round in $(seq "${ROUNDS:-2}"); do
     if [ -n "${PROBE:-}" ]; then wait "$probe"; fi
     kill -"$stop" "$pid"; wait "$pid" 2>/dev/null || true
     python3 - "$round" "$variant" "$fresh" "$burst" "$after" "$wal" "$work/probe.json" \
-      "$cpu0" "$cpu1" "$cpu2" "$cpu3" <<'PY'
+      "$(steal_pct "$cpu0" "$cpu1")" "$(steal_pct "$cpu2" "$cpu3")" <<'PY'
 import json, sys
-round_, variant, fresh, burst, after, wal, probe = sys.argv[1:8]
-cpu = [list(map(int, line.split()[1:9])) for line in sys.argv[8:12]]
-def steal(a, b):  # /proc/stat: user nice system idle iowait irq softirq steal
-    d = [y - x for x, y in zip(a, b)]
-    return 100 * d[7] / max(sum(d), 1)
+round_, variant, fresh, burst, after, wal, probe, steal_fresh, steal_after = sys.argv[1:10]
 last = lambda t: json.loads([l for l in t.splitlines() if l.startswith("{")][-1])
 f, b, a, p = last(fresh), json.loads(burst), last(after), json.load(open(probe))
 seen = lambda phase, key: f"{phase['visible'][key]:.0f}" if phase.get("visible") else "-"
 print(f"round {round_} {variant}: fresh p99 {f['p99_ms']:.2f} ms (visible max {seen(f, 'max_ms')}) | "
       f"burst {b['per_second']:.0f} req/s, WAL {int(wal) / 1e6:.0f} MB | after p99 {a['p99_ms']:.2f} ms, "
       f"max {a['max_ms']:.1f} (visible p99/max {seen(a, 'p99_ms')}/{seen(a, 'max_ms')}) | "
-      f"steal {steal(cpu[0], cpu[1]):.1f} / {steal(cpu[2], cpu[3]):.1f} %")
+      f"steal {steal_fresh} / {steal_after} %")
 if p:
     for kind in ("append", "overwrite"):
         t = p[kind]

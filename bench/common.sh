@@ -14,6 +14,16 @@ port_of() { # wait for "listening on http://127.0.0.1:PORT" in a log
 
 field() { python3 -c "import json,sys; print(round(json.load(sys.stdin)['$1'], 2))"; }
 
+# steal_pct BEFORE AFTER: the host's steal share (%) of all CPU time between two "cpu" lines of
+# /proc/stat (user nice system idle iowait irq softirq steal): whether a slow phase was the host's.
+steal_pct() {
+  python3 -c '
+import sys
+a, b = ([int(x) for x in l.split()[1:9]] for l in sys.argv[1:3])
+d = [y - x for x, y in zip(a, b)]
+print(f"{100 * d[7] / max(sum(d), 1):.1f}")' "$1" "$2"
+}
+
 # wrk_prepare WORK PER_THREAD [FIRST] [AGE]: writes WORK/wrk.lua and two slices of PER_THREAD
 # requests, each a 1 KiB Standard Webhooks JSON body pre-signed with its own webhook-id (wrk_N
 # from N = FIRST, default 0; apart from hookscope-dev load's msg_N), stamped AGE seconds ago

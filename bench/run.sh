@@ -36,6 +36,19 @@ stored() { $bin --data-dir "$work/store" list --json --limit 1 \
   | python3 -c "import json,sys; t=sys.stdin.read().strip(); print(json.loads(t)['id'] if t else 0)"; }
 count() { echo "$1" | field acknowledged | cut -d. -f1; }
 
+# phase NAME CMD...: runs CMD with its output kept in $NAME, and notes when it started and the
+# host's steal share of the CPU while it ran, printed after the figures: a slow phase is then
+# seen to be the host's or not.
+phases=()
+phase() {
+  local name=$1 start before out
+  shift
+  start=$(date -u +%T.%N | cut -c1-12); before=$(head -1 /proc/stat)
+  out=$("$@")
+  printf -v "$name" '%s' "$out"
+  phases+=("$name: started $start UTC, host steal $(steal_pct "$before" "$(head -1 /proc/stat)") %")
+}
+
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {print int($2/1048576)}' /proc/meminfo) GiB; $(date -u +%Y-%m-%dT%H:%MZ)"
 wrk_prepare "$work" 150000
 # The request files are hundreds of MB: let them reach the disk now, not while listen's journal
@@ -44,13 +57,13 @@ sync
 
 # 1. The ceiling.
 $dev bare --port 0 2>"$work/bare.log" & pids+=($!)
-bare=$(run_wrk "$(port_of "$work/bare.log")" "$secs")
+phase bare run_wrk "$(port_of "$work/bare.log")" "$secs"
 kill "${pids[-1]}"
 $dev bare --port 0 --durable "$work/floor" --secret "$secret" 2>"$work/floor.log" & pids+=($!)
-floor=$(run_wrk "$(port_of "$work/floor.log")" "$secs")
+phase floor run_wrk "$(port_of "$work/floor.log")" "$secs"
 kill "${pids[-1]}"; rm -rf "$work/floor"; sync
 $dev bare --port 0 --durable "$work/floor" --secret "$secret" --tables 2>"$work/floor.log" & pids+=($!)
-tables=$(run_wrk "$(port_of "$work/floor.log")" "$secs")
+phase tables run_wrk "$(port_of "$work/floor.log")" "$secs"
 sleep 0.2
 tables_rows=$(python3 -c "import sqlite3; print(sqlite3.connect('$work/floor/bare.sqlite').execute('SELECT COUNT(*) FROM deliveries').fetchone()[0])")
 kill "${pids[-1]}"; rm -rf "$work/floor"; sync
@@ -64,14 +77,14 @@ paced() { $dev load --url "$url" --connections 64 --seconds "$secs" --rate 2000 
   --scheme standard-webhooks --secret "$secret" --watch-store "$work/store/hookscope.sqlite"; }
 warm=$($dev load --url "$url" --connections 8 --seconds 2 --scheme standard-webhooks --secret "$secret")
 rss_warm=$(rss_mib "$listen_pid")
-fresh=$(paced)
+phase fresh paced
 acked=$(( $(count "$warm") + $(count "$fresh") )); after_fresh=$(stored)
 
 # 3. The burst: wrk against listen.
-burst=$(run_wrk "$port" "$secs")
+phase burst run_wrk "$port" "$secs"
 acked=$(( acked + $(echo "$burst" | python3 -c "import json,sys; j=json.load(sys.stdin); print(j['requests'] - j['non_2xx'])") ))
 # 4. Right after it.
-after=$(paced)
+phase after paced
 acked_burst=$acked
 acked=$(( acked + $(count "$after") )); after_burst=$(stored); acked_after=$acked
 
@@ -129,5 +142,6 @@ echo "raw: fresh=$fresh"
 echo "raw: burst=$burst"
 echo "raw: after=$after"
 echo "(acknowledged before the 4th phase: $acked_burst)"
+printf 'phase %s\n' "${phases[@]}"
 echo
 bench/trickle.sh

@@ -72,8 +72,10 @@ function init(args)
 end
 -- Each thread reads its own requests at its first request: wrk runs every thread's init before
 -- it starts the next thread, and starts its clock after the last, so work done in init let the
--- first thread run alone, uncounted in the time and counted in the rate. Here both threads
--- start together and spend the same ~0.4 s in the measured time whatever the server.
+-- first thread run alone, uncounted in the time and counted in the rate. wrk calls the first
+-- thread's request() once before starting it (to check the request), so that thread reads its
+-- requests then; the second reads its own in its first ~0.4 s, inside the measured time, the
+-- same for every server. No request is sent before the clock starts.
 local function load()
   mine = {}
   local f = io.open("$work/requests-" .. slice .. ".bin", "rb")

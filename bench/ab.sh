@@ -48,20 +48,16 @@ for round in $(seq "${ROUNDS:-2}"); do
     if [ -n "${PROBE:-}" ]; then
       $dev disk-probe --dir "$work/probe" --seconds 34 >"$work/probe.json" & probe=$!
     fi
-    # The CPU's counters around each paced phase: the share the host took (steal) says whether a
-    # slow round was this machine's host.
-    cpu0=$(head -1 /proc/stat)
-    fresh=$(paced)
-    cpu1=$(head -1 /proc/stat)
+    # The share of the CPU the host took (steal) in each paced phase says whether a slow round
+    # was this machine's host.
+    phase fresh paced
     burst=$(run_wrk "$port" 10)
     wal=$(stat -c %s "$work/store/hookscope.sqlite-wal" 2>/dev/null || echo 0)
-    cpu2=$(head -1 /proc/stat)
-    after=$(paced)
-    cpu3=$(head -1 /proc/stat)
+    phase after paced
     if [ -n "${PROBE:-}" ]; then wait "$probe"; fi
     kill -"$stop" "$pid"; wait "$pid" 2>/dev/null || true
     python3 - "$round" "$variant" "$fresh" "$burst" "$after" "$wal" "$work/probe.json" \
-      "$(steal_pct "$cpu0" "$cpu1")" "$(steal_pct "$cpu2" "$cpu3")" <<'PY'
+      "$fresh_steal" "$after_steal" <<'PY'
 import json, sys
 round_, variant, fresh, burst, after, wal, probe, steal_fresh, steal_after = sys.argv[1:10]
 last = lambda t: json.loads([l for l in t.splitlines() if l.startswith("{")][-1])

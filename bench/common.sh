@@ -24,6 +24,21 @@ d = [y - x for x, y in zip(a, b)]
 print(f"{100 * d[7] / max(sum(d), 1):.1f}")' "$1" "$2"
 }
 
+# phase NAME CMD...: runs CMD with its output kept in $NAME and the host's steal share of the CPU
+# while it ran in ${NAME}_steal, and adds to the list `phases` when it started and that share (a
+# slow phase is then seen to be the host's or not).
+phases=()
+phase() {
+  local name=$1 start before out steal
+  shift
+  start=$(date -u +%T.%N | cut -c1-12); before=$(head -1 /proc/stat)
+  out=$("$@")
+  steal=$(steal_pct "$before" "$(head -1 /proc/stat)")
+  printf -v "$name" '%s' "$out"
+  printf -v "${name}_steal" '%s' "$steal"
+  phases+=("$name: started $start UTC, host steal $steal %")
+}
+
 # wrk_prepare WORK PER_THREAD [FIRST] [AGE]: writes WORK/wrk.lua and two slices of PER_THREAD
 # requests, each a 1 KiB Standard Webhooks JSON body pre-signed with its own webhook-id (wrk_N
 # from N = FIRST, default 0; apart from hookscope-dev load's msg_N), stamped AGE seconds ago
@@ -45,7 +60,6 @@ work, per_thread, secret = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 first, age = int(sys.argv[4]), int(sys.argv[5])
 key = base64.b64decode(secret.removeprefix("whsec_"))
 ts = str(int(time.time()) - age)
-open(f"{work}/timestamp", "w").write(ts)
 for t in range(2):
     with open(f"{work}/requests-{t + 1}.bin", "wb") as raw, open(f"{work}/requests-{t + 1}.len", "w") as lens:
         for i in range(per_thread):

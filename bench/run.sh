@@ -36,19 +36,6 @@ stored() { $bin --data-dir "$work/store" list --json --limit 1 \
   | python3 -c "import json,sys; t=sys.stdin.read().strip(); print(json.loads(t)['id'] if t else 0)"; }
 count() { echo "$1" | field acknowledged | cut -d. -f1; }
 
-# phase NAME CMD...: runs CMD with its output kept in $NAME, and notes when it started and the
-# host's steal share of the CPU while it ran, printed after the figures: a slow phase is then
-# seen to be the host's or not.
-phases=()
-phase() {
-  local name=$1 start before out
-  shift
-  start=$(date -u +%T.%N | cut -c1-12); before=$(head -1 /proc/stat)
-  out=$("$@")
-  printf -v "$name" '%s' "$out"
-  phases+=("$name: started $start UTC, host steal $(steal_pct "$before" "$(head -1 /proc/stat)") %")
-}
-
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {print int($2/1048576)}' /proc/meminfo) GiB; $(date -u +%Y-%m-%dT%H:%MZ)"
 wrk_prepare "$work" 150000
 # The request files are hundreds of MB: let them reach the disk now, not while listen's journal

@@ -11,6 +11,9 @@
 # The variant `floor` is the control: `hookscope-dev bare --durable` (checks each signature and
 # syncs each body before answering, nothing more) through the same phases, so a round where it
 # misses too is the machine's, not listen's:   ROUNDS=6 bench/ab.sh floor ./target/release/hookscope
+# With LATER=SECS, each round then waits SECS with nothing sent (the burst's WAL checkpointed and
+# truncated, the text index caught up) and runs a third paced phase on the same, now larger,
+# store: an after-burst figure that is the store's size, not the burst's backlog, shows there too.
 # The issue-19 experiments in BENCHMARKS.md ("third pass", "fourth pass") were run this way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,12 +57,14 @@ for round in $(seq "${ROUNDS:-2}"); do
     burst=$(run_wrk "$port" 10)
     wal=$(stat -c %s "$work/store/hookscope.sqlite-wal" 2>/dev/null || echo 0)
     phase after paced
+    later='{}'; later_steal=-
+    if [ -n "${LATER:-}" ]; then sleep "$LATER"; phase later paced; fi
     if [ -n "${PROBE:-}" ]; then wait "$probe"; fi
     kill -"$stop" "$pid"; wait "$pid" 2>/dev/null || true
     python3 - "$round" "$variant" "$fresh" "$burst" "$after" "$wal" "$work/probe.json" \
-      "$fresh_steal" "$after_steal" <<'PY'
+      "$fresh_steal" "$after_steal" "$later" "$later_steal" <<'PY'
 import json, sys
-round_, variant, fresh, burst, after, wal, probe, steal_fresh, steal_after = sys.argv[1:10]
+round_, variant, fresh, burst, after, wal, probe, steal_fresh, steal_after, later, steal_later = sys.argv[1:12]
 last = lambda t: json.loads([l for l in t.splitlines() if l.startswith("{")][-1])
 f, b, a, p = last(fresh), json.loads(burst), last(after), json.load(open(probe))
 seen = lambda phase, key: f"{phase['visible'][key]:.0f}" if phase.get("visible") else "-"
@@ -67,6 +72,10 @@ print(f"round {round_} {variant}: fresh p99 {f['p99_ms']:.2f} ms (visible max {s
       f"burst {b['per_second']:.0f} req/s, WAL {int(wal) / 1e6:.0f} MB | after p99 {a['p99_ms']:.2f} ms, "
       f"max {a['max_ms']:.1f} (visible p99/max {seen(a, 'p99_ms')}/{seen(a, 'max_ms')}) | "
       f"steal {steal_fresh} / {steal_after} %")
+if later != "{}":
+    l = last(later)
+    print(f"  later, after the pause: p99 {l['p99_ms']:.2f} ms, max {l['max_ms']:.1f} "
+          f"(visible p99/max {seen(l, 'p99_ms')}/{seen(l, 'max_ms')}) | steal {steal_later} %")
 if p:
     for kind in ("append", "overwrite"):
         t = p[kind]

@@ -188,12 +188,19 @@ pub const COMMIT_EVERY: std::time::Duration = std::time::Duration::from_millis(8
 /// instead. At 2,000/s with 80 ms, a reader in another process saw some deliveries 98–115 ms
 /// after their acknowledgement, over the 100 ms they may take, though every commit came within
 /// 90 ms of its transaction's start (traced): the rest is the reader's own turn on 2 busy cores.
-/// A trickle keeps [`COMMIT_EVERY`]: each commit rewrites pages, and at ~150/s committing every
-/// 60 ms wrote 10.0 × each delivery's size, against 8.7 ×.
-const COMMIT_BUSY: std::time::Duration = std::time::Duration::from_millis(50);
+/// Short commits hold the writer (and the deliveries waiting for it) for less each time: against
+/// 50 ms, 10 ms brought the p99 acknowledgement at 2,000/s right after a burst from a mean of
+/// 4.70 to 4.41 ms (16 phases each with the host's steal under 1 %; over 5 ms in 6 and in 2 of
+/// them), readers see a delivery ~11 ms after its answer instead of ~51 (p99), and a burst leaves
+/// a WAL of 18–45 MB instead of 178–376 MB. The price: ~55 % more bytes written at 2,000/s and
+/// ~10 % more of the writer's CPU there (BENCHMARKS.md, issue 19, tenth pass). A trickle keeps
+/// [`COMMIT_EVERY`]: each commit rewrites pages, and at ~150/s committing every 60 ms wrote
+/// 10.0 × each delivery's size, against 8.7 ×.
+const COMMIT_BUSY: std::time::Duration = std::time::Duration::from_millis(10);
 /// Rows in the open transaction from which it commits after [`COMMIT_BUSY`] (2,000/s fills
-/// this in 32 ms; a trickle of 150/s holds ~12 rows at [`COMMIT_EVERY`]).
-const BUSY_ROWS: usize = 64;
+/// this in 8 ms; a trickle of 150/s holds ~12 rows when [`COMMIT_EVERY`] commits them, so it
+/// never gets here).
+const BUSY_ROWS: usize = 16;
 /// The most rows one open transaction gathers before it commits regardless of time.
 const COMMIT_ROWS: usize = 8192;
 /// After this long without a write, the store checkpoints its WAL into the database file,

@@ -19,11 +19,11 @@ tick=$(getconf CLK_TCK)
 cpu_of() { read -ra s < <(sed 's/.*) //' "/proc/$1/stat"); echo $(( s[11] + s[12] )); }
 # run_wrk with wrk's own CPU (the rusage of the child that ran it) added to its JSON.
 wrk_cpu() {
-  python3 - "$1" "$2" "$work/wrk.lua" <<'PY'
+  local args
+  mapfile -t args < <(wrk_argv "$1" "$2")
+  python3 - "${args[@]}" <<'PY'
 import json, resource, subprocess, sys
-port, secs, script = sys.argv[1:4]
-r = subprocess.run(["wrk", "-t2", "-c64", f"-d{secs}s", "-s", script, f"http://127.0.0.1:{port}/hooks"],
-                   capture_output=True, text=True)
+r = subprocess.run(["wrk", *sys.argv[1:]], capture_output=True, text=True)
 line = next(l for l in r.stdout.splitlines() if l.startswith("JSON "))
 u = resource.getrusage(resource.RUSAGE_CHILDREN)
 result = json.loads(line[5:])
@@ -73,19 +73,18 @@ for _ in $(seq "${ROUNDS:-2}"); do
       quiet=$now
     done
     kill -TERM "$pid"; wait "$pid" 2>/dev/null || true
-    python3 - "$server" "$out" "$before" "$after" "$tick" "$quiet" "$fixed" "$stat_before" "$stat_after" <<'PY'
+    idle=$(cpu_pct "$stat_before" "$stat_after" 3 4); steal=$(steal_pct "$stat_before" "$stat_after")
+    python3 - "$server" "$out" "$before" "$after" "$tick" "$quiet" "$fixed" "$idle" "$steal" <<'PY'
 import json, sys
 server, out, before, after, tick = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
-quiet, fixed = int(sys.argv[6]), float(sys.argv[7])
-a, b = ([int(x) for x in l.split()[1:9]] for l in sys.argv[8:10])
-d = [y - x for x, y in zip(a, b)]
+quiet, fixed, idle, steal = int(sys.argv[6]), float(sys.argv[7]), float(sys.argv[8]), float(sys.argv[9])
 n = out["requests"]
 server_us = (after - before) / tick * 1e6 / n
 later_us = (quiet - after) / tick * 1e6 / n
 wrk_us = (out["wrk_cpu_s"] - fixed) * 1e6 / n
 print(f"{server:7} {out['per_second']:8.0f} req/s | server {server_us:5.1f} us + wrk {wrk_us:5.1f} us per request"
       f" (+ {later_us:4.1f} us after wrk stopped)"
-      f" | idle {100 * (d[3] + d[4]) / sum(d):4.1f} %, steal {100 * d[7] / sum(d):4.1f} %")
+      f" | idle {idle:4.1f} %, steal {steal:4.1f} %")
 PY
   done
 done

@@ -14,15 +14,19 @@ port_of() { # wait for "listening on http://127.0.0.1:PORT" in a log
 
 field() { python3 -c "import json,sys; print(round(json.load(sys.stdin)['$1'], 2))"; }
 
-# steal_pct BEFORE AFTER: the host's steal share (%) of all CPU time between two "cpu" lines of
-# /proc/stat (user nice system idle iowait irq softirq steal): whether a slow phase was the host's.
-steal_pct() {
+# cpu_pct BEFORE AFTER COLUMN...: the share (%) of all CPU time between two "cpu" lines of
+# /proc/stat that went to the given columns (0 user, 1 nice, 2 system, 3 idle, 4 iowait, 5 irq,
+# 6 softirq, 7 steal).
+cpu_pct() {
   python3 -c '
 import sys
 a, b = ([int(x) for x in l.split()[1:9]] for l in sys.argv[1:3])
 d = [y - x for x, y in zip(a, b)]
-print(f"{100 * d[7] / max(sum(d), 1):.1f}")' "$1" "$2"
+print(f"{100 * sum(d[int(c)] for c in sys.argv[3:]) / max(sum(d), 1):.1f}")' "$@"
 }
+
+# steal_pct BEFORE AFTER: the host's steal share of the CPU: whether a slow phase was the host's.
+steal_pct() { cpu_pct "$1" "$2" 7; }
 
 # phase NAME CMD...: runs CMD with its output kept in $NAME and the host's steal share of the CPU
 # while it ran in ${NAME}_steal, and adds to the list `phases` when it started and that share (a
@@ -118,7 +122,13 @@ LUA
 
 }
 
-# run_wrk PORT SECONDS: 2 threads, 64 connections; prints one JSON line of wrk's figures.
+# wrk_argv PORT SECONDS: the arguments every script runs wrk with (2 threads, 64 connections, the
+# requests wrk_prepare wrote), one per line.
+wrk_argv() { printf '%s\n' -t2 -c64 "-d${2}s" --latency -s "$wrk_work/wrk.lua" "http://127.0.0.1:$1/hooks"; }
+
+# run_wrk PORT SECONDS: prints one JSON line of wrk's figures.
 run_wrk() {
-  wrk -t2 -c64 -d"${2}s" --latency -s "$wrk_work/wrk.lua" "http://127.0.0.1:$1/hooks" | grep '^JSON ' | sed 's/^JSON //'
+  local args
+  mapfile -t args < <(wrk_argv "$1" "$2")
+  wrk "${args[@]}" | grep '^JSON ' | sed 's/^JSON //'
 }

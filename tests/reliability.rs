@@ -440,8 +440,52 @@ fn two_hundred_concurrent_deliveries_of_twenty_events_yield_twenty_firsts() {
     for t in threads {
         assert!(t.join().expect("join").starts_with("HTTP/1.1 200"));
     }
+    // The writer decides a batch's verdicts before it writes any of them: within a batch, as
+    // across batches, each copy after the first names the first's id and counts the copies
+    // before it exactly (1 to 9 for the ten copies of each event, each count once).
+    // Per event id: the ids of its firsts, and each copy's first id and sentence.
+    type Verdicts = (Vec<i64>, Vec<(i64, String)>);
+    let mut by_event: std::collections::HashMap<String, Verdicts> =
+        std::collections::HashMap::new();
     for _ in 0..200 {
-        listener.next_json();
+        let delivery = listener.next_json();
+        let duplicate = &delivery["checks"]["duplicate"];
+        let event = delivery["event_id"].as_str().expect("event id").to_string();
+        let (firsts, copies) = by_event.entry(event).or_default();
+        match duplicate["status"].as_str() {
+            Some("first") => firsts.push(delivery["id"].as_i64().expect("id")),
+            Some("duplicate") => copies.push((
+                duplicate["first_id"].as_i64().expect("first id"),
+                duplicate["detail"].as_str().expect("detail").to_string(),
+            )),
+            other => panic!("verdict {other:?}: {duplicate}"),
+        }
+    }
+    assert_eq!(by_event.len(), 20);
+    for (event, (firsts, copies)) in &by_event {
+        assert_eq!(firsts.len(), 1, "{event}: {firsts:?}");
+        let mut counts: Vec<String> = copies
+            .iter()
+            .map(|(first_id, detail)| {
+                assert_eq!(*first_id, firsts[0], "{event}: {detail}");
+                detail
+                    .split("already received ")
+                    .nth(1)
+                    .and_then(|rest| rest.split(" (").next())
+                    .expect("a count")
+                    .to_string()
+            })
+            .collect();
+        counts.sort_by_key(|c| {
+            c.split(' ')
+                .next()
+                .and_then(|n| n.parse::<u32>().ok())
+                .unwrap_or(1)
+        });
+        let expected: Vec<String> = std::iter::once("once".to_string())
+            .chain((2..=9).map(|n| format!("{n} times")))
+            .collect();
+        assert_eq!(counts, expected, "{event}");
     }
     let reader = Reader::open(&listener.store_path()).expect("store");
     assert_eq!(

@@ -195,8 +195,8 @@ pub(crate) fn open_connection(path: &Path, read_only: bool) -> Result<Connection
         // capturing writer turns that off and checkpoints on its own thread, src/store/writer.rs).
         conn.pragma_update(None, "cache_size", -65_536)
             .map_err(open_err)?;
-        // Statement journals (the writer's savepoints, upserts) in memory, not in temp files
-        // on disk: each was a second copy of every page a batch touched.
+        // Statement journals (upserts, multi-row updates and deletes) in memory, not in temp files
+        // on disk: each was a second copy of every page a statement touched.
         conn.pragma_update(None, "temp_store", "MEMORY")
             .map_err(open_err)?;
     }

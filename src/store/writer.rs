@@ -705,12 +705,12 @@ impl Writer<'_> {
         }
         let records: Vec<&NewRecord> = batch.iter().map(|(record, _)| record.as_ref()).collect();
         match self.write_journaled(&records) {
-            Ok(verdicts) => {
-                self.count_unpacked(verdicts.len());
+            Ok((rows, verdicts)) => {
                 let _ = self.place.health.ok();
                 for ((record, reply), (id, duplicate)) in batch.into_iter().zip(verdicts) {
                     let _ = reply.send(Ok(record.into_stored(id, duplicate)));
                 }
+                self.apply_journaled(&rows);
             }
             Err(BatchError::Journal(e)) => {
                 let refusal = self.place.io_failure(&e, batch.len() as u64);
@@ -723,16 +723,26 @@ impl Writer<'_> {
                     // One bad record must not fail its neighbours: write each alone, so
                     // every delivery gets its own verdict.
                     for (record, reply) in batch {
-                        let result = match self.write_journaled(&[&record]) {
-                            Ok(mut verdicts) => {
+                        // A failed write took the open transaction with it: what that held
+                        // is written again from the journal first.
+                        if !self.replay() {
+                            let _ = reply.send(Err(self.refusal()));
+                            continue;
+                        }
+                        match self.write_journaled(&[&record]) {
+                            Ok((rows, mut verdicts)) => {
                                 let _ = self.place.health.ok();
                                 let (id, duplicate) = verdicts.remove(0);
-                                Ok(record.into_stored(id, duplicate))
+                                let _ = reply.send(Ok(record.into_stored(id, duplicate)));
+                                self.apply_journaled(&rows);
                             }
-                            Err(BatchError::Sql(e)) => Err(self.place.failure(e, 1)),
-                            Err(BatchError::Journal(e)) => Err(self.place.io_failure(&e, 1)),
-                        };
-                        let _ = reply.send(result);
+                            Err(BatchError::Sql(e)) => {
+                                let _ = reply.send(Err(self.place.failure(e, 1)));
+                            }
+                            Err(BatchError::Journal(e)) => {
+                                let _ = reply.send(Err(self.place.io_failure(&e, 1)));
+                            }
+                        }
                     }
                 }
             },
@@ -759,54 +769,53 @@ impl Writer<'_> {
         }
     }
 
-    /// Decides, writes and journals the records inside a savepoint of the open transaction;
-    /// undoes them when the journal cannot take them.
-    fn write_journaled(
-        &mut self,
-        records: &[&NewRecord],
-    ) -> Result<Vec<(i64, DuplicateCheck)>, BatchError> {
+    /// Decides the records' ids and duplicate verdicts and journals their rows, which are then
+    /// answered and written by [`Writer::apply`]. Without a journal (another writer owns it),
+    /// the rows are written and committed here: the synced commit is what makes the answer
+    /// true, so it comes before the answer.
+    ///
+    /// With a journal, the batch's SQL comes after its answers: a delivery waits for its
+    /// journal's synced write, not for its batch's inserts too. There is no savepoint around a
+    /// batch: when a batch's SQL fails, the whole open transaction is rolled back
+    /// ([`Writer::abandon`]), and the replay writes what it held again from the journal before
+    /// anything else. (Under a savepoint SQLite copied every page a batch touched into its
+    /// sub-journal first: ~8 % of the writer's CPU under wrk; BENCHMARKS.md, issue 19, eleventh
+    /// pass.)
+    fn write_journaled(&mut self, records: &[&NewRecord]) -> Result<Written, BatchError> {
         self.begin().map_err(BatchError::Sql)?;
-        // Prepared once (as every statement a batch runs): parsing them again was ~7 % of the
-        // writer's time under wrk.
-        self.conn
-            .prepare_cached("SAVEPOINT batch")
-            .and_then(|mut savepoint| savepoint.execute([]))
-            .map_err(BatchError::Sql)?;
-        let undo = |conn: &Connection| conn.execute_batch("ROLLBACK TO batch; RELEASE batch");
-        let written = write_rows(&self.conn, records, self.packing.as_ref());
-        let (rows, stored) = match written {
-            Ok(done) => done,
-            Err(e) => {
-                if undo(&self.conn).is_err() {
+        let written = decide_rows(&self.conn, records).map_err(BatchError::Sql)?;
+        match &mut self.journal {
+            Some(journal) => journal.append(&written.0).map_err(BatchError::Journal)?,
+            None => {
+                let applied = self.apply(&written.0);
+                if let Err(e) = applied.and_then(|()| self.commit_sql()) {
                     self.abandon();
+                    return Err(BatchError::Sql(e));
                 }
-                return Err(BatchError::Sql(e));
             }
-        };
-        if let Some(journal) = &mut self.journal
-            && let Err(e) = journal.append(&rows)
-        {
-            if undo(&self.conn).is_err() {
-                self.abandon();
-            }
-            return Err(BatchError::Journal(e));
         }
-        let released = self
-            .conn
-            .prepare_cached("RELEASE batch")
-            .and_then(|mut release| release.execute([]));
-        if released.is_err() {
-            // Journaled and about to be answered: the replay writes them.
-            self.abandon();
-        }
+        Ok(written)
+    }
+
+    /// Writes decided rows in the open transaction.
+    fn apply(&mut self, rows: &[Row]) -> Result<(), rusqlite::Error> {
+        apply_rows(&self.conn, rows, self.packing.as_ref())?;
         self.open_rows += rows.len();
         self.open_newest = self.open_newest.max(rows.last().map_or(0, |r| r.id));
+        self.count_unpacked(rows.len());
+        Ok(())
+    }
+
+    /// Writes journaled (and answered) rows; when that fails, the open transaction is rolled
+    /// back and the journal holds them: the replay writes them before anything else.
+    fn apply_journaled(&mut self, rows: &[Row]) {
         if self.journal.is_none() {
-            // No journal (another writer owns it): the synced commit is what makes the answer
-            // true, so it comes before the answer.
-            self.commit_sql().map_err(BatchError::Sql)?;
+            return;
         }
-        Ok(stored)
+        if let Err(err) = self.apply(rows) {
+            let _ = self.place.failure(err, 0);
+            self.abandon();
+        }
     }
 
     /// Drops the open transaction; the journal holds what it had.
@@ -1199,10 +1208,16 @@ fn retain(
     Ok((n, cutoff_id))
 }
 
+/// The (endpoint, event id) pairs a batch has claimed or counted before they are written: their
+/// first delivery and how many copies are seen, as the table will say once they are.
+type BatchClaims = std::collections::HashMap<(String, String), (i64, i64)>;
+
 /// The duplicate verdict of a delivery about to get `id`, decided against the unique index on
-/// (endpoint, event id) inside the writer's transaction, and what it does to that table.
+/// (endpoint, event id) and the batch's own claims (rows decided before it in the same batch,
+/// not written yet), and what it does to that table.
 fn decide_duplicate(
     find_event: &mut rusqlite::CachedStatement<'_>,
+    claims: &mut BatchClaims,
     record: &NewRecord,
     id: i64,
 ) -> Result<(DuplicateCheck, EventEffect), rusqlite::Error> {
@@ -1210,16 +1225,23 @@ fn decide_duplicate(
     let Some(event_id) = &evaluation.event_id else {
         return Ok((DuplicateCheck::skipped(), EventEffect::None));
     };
-    let seen: Option<(i64, i64)> = find_event
-        .query_row(params![record.endpoint, event_id], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .optional()?;
+    let key = (record.endpoint.clone(), event_id.clone());
+    let seen: Option<(i64, i64)> = match claims.get(&key) {
+        Some(&claimed) => Some(claimed),
+        None => find_event
+            .query_row(params![record.endpoint, event_id], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .optional()?,
+    };
     Ok(match seen {
-        Some((first_id, seen_before)) => (
-            DuplicateCheck::duplicate(first_id, event_id, seen_before.max(1) as u64),
-            EventEffect::Counted,
-        ),
+        Some((first_id, seen_before)) => {
+            claims.insert(key, (first_id, seen_before + 1));
+            (
+                DuplicateCheck::duplicate(first_id, event_id, seen_before.max(1) as u64),
+                EventEffect::Counted,
+            )
+        }
         // A delivery that fails verification must not claim the event id, or a forged first
         // copy would make the real one look like a retry.
         None if evaluation.signature.status == SignatureStatus::Fail => (
@@ -1228,7 +1250,10 @@ fn decide_duplicate(
         ),
         // The primary key on (endpoint, event_id) is what makes this the only `first`: a
         // second insert of the same pair would fail.
-        None => (DuplicateCheck::first(id, event_id), EventEffect::Claimed),
+        None => {
+            claims.insert(key, (id, 1));
+            (DuplicateCheck::first(id, event_id), EventEffect::Claimed)
+        }
     })
 }
 
@@ -1305,22 +1330,18 @@ fn apply_row(
     Ok(())
 }
 
-/// What [`write_rows`] answers: the rows (for the journal), and each record's id and duplicate
-/// verdict.
+/// What [`decide_rows`] answers: the rows (for the journal and the tables), and each record's
+/// id and duplicate verdict.
 type Written = (Vec<Row>, Vec<(i64, DuplicateCheck)>);
 
-/// Decides each record's id and duplicate verdict and writes it, in the caller's transaction;
-/// answers the rows (for the journal) and each record's id and duplicate verdict (the caller
-/// moves the record into its [`StoredDelivery`] with [`NewRecord::into_stored`]: copying every
-/// delivery and its checks here was a body and a score of small allocations per delivery on
-/// the writer).
-fn write_rows(
-    conn: &Connection,
-    records: &[&NewRecord],
-    packing: Option<&Packing>,
-) -> Result<Written, rusqlite::Error> {
+/// Decides each record's id and duplicate verdict and makes its row, reading the caller's
+/// transaction and writing nothing (the caller moves the record into its [`StoredDelivery`]
+/// with [`NewRecord::into_stored`]: copying every delivery and its checks here was a body and a
+/// score of small allocations per delivery on the writer). [`apply_rows`] writes the rows.
+fn decide_rows(conn: &Connection, records: &[&NewRecord]) -> Result<Written, rusqlite::Error> {
     let mut rows = Vec::with_capacity(records.len());
     let mut verdicts = Vec::with_capacity(records.len());
+    let mut claims = BatchClaims::new();
     let mut find_event = conn.prepare_cached(
         "SELECT first_delivery_id, seen FROM event_ids WHERE endpoint = ?1 AND event_id = ?2",
     )?;
@@ -1333,7 +1354,7 @@ fn write_rows(
     for (offset, record) in records.iter().enumerate() {
         let id = next_id + offset as i64;
         let evaluation = &record.evaluation;
-        let (duplicate, event) = decide_duplicate(&mut find_event, record, id)?;
+        let (duplicate, event) = decide_duplicate(&mut find_event, &mut claims, record, id)?;
         let checks_column = crate::store::compact::checks_column_of(
             &evaluation.signature,
             &evaluation.timestamp,
@@ -1369,13 +1390,35 @@ fn write_rows(
             job_created_at_ms: evaluation.job.as_ref().and_then(|j| j.created_at_ms),
             event,
         };
-        apply_row(conn, &row, packing)?;
         rows.push(row);
         verdicts.push((id, duplicate));
+    }
+    Ok((rows, verdicts))
+}
+
+/// Writes rows made by [`decide_rows`] (in its order) in the caller's transaction.
+fn apply_rows(
+    conn: &Connection,
+    rows: &[Row],
+    packing: Option<&Packing>,
+) -> Result<(), rusqlite::Error> {
+    for row in rows {
+        apply_row(conn, row, packing)?;
     }
     if let Some(newest) = rows.last() {
         conn.prepare_cached("UPDATE journal_state SET built_id = ?1")?
             .execute(params![newest.id])?;
     }
-    Ok((rows, verdicts))
+    Ok(())
+}
+
+/// [`decide_rows`] then [`apply_rows`], in the caller's transaction (bulk writes).
+fn write_rows(
+    conn: &Connection,
+    records: &[&NewRecord],
+    packing: Option<&Packing>,
+) -> Result<Written, rusqlite::Error> {
+    let written = decide_rows(conn, records)?;
+    apply_rows(conn, &written.0, packing)?;
+    Ok(written)
 }

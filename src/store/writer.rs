@@ -1330,6 +1330,30 @@ fn apply_row(
     Ok(())
 }
 
+/// At most how many bytes `row` takes in the table (unpacked): its variable columns, and room for
+/// the fixed ones and the record's header.
+fn row_size(row: &Row) -> usize {
+    let text = |t: &Option<String>| t.as_ref().map_or(0, String::len);
+    row.method.len()
+        + row.path.len()
+        + row.query.len()
+        + row.headers.len()
+        + row.body.len()
+        + text(&row.remote_addr)
+        + row.endpoint.len()
+        + text(&row.scheme)
+        + text(&row.event_id)
+        + text(&row.event_type)
+        + text(&row.job_id)
+        + text(&row.job_status)
+        + row.sig_status.len()
+        + row.ts_status.len()
+        + row.dup_status.len()
+        + row.checks.len()
+        + text(&row.note)
+        + 1024
+}
+
 /// What [`decide_rows`] answers: the rows (for the journal and the tables), and each record's
 /// id and duplicate verdict.
 type Written = (Vec<Row>, Vec<(i64, DuplicateCheck)>);
@@ -1351,8 +1375,14 @@ fn decide_rows(conn: &Connection, records: &[&NewRecord]) -> Result<Written, rus
             "SELECT MAX(COALESCE((SELECT MAX(id) FROM deliveries), 0), (SELECT built_id FROM journal_state)) + 1",
         )?
         .query_row([], |r| r.get(0))?;
+    // The most bytes SQLite takes in one value or row. A row over it would be journaled and
+    // answered, then refused by every write and every replay: refused here instead, before it
+    // is journaled (only a body limit raised near 1 GB lets such a body in).
+    let max_len = usize::try_from(conn.limit(rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH)?)
+        .unwrap_or(usize::MAX);
     for (offset, record) in records.iter().enumerate() {
         let id = next_id + offset as i64;
+        let d = &record.delivery;
         let evaluation = &record.evaluation;
         let (duplicate, event) = decide_duplicate(&mut find_event, &mut claims, record, id)?;
         let checks_column = crate::store::compact::checks_column_of(
@@ -1361,7 +1391,6 @@ fn decide_rows(conn: &Connection, records: &[&NewRecord]) -> Result<Written, rus
             &duplicate,
             &evaluation.advice,
         )?;
-        let d = &record.delivery;
         let row = Row {
             id,
             received_at_ms: d.received_at_ms,
@@ -1390,6 +1419,15 @@ fn decide_rows(conn: &Connection, records: &[&NewRecord]) -> Result<Written, rus
             job_created_at_ms: evaluation.job.as_ref().and_then(|j| j.created_at_ms),
             event,
         };
+        let size = row_size(&row);
+        if size > max_len {
+            return Err(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_TOOBIG),
+                Some(format!(
+                    "the delivery's row would take {size} bytes, over the {max_len} the store takes in one row"
+                )),
+            ));
+        }
         rows.push(row);
         verdicts.push((id, duplicate));
     }
@@ -1421,4 +1459,89 @@ fn write_rows(
     let written = decide_rows(conn, records)?;
     apply_rows(conn, &written.0, packing)?;
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::delivery::{Delivery, Header};
+
+    fn record(n: usize, body_len: usize) -> NewRecord {
+        let body = format!(
+            "{{\"id\":\"evt_{n}\",\"pad\":\"{}\"}}",
+            "a".repeat(body_len)
+        );
+        let delivery = Delivery {
+            received_at_ms: 1_790_000_000_000,
+            method: "POST".into(),
+            path: "/hooks".into(),
+            query: String::new(),
+            headers: vec![Header::new("content-type", "application/json")],
+            body_size: body.len() as u64,
+            body: body.into_bytes(),
+            body_complete: true,
+            remote_addr: None,
+        };
+        let endpoint = crate::domain::endpoint::Endpoint::catch_all();
+        let evaluation = crate::domain::checks::evaluate(&delivery, &endpoint, 1_790_000_000);
+        NewRecord {
+            delivery,
+            endpoint: "/".into(),
+            evaluation,
+            response_status: 200,
+            latency_ms: 1,
+            note: None,
+        }
+    }
+
+    /// A row SQLite would refuse must be refused before it is journaled: journaled and answered,
+    /// it would fail every write and every replay after, and the store would refuse everything.
+    #[test]
+    fn a_row_over_sqlites_limit_is_refused_before_its_journal_and_capture_goes_on() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("hookscope.sqlite");
+        let conn = crate::store::schema::open_connection(&path, false).expect("open");
+        crate::store::schema::migrate(&conn, &path).expect("migrate");
+        conn.set_limit(rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH, 100_000)
+            .expect("limit");
+        let (sender, receiver) = mpsc::channel(16);
+        let health = Health::default();
+        let insert = |sender: &mpsc::Sender<WriteJob>, record: NewRecord| {
+            let (reply, answer) = oneshot::channel();
+            sender
+                .blocking_send(WriteJob::Insert {
+                    record: Box::new(record),
+                    reply,
+                })
+                .expect("send");
+            answer.blocking_recv().expect("answer")
+        };
+        std::thread::scope(|scope| {
+            let writer = std::thread::Builder::new()
+                .name("test-writer".into())
+                .spawn_scoped(scope, || writer_loop(conn, receiver, &path, &health))
+                .expect("writer");
+            let first = insert(&sender, record(1, 100)).expect("a small delivery is stored");
+            let refused = match insert(&sender, record(2, 200_000)) {
+                Ok(stored) => panic!("a row over the limit was acknowledged as #{}", stored.id),
+                Err(e) => e,
+            };
+            assert!(
+                refused.to_string().contains("over the 100000"),
+                "the refusal says why: {refused}"
+            );
+            let next = insert(&sender, record(3, 100)).expect("capture goes on after the refusal");
+            assert_eq!(next.id, first.id + 1, "the refused delivery took no id");
+            drop(sender);
+            writer.join().expect("writer stops");
+        });
+        let reader = crate::store::Reader::open(&path).expect("reader");
+        let ids: Vec<i64> = reader
+            .list(10, None)
+            .expect("list")
+            .iter()
+            .map(|d| d.id)
+            .collect();
+        assert_eq!(ids.len(), 2, "{ids:?}");
+    }
 }

@@ -46,15 +46,7 @@ fn fixture() -> &'static std::sync::Mutex<Fixture> {
                     remote_addr: None,
                 };
                 let endpoint = settings.endpoint_for(&delivery.path);
-                let evaluation = hookscope::domain::checks::evaluate(&delivery, endpoint, 1_790_000_000);
-                hookscope::store::NewRecord {
-                    delivery,
-                    endpoint: endpoint.path.clone(),
-                    evaluation,
-                    response_status: 200,
-                    latency_ms: 1,
-                    note: None,
-                }
+                hookscope::store::NewRecord::checked(delivery, endpoint, 1_790_000_000)
             })
             .collect();
         writer.insert_many_blocking(records).expect("seed");

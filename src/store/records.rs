@@ -24,6 +24,24 @@ pub struct NewRecord {
 }
 
 impl NewRecord {
+    /// `delivery` checked against `endpoint` at `now_secs` and recorded as answered 200 in 1 ms:
+    /// how seeded and test deliveries are made (a capture records the answer it really gave).
+    pub fn checked(
+        delivery: Delivery,
+        endpoint: &crate::domain::endpoint::Endpoint,
+        now_secs: i64,
+    ) -> NewRecord {
+        let evaluation = crate::domain::checks::evaluate(&delivery, endpoint, now_secs);
+        NewRecord {
+            delivery,
+            endpoint: endpoint.path.clone(),
+            evaluation,
+            response_status: 200,
+            latency_ms: 1,
+            note: None,
+        }
+    }
+
     /// The delivery as stored under `id` with its `duplicate` verdict (moved, not copied).
     pub(crate) fn into_stored(self, id: i64, duplicate: DuplicateCheck) -> StoredDelivery {
         let NewRecord {

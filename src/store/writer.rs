@@ -1483,15 +1483,7 @@ mod tests {
             remote_addr: None,
         };
         let endpoint = crate::domain::endpoint::Endpoint::catch_all();
-        let evaluation = crate::domain::checks::evaluate(&delivery, &endpoint, 1_790_000_000);
-        NewRecord {
-            delivery,
-            endpoint: "/".into(),
-            evaluation,
-            response_status: 200,
-            latency_ms: 1,
-            note: None,
-        }
+        NewRecord::checked(delivery, &endpoint, 1_790_000_000)
     }
 
     /// A row SQLite would refuse must be refused before it is journaled: journaled and answered,

@@ -1,7 +1,6 @@
 //! Synthetic deliveries for benchmarks and demos (`hookscope-dev seed`): real signatures, run
 //! through the real checks, in a realistic mix.
 
-use hookscope::domain::checks;
 use hookscope::domain::delivery::{Delivery, Header};
 use hookscope::domain::endpoint::Endpoint;
 use hookscope::domain::scheme::{Scheme, Secret};
@@ -68,13 +67,5 @@ pub fn record(n: usize) -> NewRecord {
         secrets: secrets.to_vec(),
         ..Endpoint::catch_all()
     };
-    let evaluation = checks::evaluate(&delivery, &endpoint, ts);
-    NewRecord {
-        delivery,
-        endpoint: "/".into(),
-        evaluation,
-        response_status: 200,
-        latency_ms: 1,
-        note: None,
-    }
+    NewRecord::checked(delivery, &endpoint, ts)
 }

@@ -726,6 +726,7 @@ impl Writer<'_> {
                         // A failed write took the open transaction with it: what that held
                         // is written again from the journal first.
                         if !self.replay() {
+                            self.place.health.refused(1);
                             let _ = reply.send(Err(self.refusal()));
                             continue;
                         }

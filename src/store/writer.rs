@@ -945,14 +945,11 @@ pub(crate) fn replay_journal(
         let tx = conn.transaction()?;
         let built: i64 = tx.query_row("SELECT built_id FROM journal_state", [], |r| r.get(0))?;
         let packing = Packing::newest(&tx)?;
-        let mut n = 0;
-        for row in rows.iter().filter(|row| row.id > built) {
-            apply_row(&tx, row, packing.as_ref())?;
-            n += 1;
-        }
-        if let Some(newest) = rows.iter().map(|r| r.id).max().filter(|&id| id > built) {
-            tx.execute("UPDATE journal_state SET built_id = ?1", params![newest])?;
-        }
+        let n = apply_rows(
+            &tx,
+            rows.iter().filter(|row| row.id > built),
+            packing.as_ref(),
+        )?;
         tx.commit()?;
         Ok(n)
     })()
@@ -1211,22 +1208,22 @@ fn retain(
 
 /// The (endpoint, event id) pairs a batch has claimed or counted before they are written: their
 /// first delivery and how many copies are seen, as the table will say once they are.
-type BatchClaims = std::collections::HashMap<(String, String), (i64, i64)>;
+type BatchClaims<'a> = std::collections::HashMap<(&'a str, &'a str), (i64, i64)>;
 
 /// The duplicate verdict of a delivery about to get `id`, decided against the unique index on
 /// (endpoint, event id) and the batch's own claims (rows decided before it in the same batch,
 /// not written yet), and what it does to that table.
-fn decide_duplicate(
+fn decide_duplicate<'a>(
     find_event: &mut rusqlite::CachedStatement<'_>,
-    claims: &mut BatchClaims,
-    record: &NewRecord,
+    claims: &mut BatchClaims<'a>,
+    record: &'a NewRecord,
     id: i64,
 ) -> Result<(DuplicateCheck, EventEffect), rusqlite::Error> {
     let evaluation = &record.evaluation;
     let Some(event_id) = &evaluation.event_id else {
         return Ok((DuplicateCheck::skipped(), EventEffect::None));
     };
-    let key = (record.endpoint.clone(), event_id.clone());
+    let key = (record.endpoint.as_str(), event_id.as_str());
     let seen: Option<(i64, i64)> = match claims.get(&key) {
         Some(&claimed) => Some(claimed),
         None => find_event
@@ -1435,20 +1432,24 @@ fn decide_rows(conn: &Connection, records: &[&NewRecord]) -> Result<Written, rus
     Ok((rows, verdicts))
 }
 
-/// Writes rows made by [`decide_rows`] (in its order) in the caller's transaction.
-fn apply_rows(
+/// Writes rows (made by [`decide_rows`], or read back from the journal) in the caller's
+/// transaction, and records the newest as built; answers how many.
+fn apply_rows<'r>(
     conn: &Connection,
-    rows: &[Row],
+    rows: impl IntoIterator<Item = &'r Row>,
     packing: Option<&Packing>,
-) -> Result<(), rusqlite::Error> {
+) -> Result<usize, rusqlite::Error> {
+    let (mut n, mut newest) = (0, None);
     for row in rows {
         apply_row(conn, row, packing)?;
+        n += 1;
+        newest = newest.max(Some(row.id));
     }
-    if let Some(newest) = rows.last() {
+    if let Some(newest) = newest {
         conn.prepare_cached("UPDATE journal_state SET built_id = ?1")?
-            .execute(params![newest.id])?;
+            .execute(params![newest])?;
     }
-    Ok(())
+    Ok(n)
 }
 
 /// [`decide_rows`] then [`apply_rows`], in the caller's transaction (bulk writes).

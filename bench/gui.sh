@@ -20,11 +20,11 @@ HOOKSCOPE_BENCH_DIR="$dir" cargo test --release --quiet --bin hookscope -- --ign
   --test-threads=1 bench_gui 2>&1 \
   | grep -vE '^(running|test |$)'
 if command -v Xvfb >/dev/null; then
-  Xvfb :77 -screen 0 1400x900x24 >/dev/null 2>&1 & xvfb=$!
-  sleep 1
-  DISPLAY=:77 HOOKSCOPE_TRACE_STARTUP=1 ./target/release/hookscope --data-dir "$dir" 2>"$dir/gui.log" & app=$!
+  . .ci/xvfb.sh
+  start_xvfb
+  HOOKSCOPE_TRACE_STARTUP=1 ./target/release/hookscope --data-dir "$dir" 2>"$dir/gui.log" & app=$!
   sleep 6
   grep "first frame" "$dir/gui.log" || true
   echo "window RSS: $(( $(awk '/VmRSS/ {print $2}' /proc/$app/status) / 1024 )) MiB"
-  kill $app $xvfb 2>/dev/null || true
+  kill $app $xvfb_pid 2>/dev/null || true
 fi

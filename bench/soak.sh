@@ -46,12 +46,10 @@ fi
 "${preload[@]}" "$bin" --data-dir "$work/listen" --config "$work/listen.toml" listen --port 0 \
   >/dev/null 2>"$work/listen.err" &
 listen_pid=$!
-disp=:$((90 + RANDOM % 400))
-Xvfb "$disp" -screen 0 1400x900x24 >/dev/null 2>&1 &
-xvfb_pid=$!
+. .ci/xvfb.sh
 trap 'kill $listen_pid $window_pid $xvfb_pid 2>/dev/null || true' EXIT
-sleep 1
-DISPLAY=$disp HOOKSCOPE_TRACE_FRAMES=1 "${preload[@]}" "$bin" --data-dir "$work/window" \
+start_xvfb
+HOOKSCOPE_TRACE_FRAMES=1 "${preload[@]}" "$bin" --data-dir "$work/window" \
   --config "$work/window.toml" 2>"$work/window.err" &
 window_pid=$!
 for _ in $(seq 100); do
@@ -94,11 +92,11 @@ i=0
 end=$((SECONDS + seconds))
 while [ $SECONDS -lt $end ]; do
   sleep 10
-  win=$(DISPLAY=$disp xdotool search --name hookscope 2>/dev/null | head -1 || true)
+  win=$(xdotool search --name hookscope 2>/dev/null | head -1 || true)
   if [ -n "$win" ]; then
     f=${filters[$((i % ${#filters[@]}))]}
-    DISPLAY=$disp xdotool windowfocus "$win" key ctrl+f key ctrl+a key BackSpace 2>/dev/null || true
-    [ -n "$f" ] && DISPLAY=$disp xdotool type --delay 20 "$f" 2>/dev/null || true
+    xdotool windowfocus "$win" key ctrl+f key ctrl+a key BackSpace 2>/dev/null || true
+    [ -n "$f" ] && xdotool type --delay 20 "$f" 2>/dev/null || true
     i=$((i + 1))
   fi
 done

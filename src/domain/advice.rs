@@ -4,10 +4,10 @@
 //! advice: only JSON pointers and what they look like.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::domain::delivery::Delivery;
 use crate::domain::fmt::{exact_size, human_bytes};
+use crate::domain::json::Json;
 use crate::domain::pretty::pointer_segment;
 
 /// The Standard Webhooks guideline for a thin payload.
@@ -137,7 +137,7 @@ const SENSITIVE_NAMES: &[(&str, &str)] = &[
 
 /// The advice for one delivery under an endpoint's rules; `json` is its body parsed (once, by
 /// the caller, who parses it for the other checks too).
-pub fn advise(delivery: &Delivery, json: Option<&Value>, rules: &Rules) -> AdviceCheck {
+pub fn advise(delivery: &Delivery, json: Option<&Json<'_>>, rules: &Rules) -> AdviceCheck {
     if !rules.enabled {
         return AdviceCheck {
             status: AdviceStatus::Clear,
@@ -208,10 +208,10 @@ pub fn advise(delivery: &Delivery, json: Option<&Value>, rules: &Rules) -> Advic
     }
 }
 
-fn walk(value: &Value, pointer: &mut String, items: &mut Vec<AdviceItem>) {
+fn walk(value: &Json<'_>, pointer: &mut String, items: &mut Vec<AdviceItem>) {
     match value {
-        Value::Object(map) => {
-            for (key, child) in map {
+        Json::Object(entries) => {
+            for (key, child) in entries {
                 let len = pointer.len();
                 pointer.push('/');
                 if key.contains(['~', '/']) {
@@ -235,7 +235,7 @@ fn walk(value: &Value, pointer: &mut String, items: &mut Vec<AdviceItem>) {
                 pointer.truncate(len);
             }
         }
-        Value::Array(list) => {
+        Json::Array(list) => {
             for (index, child) in list.iter().enumerate() {
                 let len = pointer.len();
                 pointer.push('/');
@@ -244,7 +244,7 @@ fn walk(value: &Value, pointer: &mut String, items: &mut Vec<AdviceItem>) {
                 pointer.truncate(len);
             }
         }
-        Value::String(text) => {
+        Json::String(text) => {
             let found = if looks_like_email(text) {
                 Some((AdviceKind::Email, "an e-mail address"))
             } else if looks_like_card(text) {

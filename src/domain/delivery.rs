@@ -94,12 +94,12 @@ impl Delivery {
         self.header(name).and_then(|v| std::str::from_utf8(v).ok())
     }
 
-    /// The body parsed as JSON, when it is JSON.
-    pub fn body_json(&self) -> Option<serde_json::Value> {
+    /// The body parsed as JSON, when it is JSON, borrowing its strings from the body.
+    pub fn body_json(&self) -> Option<crate::domain::json::Json<'_>> {
         if self.body.is_empty() {
             return None;
         }
-        serde_json::from_slice(&self.body).ok()
+        crate::domain::json::Json::parse(&self.body)
     }
 }
 

@@ -14,6 +14,7 @@ pub mod endpoint;
 pub mod filter;
 pub mod fmt;
 pub mod job;
+pub mod json;
 pub mod pretty;
 pub mod reconcile;
 pub mod scheme;

@@ -4,11 +4,10 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-
 use crate::domain::job::{StateKind, time_value_ms};
+use crate::domain::json::Json;
 use crate::domain::scheme::Secret;
+use serde::{Deserialize, Serialize};
 
 /// How to ask one endpoint's job API (`[endpoint.reconcile]`, resolved).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,12 +148,12 @@ impl ApiConfig {
 
     /// What a job resource says: its state, result URL and output expiry.
     pub fn read_job(&self, body: &[u8]) -> JobResource {
-        let json: Option<Value> = serde_json::from_slice(body).ok();
-        let at = |pointer: &str| json.as_ref().and_then(|j| j.pointer(pointer)).cloned();
+        let json = Json::parse(body);
+        let at = |pointer: &str| json.as_ref().and_then(|j| j.pointer(pointer));
         JobResource {
-            state: at(&self.state_pointer).and_then(|v| text(&v)),
-            result_url: at(&self.result_pointer).and_then(|v| text(&v)),
-            expires_at_ms: at(&self.expires_pointer).and_then(|v| time_value_ms(&v)),
+            state: at(&self.state_pointer).and_then(Json::as_text),
+            result_url: at(&self.result_pointer).and_then(Json::as_text),
+            expires_at_ms: at(&self.expires_pointer).and_then(time_value_ms),
             parsed: json.is_some(),
         }
     }
@@ -162,38 +161,30 @@ impl ApiConfig {
     /// One page of the in-flight listing: each job's id and state, and the next cursor (none
     /// when `has_more` is false or absent).
     pub fn read_page(&self, body: &[u8]) -> Option<Page> {
-        let json: Value = serde_json::from_slice(body).ok()?;
+        let json = Json::parse(body)?;
         let items = json
             .pointer("/data")
             .or_else(|| json.pointer("/jobs"))
-            .and_then(Value::as_array)?;
+            .and_then(Json::as_array)?;
         let jobs = items
             .iter()
             .filter_map(|item| {
                 let id = ["/job_id", "/id"]
                     .iter()
-                    .find_map(|p| item.pointer(p).and_then(text))?;
-                let state = item.pointer(&self.state_pointer).and_then(text);
+                    .find_map(|p| item.pointer(p).and_then(Json::as_text))?;
+                let state = item.pointer(&self.state_pointer).and_then(Json::as_text);
                 Some((id, state))
             })
             .collect();
         let has_more = json
             .pointer("/has_more")
-            .and_then(Value::as_bool)
+            .and_then(Json::as_bool)
             .unwrap_or(false);
-        let next = json.pointer("/next_cursor").and_then(text);
+        let next = json.pointer("/next_cursor").and_then(Json::as_text);
         Some(Page {
             jobs,
             next_cursor: next.filter(|_| has_more),
         })
-    }
-}
-
-fn text(value: &Value) -> Option<String> {
-    match value {
-        Value::String(s) if !s.is_empty() => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
     }
 }
 

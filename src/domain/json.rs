@@ -3,9 +3,10 @@
 //! The checks run on the receiver's path for every delivery, and read a body once: about ten
 //! JSON pointers (the event id and type, the job's id, state and time) and one walk for the
 //! payload advice. `serde_json::Value` (with `preserve_order`) copies every key and string and
-//! hashes every key into an index map, about half of the checks' time on a 1 KiB body
-//! (BENCHMARKS.md, issue 19). [`Json`] keeps keys and strings as slices of the body when they
-//! hold no escape, and an object as its entries in order.
+//! hashes every key into an index map: about half of the checks' time on a 1 KiB body of 48
+//! keys, and little on one of a few keys (`cargo bench --bench checks`; BENCHMARKS.md, issue 19,
+//! twelfth pass). [`Json`] keeps keys and strings as slices of the body when they hold no escape,
+//! and an object as its entries in order.
 //!
 //! It reads what `serde_json::Value` reads, the same way: the same parser and nesting limit,
 //! numbers as `serde_json::Number`, and a key given twice keeps its first place with its last
@@ -74,7 +75,8 @@ impl<'a> Json<'a> {
         }
     }
 
-    /// The value an object holds under `key`.
+    /// The value an object holds under `key`: a scan of its entries (the checks look up about
+    /// ten keys per body; a map per object is what made `Value` slow to build).
     pub fn get(&self, key: &str) -> Option<&Json<'a>> {
         match self {
             Json::Object(entries) => entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),

@@ -4,10 +4,11 @@
 
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 use crate::domain::job::{StateKind, time_value_ms};
 use crate::domain::json::Json;
 use crate::domain::scheme::Secret;
-use serde::{Deserialize, Serialize};
 
 /// How to ask one endpoint's job API (`[endpoint.reconcile]`, resolved).
 #[derive(Debug, Clone, PartialEq, Eq)]

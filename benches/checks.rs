@@ -85,60 +85,6 @@ fn wrk_delivery(scheme: &Scheme, n: u64) -> Delivery {
     }
 }
 
-/// A row as the store keeps a wrk delivery: the header blob and the body.
-fn wrk_row(scheme: &Scheme, n: u64) -> (Vec<u8>, Vec<u8>) {
-    let delivery = wrk_delivery(scheme, n);
-    (
-        hookscope::domain::delivery::encode_headers(&delivery.headers),
-        delivery.body,
-    )
-}
-
-/// Packing rows as the store's writer does, with a dictionary made from the 64 rows before them.
-fn packing(scheme: &Scheme) {
-    let rows: Vec<(Vec<u8>, Vec<u8>)> = (0..10_064).map(|n| wrk_row(scheme, n)).collect();
-    let (samples, rows) = rows.split_at(64);
-    let newest_first: Vec<_> = samples.iter().rev().cloned().collect();
-    let packing = hookscope::store::BenchPacking::new(&newest_first);
-    let mut size = 0;
-    for (headers, body) in rows {
-        let (h, b) = packing.pack(headers, body).expect("packs");
-        assert_eq!(
-            packing.unpack(&h, &b).as_ref(),
-            Some(&(headers.clone(), body.clone()))
-        );
-        size += h.len() + b.len();
-    }
-    let took = median(
-        || {
-            for (headers, body) in rows {
-                drop(packing.pack(headers, body));
-            }
-        },
-        9,
-    );
-    // In `listen` the writer packs a row between SQLite's inserts, which push the codec's index
-    // and dictionary out of the cache: the same rows with 2 MiB read between two.
-    let other = vec![1u64; 256 * 1024];
-    let mut sum = 0u64;
-    let mut cold = Duration::ZERO;
-    for (headers, body) in rows.iter().take(2_000) {
-        sum = other.iter().fold(sum, |s, x| s.wrapping_add(*x));
-        let t = Instant::now();
-        drop(packing.pack(headers, body));
-        cold += t.elapsed();
-    }
-    std::hint::black_box(sum);
-    let input: usize = rows.iter().map(|(h, b)| h.len() + b.len()).sum();
-    println!(
-        "packing a wrk row ({} B of headers and body): {:.2} us each, {:.2} us with the cache taken between rows; {} B packed",
-        input / rows.len(),
-        took.as_secs_f64() * 1e6 / rows.len() as f64,
-        cold.as_secs_f64() * 1e6 / 2_000.0,
-        size / rows.len()
-    );
-}
-
 fn main() {
     let scheme = Scheme::preset("standard-webhooks").expect("preset");
     let endpoint = Endpoint {
@@ -154,7 +100,6 @@ fn main() {
         },
         ..endpoint.clone()
     };
-    packing(&scheme);
     let wrk = wrk_delivery(&scheme, 7);
     assert_eq!(
         checks::evaluate(&wrk, &endpoint, 1_700_000_000)

@@ -351,7 +351,7 @@ fn open_store(
     let path = data_dir.join(STORE_FILE);
     match crate::store::CaptureLock::acquire(data_dir) {
         Ok(lock) => {
-            let (store, recovered) = Store::open_or_recover(&path)?;
+            let (store, recovered) = Store::open_capturing(&path, &lock)?;
             Ok((store, recovered, Some(lock), None))
         }
         Err(
@@ -770,15 +770,13 @@ impl Engine {
         let (events_tx, mut events_rx) = tokio::sync::mpsc::channel::<StoredDelivery>(1024);
         let latest = Arc::clone(&self.latest_id);
         let waker = Arc::clone(&self.waker);
-        let health = self.store.writer().health_handle();
         // Drain the receiver's events at once so it never waits on the window; the window
-        // reads rows from the store when it sees the newest id move, so the id moves once the
-        // row is committed (within the writer's COMMIT_EVERY of its acknowledgement).
+        // reads rows from the store when it sees the newest id move (a stored delivery is
+        // committed: every reader sees it).
         let drained = std::thread::Builder::new()
             .name("hookscope-ui-events".into())
             .spawn(move || {
                 while let Some(stored) = events_rx.blocking_recv() {
-                    health.wait_visible(stored.id, Duration::from_secs(2));
                     latest.fetch_max(stored.id, Ordering::SeqCst);
                     waker();
                 }

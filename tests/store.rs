@@ -3,15 +3,24 @@
 
 use hookscope::domain::checks::{SignatureStatus, status_word};
 use hookscope::domain::filter::Filter;
-use hookscope::store::{Maintenance, Reader, Store};
+use hookscope::store::{CaptureLock, Maintenance, Reader, Store};
 
 mod common;
 
 use common::seed;
 
+/// The store in `dir` opened as the capturing process opens it (with the text indexer).
+fn capturing(dir: &std::path::Path) -> Store {
+    let lock = CaptureLock::acquire(dir).expect("lock");
+    let (store, recovered) =
+        Store::open_capturing(&dir.join("hookscope.sqlite"), &lock).expect("store");
+    assert_eq!(recovered, None);
+    store
+}
+
 fn seeded(count: usize) -> (tempfile::TempDir, Store, Reader) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = Store::open(&dir.path().join("hookscope.sqlite")).expect("store");
+    let store = capturing(dir.path());
     let records = (0..count).map(seed::record).collect();
     assert_eq!(
         store
@@ -328,90 +337,47 @@ fn negated_terms_and_time_bounds_count_on_a_real_store() {
     assert_eq!(count(&reader, &format!("after:{from} -sig:fail")), 47);
 }
 
-/// A power cut loses what the system had not synced. hookscope syncs only the capture journal
-/// before it answers; the WAL's commits are synced later (a checkpoint, or a sync of the WAL
-/// before the journal is emptied). So the disk after a cut holds, at worst, the database file as
-/// of the last checkpoint and the journal: no WAL at all. Every acknowledged delivery must be
-/// back, once, with its verdicts, when the store is opened again.
+/// A 2xx means the delivery is in the store's files: a copy of the database file and its WAL
+/// taken at any answer (what a crash leaves) holds every delivery answered so far, with its
+/// verdicts as answered. (That the commit was synced before the answer is
+/// tests/faults.rs's slow-disk test.)
 #[test]
-fn a_power_cut_loses_no_acknowledged_delivery() {
+fn the_files_at_any_answer_hold_every_acknowledged_delivery() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("hookscope.sqlite");
     let store = Store::open(&path).expect("store");
     let writer = store.writer();
     let mut acknowledged = Vec::new();
-    // More than one transaction's share of the text index (64), so indexing them takes two.
-    for n in 0..100 {
+    for n in 0..40 {
         acknowledged.push(writer.insert_blocking(seed::record(n)).expect("insert"));
+        if n % 13 != 12 {
+            continue;
+        }
+        let copy = tempfile::tempdir().expect("tempdir");
+        for suffix in ["", "-wal"] {
+            let from = dir.path().join(format!("hookscope.sqlite{suffix}"));
+            if from.exists() {
+                std::fs::copy(&from, copy.path().join(format!("hookscope.sqlite{suffix}")))
+                    .expect("copy");
+            }
+        }
+        let reader = Reader::open(&copy.path().join("hookscope.sqlite")).expect("the copy");
+        assert_eq!(reader.count().expect("count"), acknowledged.len() as i64);
+        for before in &acknowledged {
+            let after = reader.get(before.id).expect("get").expect("acknowledged");
+            assert_eq!(after.delivery.body, before.delivery.body);
+            assert_eq!(after.checks, before.checks, "verdicts as answered");
+        }
     }
-    // Idle: the writer indexes them, checkpoints into the database file, truncates the WAL,
-    // empties the journal.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !hookscope::store::journal::journaled_ids(&path).is_empty()
-        || std::fs::metadata(dir.path().join("hookscope.sqlite-wal")).map_or(0, |m| m.len()) > 0
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "never checkpointed when idle"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    for n in 100..150 {
-        acknowledged.push(writer.insert_blocking(seed::record(n)).expect("insert"));
-    }
-    // The cut, now: the database file and the journal as they are; the WAL lost.
-    let after = tempfile::tempdir().expect("tempdir");
-    let cut = after.path().join("hookscope.sqlite");
-    std::fs::copy(&path, &cut).expect("database file");
-    std::fs::copy(
-        dir.path().join("hookscope.journal"),
-        after.path().join("hookscope.journal"),
-    )
-    .expect("journal");
-    let in_the_file: i64 = rusqlite::Connection::open(&cut)
-        .expect("raw")
-        .query_row("SELECT COUNT(*) FROM deliveries", [], |r| r.get(0))
-        .expect("count");
-    assert_eq!(
-        in_the_file, 100,
-        "the database file alone lacks the last 50"
-    );
-    drop(store);
-
-    let reopened = Store::open(&cut).expect("reopen after the cut");
-    let reader = reopened.reader().expect("reader");
-    assert_eq!(reader.count().expect("count"), 150);
-    for before in &acknowledged {
-        let after = reader
-            .get(before.id)
-            .expect("get")
-            .expect("every acknowledged id");
-        assert_eq!(after.delivery.body, before.delivery.body);
-        assert_eq!(after.checks, before.checks, "verdicts as answered");
-    }
-    // Written again once, not once per start.
-    drop(reader);
-    drop(reopened);
-    let again = Store::open(&cut).expect("third open");
-    assert_eq!(again.reader().expect("reader").count().expect("count"), 150);
-    again
-        .reader()
-        .expect("reader")
-        .integrity_check()
-        .expect("integrity");
 }
 
-/// A second writer on a store whose journal another one owns (an `import` beside a capturing
-/// `listen`, a second `Store` in one process) has no journal: it must commit, synced, before it
-/// answers, so what it acknowledged is readable at once.
+/// A second writer on the same store (an `import` beside a capturing `listen`) commits, synced,
+/// before it answers, so what it acknowledged is readable at once by any connection.
 #[test]
-fn a_writer_without_the_journal_answers_only_after_its_commit() {
+fn a_second_writer_answers_only_after_its_commit() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("hookscope.sqlite");
-    let owner = Store::open(&path).expect("the journal's owner");
-    // Its writer thread takes the journal when it starts: one answered insert says it has. (Both
-    // writer threads starting at once, the second could win the journal: the test failed so
-    // once in ~10 full runs.)
+    let owner = capturing(dir.path());
     owner
         .writer()
         .insert_blocking(seed::record(1000))
@@ -437,116 +403,6 @@ fn a_writer_without_the_journal_answers_only_after_its_commit() {
         );
     }
     drop(owner);
-}
-
-/// The raw `packed` column of every row, read through a connection of its own.
-fn packed_column(path: &std::path::Path) -> Vec<Option<i64>> {
-    let conn = rusqlite::Connection::open(path).expect("open");
-    let mut stmt = conn
-        .prepare("SELECT packed FROM deliveries ORDER BY id")
-        .expect("prepare");
-    stmt.query_map([], |r| r.get(0))
-        .expect("query")
-        .collect::<Result<_, _>>()
-        .expect("rows")
-}
-
-#[test]
-fn rows_packed_against_the_learned_dictionary_read_back_byte_for_byte() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("hookscope.sqlite");
-    let store = Store::open(&path).expect("store");
-    let writer = store.writer();
-    // One at a time, as a receiver writes them: the first 64 are stored as received and make
-    // the dictionary; the ones after are packed.
-    for n in 0..150 {
-        writer.insert_blocking(seed::record(n)).expect("insert");
-    }
-    // A bulk import packs too, and a body over the limit is stored as received.
-    let mut big = seed::record(150);
-    big.delivery.body = vec![b'x'; 20 * 1024];
-    let mut records: Vec<_> = (151..200).map(seed::record).collect();
-    records.insert(0, big.clone());
-    writer.insert_many_blocking(records).expect("import");
-    let packed = packed_column(&path);
-    assert_eq!(packed.len(), 200);
-    assert!(packed[..64].iter().all(Option::is_none), "{packed:?}");
-    let dictionary = packed[149].expect("packed once there is a dictionary");
-    assert!(packed[70..150].iter().all(|p| *p == Some(dictionary)));
-    assert_eq!(packed[150], None, "a 20 KiB body is stored as received");
-    assert!(packed[151..].iter().all(|p| *p == Some(dictionary)));
-
-    let reader = store.reader().expect("reader");
-    for n in 0..200 {
-        let expected = if n == 150 {
-            big.clone()
-        } else {
-            seed::record(n)
-        };
-        let stored = reader.get(n as i64 + 1).expect("read").expect("row");
-        assert_eq!(stored.delivery.body, expected.delivery.body, "#{}", n + 1);
-        assert_eq!(
-            stored.delivery.headers,
-            expected.delivery.headers,
-            "#{}",
-            n + 1
-        );
-    }
-    // The text index reads packed rows too.
-    assert_eq!(count(&reader, "needs_review"), 40);
-    assert_eq!(count(&reader, "msg_00000123"), 1);
-    // And they are smaller: the packed rows' body and header columns are less than half.
-    let conn = rusqlite::Connection::open(&path).expect("open");
-    let (raw, packed): (f64, f64) = conn
-        .query_row(
-            "SELECT (SELECT AVG(LENGTH(body) + LENGTH(headers)) FROM deliveries WHERE packed IS NULL AND id <= 64),
-                    (SELECT AVG(LENGTH(body) + LENGTH(headers)) FROM deliveries WHERE packed IS NOT NULL)",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .expect("sizes");
-    assert!(packed * 2.0 < raw, "packed {packed} B, as received {raw} B");
-
-    reader
-        .integrity_check()
-        .expect("integrity before the clear");
-    // Clearing the history takes the dictionary with it; the next deliveries make another.
-    writer.maintain_blocking(Maintenance::Clear).expect("clear");
-    let left: i64 = conn
-        .query_row("SELECT COUNT(*) FROM dictionaries", [], |r| r.get(0))
-        .expect("count");
-    assert_eq!(left, 0);
-    for n in 0..70 {
-        writer.insert_blocking(seed::record(n)).expect("insert");
-    }
-    // Committed within the writer's commit interval.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    let again = loop {
-        let again = packed_column(&path);
-        if again.len() == 70 || std::time::Instant::now() > deadline {
-            break again;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    };
-    assert!(again[..64].iter().all(Option::is_none), "{again:?}");
-    // Under another id: a reader keeps the dictionaries it has read, by id.
-    assert!(
-        again[64..]
-            .iter()
-            .all(|p| p.is_some_and(|d| d != dictionary)),
-        "{again:?}"
-    );
-    let reread = reader.get(70 + 200).expect("read").expect("row");
-    assert_eq!(reread.delivery.body, seed::record(69).delivery.body);
-    // On a connection of its own: SQLite's check of the text index, run first thing on a
-    // connection that read the index before the clear, reports "corruption found reading blob"
-    // (its cached view of the index; queries on that connection answer right, and the same
-    // check passes after one of them or on a new connection).
-    store
-        .reader()
-        .expect("reader")
-        .integrity_check()
-        .expect("integrity");
 }
 
 #[test]
@@ -600,11 +456,11 @@ fn verdict_filters_use_the_partial_indexes_and_the_usual_verdict_reads_the_table
 }
 
 /// The text index lives in `<store>-text`, filled by its own thread (src/store/text.rs). A store
-/// from before (schema v12, the index inside the store) keeps its index: the upgrade copies it
-/// there, so old deliveries are found at once, by a reader alone, and the indexer goes on after
-/// them instead of starting over.
+/// from before (schema v12, the index inside the store) loses the old index (its words of
+/// deleted deliveries with it) and the capturing writer's indexer builds it again, old
+/// deliveries and new.
 #[test]
-fn an_upgraded_store_keeps_its_text_index_in_a_file_of_its_own() {
+fn an_upgraded_store_has_its_text_index_built_again_in_a_file_of_its_own() {
     use hookscope::store::schema::MIGRATIONS;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("hookscope.sqlite");
@@ -636,7 +492,7 @@ fn an_upgraded_store_keeps_its_text_index_in_a_file_of_its_own() {
     }
     // A reader upgrades the store; nothing indexes anything meanwhile.
     let reader = Reader::open(&path).expect("upgrades");
-    assert_eq!(count(&reader, "invoice_42"), 1);
+    assert_eq!(count(&reader, "invoice_42"), 0, "not indexed yet");
     let tables = |path: &std::path::Path| -> Vec<String> {
         let conn = rusqlite::Connection::open(path).expect("open");
         let mut stmt = conn
@@ -659,14 +515,14 @@ fn an_upgraded_store_keeps_its_text_index_in_a_file_of_its_own() {
         tables(&text)
     );
     drop(reader);
-    // The writer's indexer goes on from delivery 7: new deliveries are found, and so is the old.
-    let store = Store::open(&path).expect("store");
+    // The writer's indexer builds it: new deliveries are found, and so is the old.
+    let store = capturing(dir.path());
     let writer = store.writer();
     let stored = writer.insert_blocking(seed::record(2)).expect("insert");
     assert_eq!(stored.id, 8);
     let reader = store.reader().expect("reader");
     wait_for_count(&reader, "needs_review", 1);
-    assert_eq!(count(&reader, "invoice_42"), 1);
+    wait_for_count(&reader, "invoice_42", 1);
     assert_eq!(count(&reader, "hooks"), 2);
     reader
         .integrity_check()
@@ -695,7 +551,7 @@ fn a_text_index_built_from_another_store_is_built_again() {
         other.path().join("hookscope.sqlite-text"),
     )
     .expect("copy the text file");
-    let second = Store::open(&other_path).expect("reopen");
+    let second = capturing(other.path());
     let reader = second.reader().expect("reader");
     // Seed 100..105 has one needs_review (n = 102); the copied file had four of another store.
     wait_for_count(&reader, "needs_review", 1);
@@ -730,9 +586,366 @@ fn a_deleted_text_index_is_built_again_and_nothing_fails_meanwhile() {
         "other filters are not behind"
     );
     drop(reader);
-    let store = Store::open(&path).expect("store");
+    let store = capturing(dir.path());
     let reader = store.reader().expect("reader");
     wait_for_count(&reader, "needs_review", 10);
     drop(reader);
     store.shutdown();
+}
+
+/// The files a schema-13 store left (tests/fixtures/store-v13), copied into `dir`.
+fn v13_store(dir: &std::path::Path) -> std::path::PathBuf {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/store-v13");
+    for name in [
+        "hookscope.sqlite",
+        "hookscope.sqlite-wal",
+        "hookscope.sqlite-text",
+        "hookscope.journal",
+    ] {
+        std::fs::copy(fixture.join(name), dir.join(name)).expect("fixture file");
+    }
+    dir.join("hookscope.sqlite")
+}
+
+/// The body the fixture's maker posted as delivery `n` (Python's `json.dumps`).
+fn v13_body(n: usize) -> String {
+    let event = if n % 10 == 0 { n - 1 } else { n };
+    let (kind, status) = if n % 5 == 4 {
+        ("job.completed", "completed")
+    } else {
+        ("job.processing", "processing")
+    };
+    format!(
+        r#"{{"id": "evt_{event:04}", "type": "{kind}", "data": {{"job_id": "job_{:03}", "status": "{status}", "marker": "v13body{n:04}"}}}}"#,
+        n / 5
+    )
+}
+
+/// What a reader of `path` lists, newest first, as `list --json` prints it.
+fn listed_json(path: &std::path::Path) -> Vec<serde_json::Value> {
+    Reader::open(path)
+        .expect("reader")
+        .list(500, None)
+        .expect("list")
+        .iter()
+        .map(hookscope::app::report::delivery_json)
+        .collect()
+}
+
+fn table_names(path: &std::path::Path) -> Vec<String> {
+    let conn = rusqlite::Connection::open(path).expect("open");
+    let mut stmt = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        .expect("prepare");
+    stmt.query_map([], |r| r.get(0))
+        .expect("names")
+        .collect::<Result<_, _>>()
+        .expect("names")
+}
+
+/// A store from the build before this one: 137 deliveries in its tables (73 packed against a
+/// learned dictionary, every checks column compacted) and a capture journal whose last three
+/// rows no table holds. The migration makes every delivery readable exactly as that build
+/// listed it, recovers the three journaled ones once, and leaves no packed row, dictionary or
+/// journal behind.
+#[test]
+fn a_schema_13_store_migrates_with_every_delivery_and_its_journaled_rows_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = v13_store(dir.path());
+    let listed = listed_json(&path);
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/store-v13/list.ndjson");
+    let expected: Vec<serde_json::Value> = std::fs::read_to_string(fixture)
+        .expect("list.ndjson")
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("json"))
+        .collect();
+    assert_eq!(
+        listed.len(),
+        140,
+        "137 from the tables and 3 from the journal"
+    );
+    for (now, then) in listed.iter().zip(&expected) {
+        assert_eq!(
+            now, then,
+            "delivery {} as the old build listed it",
+            then["id"]
+        );
+    }
+    let reader = Reader::open(&path).expect("reader");
+    for stored in reader.list(500, None).expect("list") {
+        let n: usize = stored
+            .delivery
+            .headers
+            .iter()
+            .find(|h| h.name == "x-test")
+            .map(|h| h.value_lossy()[1..].parse().expect("n"))
+            .expect("x-test");
+        assert_eq!(stored.id, n as i64);
+        assert_eq!(String::from_utf8_lossy(&stored.delivery.body), v13_body(n));
+    }
+    assert!(
+        !dir.path().join("hookscope.journal").exists(),
+        "the journal's rows are in the tables: the file goes"
+    );
+    let tables = table_names(&path);
+    for gone in ["dictionaries", "journal_state"] {
+        assert!(!tables.contains(&gone.to_string()), "{tables:?}");
+    }
+    let conn = rusqlite::Connection::open(&path).expect("raw");
+    let (packed, blobs): (i64, i64) = conn
+        .query_row(
+            "SELECT (SELECT COUNT(*) FROM pragma_table_info('deliveries') WHERE name = 'packed'),
+                    (SELECT COUNT(*) FROM deliveries WHERE typeof(checks_json) <> 'text')",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("columns");
+    assert_eq!((packed, blobs), (0, 0));
+    drop(reader);
+    // Once: opened again (by the capturing writer, which indexes), nothing comes twice, and the
+    // next delivery follows the journal's last id.
+    let store = capturing(dir.path());
+    assert_eq!(listed_json(&path), listed);
+    let next = store
+        .writer()
+        .insert_blocking(seed::record(1))
+        .expect("insert");
+    assert_eq!(next.id, 141);
+    let reader = store.reader().expect("reader");
+    // Free text: the old index (moved to its own file by schema 13) and the recovered rows.
+    wait_for_count(&reader, "v13body0005", 1);
+    wait_for_count(&reader, "v13body0139", 1);
+    reader.integrity_check().expect("integrity");
+}
+
+/// Opening a reader writes nothing: not the store, and not an orphaned capture journal's rows
+/// (the build before replayed one from `Reader::open`, racing any writer for it).
+#[test]
+fn opening_a_reader_writes_nothing_even_beside_an_orphaned_journal() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = v13_store(dir.path());
+    Store::open(&path).expect("migrates").shutdown();
+    assert_eq!(
+        Reader::open(&path).expect("reader").count().expect("count"),
+        140
+    );
+    // An orphaned journal beside the current store, holding rows 121..=140 again.
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/store-v13");
+    std::fs::copy(
+        fixture.join("hookscope.journal"),
+        dir.path().join("hookscope.journal"),
+    )
+    .expect("journal");
+    Store::open(&path).expect("writer").shutdown();
+    let bytes = |name: &str| std::fs::read(dir.path().join(name)).unwrap_or_default();
+    let (db, wal, journal) = (
+        bytes("hookscope.sqlite"),
+        bytes("hookscope.sqlite-wal"),
+        bytes("hookscope.journal"),
+    );
+    let reader = Reader::open(&path).expect("reader");
+    assert_eq!(reader.count().expect("count"), 140);
+    assert_eq!(reader.list(500, None).expect("list").len(), 140);
+    drop(reader);
+    assert!(bytes("hookscope.sqlite") == db, "the database file changed");
+    assert!(bytes("hookscope.sqlite-wal") == wal, "the WAL changed");
+    assert!(bytes("hookscope.journal") == journal, "the journal changed");
+}
+
+/// A damaged store is moved aside with an older build's journal beside it: the fresh store
+/// never takes the damaged one's rows for its own.
+#[test]
+fn a_damaged_stores_journal_goes_aside_with_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = v13_store(dir.path());
+    std::fs::write(&path, b"not a database at all, not even close to one").expect("garbage");
+    let _ = std::fs::remove_file(dir.path().join("hookscope.sqlite-wal"));
+    let lock = CaptureLock::acquire(dir.path()).expect("lock");
+    let (store, recovered) = Store::open_capturing(&path, &lock).expect("store");
+    assert!(recovered.is_some_and(|s| s.contains("kept aside")));
+    assert_eq!(store.reader().expect("reader").count().expect("count"), 0);
+    assert!(!dir.path().join("hookscope.journal").exists());
+    let aside: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains("damaged") && name.ends_with("hookscope.journal"))
+        .collect();
+    assert_eq!(aside.len(), 1, "kept aside, never deleted");
+    drop(store);
+    // An older build's leftover journal beside a new store: never replayed, kept aside.
+    let fresh = tempfile::tempdir().expect("tempdir");
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/store-v13");
+    std::fs::copy(
+        fixture.join("hookscope.journal"),
+        fresh.path().join("hookscope.journal"),
+    )
+    .expect("journal");
+    let reader = Reader::open(&fresh.path().join("hookscope.sqlite")).expect("a new store");
+    assert_eq!(reader.count().expect("count"), 0);
+    assert!(!fresh.path().join("hookscope.journal").exists());
+}
+
+/// Another process holding the write lock (an import's long transaction) is waited out once
+/// per batch, not once per delivery, and said in the health; held past the writer's longest
+/// wait, the deliveries are refused with that sentence, and capture goes on after.
+#[test]
+fn a_store_busy_with_another_writer_is_waited_out_once_and_said() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = capturing(dir.path());
+    let writer = store.writer();
+    writer.insert_blocking(seed::record(0)).expect("first");
+    let other = rusqlite::Connection::open(dir.path().join("hookscope.sqlite")).expect("raw");
+    other.execute_batch("BEGIN IMMEDIATE").expect("the lock");
+    let started = std::time::Instant::now();
+    let senders: Vec<_> = (1..=40)
+        .map(|n| {
+            let writer = writer.clone();
+            std::thread::spawn(move || writer.insert_blocking(seed::record(n)))
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let health = writer.health();
+    assert_eq!(health.trouble, Some(hookscope::store::Trouble::Busy));
+    let sentence = hookscope::store::Trouble::Busy.sentence(&dir.path().join("hookscope.sqlite"));
+    assert!(sentence.contains("another hookscope command is writing to the store"));
+    other.execute_batch("COMMIT").expect("released");
+    for sender in senders {
+        sender
+            .join()
+            .expect("sender")
+            .expect("stored once the lock is free");
+    }
+    let waited = started.elapsed();
+    // 40 deliveries: a wait per delivery (5 s each in the build before) would take minutes.
+    assert!(waited < std::time::Duration::from_secs(5), "{waited:?}");
+    assert_eq!(
+        writer.health().trouble,
+        None,
+        "said until the batch went through"
+    );
+    assert_eq!(store.reader().expect("reader").count().expect("count"), 41);
+    // Held past the longest wait: refused, saying why.
+    other
+        .execute_batch("BEGIN IMMEDIATE")
+        .expect("the lock again");
+    let refused = writer
+        .insert_blocking(seed::record(41))
+        .expect_err("refused after the longest wait");
+    assert!(
+        refused.to_string().contains("another hookscope command"),
+        "{refused}"
+    );
+    other.execute_batch("COMMIT").expect("released");
+    writer
+        .insert_blocking(seed::record(42))
+        .expect("capture goes on");
+}
+
+/// Every file of the data dir, searched for `needle`.
+fn files_holding(dir: &std::path::Path, needle: &[u8]) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .expect("dir")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| {
+            std::fs::read(p).is_ok_and(|bytes| bytes.windows(needle.len()).any(|w| w == needle))
+        })
+        .map(|p| p.display().to_string())
+        .collect()
+}
+
+/// Waits until the idle writer has truncated the store's WAL and the text index's.
+fn wait_for_idle_checkpoint(dir: &std::path::Path) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let wal_bytes = || {
+        ["hookscope.sqlite-wal", "hookscope.sqlite-text-wal"]
+            .iter()
+            .map(|name| std::fs::metadata(dir.join(name)).map_or(0, |m| m.len()))
+            .sum::<u64>()
+    };
+    while wal_bytes() > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never checkpointed when idle"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Deleted means gone: after a delete, retention or *Clear history*, and the idle checkpoint,
+/// no file of the data dir holds a byte of a removed body: not the database (a small body, a
+/// 20 KiB one in overflow pages), not an attempt that carried it, not the WAL, not the text
+/// index. The markers' tails are searched for, so that a prefix the text index shares with
+/// another word cannot hide one.
+#[test]
+fn removed_bodies_leave_no_byte_in_any_file_of_the_data_dir() {
+    let tasks: [(&str, fn(&[i64]) -> Maintenance); 3] = [
+        ("delete", |ids| Maintenance::Delete(ids.to_vec())),
+        ("retention", |_| Maintenance::Retain {
+            max_age_ms: None,
+            max_count: Some(20),
+            now_ms: 1_790_000_000_000,
+            steady_ms: 1_790_000_000_000,
+        }),
+        ("clear", |_| Maintenance::Clear),
+    ];
+    for (name, task) in tasks {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = capturing(dir.path());
+        let writer = store.writer();
+        let tails = ["c0ffee51a7e", "b16b0d7f00d", "5ecre7a77e5"];
+        let mut small = seed::record(1);
+        small.delivery.body = format!("{{\"note\":\"zzsmall{}\"}}", tails[0]).into_bytes();
+        let mut big = seed::record(2);
+        big.delivery.body = format!(
+            "{{\"pad\":\"{}\",\"note\":\"zzbig{}\"}}",
+            "p".repeat(20_000),
+            tails[1]
+        )
+        .into_bytes();
+        let small = writer.insert_blocking(small).expect("small");
+        let big = writer.insert_blocking(big).expect("big");
+        writer
+            .maintain_blocking(Maintenance::RecordAttempts(vec![
+                hookscope::domain::attempt::Attempt {
+                    id: 0,
+                    delivery_id: Some(small.id),
+                    kind: hookscope::domain::attempt::AttemptKind::Resend,
+                    url: "http://127.0.0.1:9/".into(),
+                    sent_at_ms: 1,
+                    request_headers: Vec::new(),
+                    request_body: format!("{{\"note\":\"zzattempt{}\"}}", tails[2]).into_bytes(),
+                    status: Some(200),
+                    response_headers: Vec::new(),
+                    response_body: Vec::new(),
+                    latency_ms: 1,
+                    error: None,
+                    job_id: None,
+                    attempt_number: None,
+                },
+            ]))
+            .expect("attempt");
+        for n in 3..30 {
+            writer.insert_blocking(seed::record(n)).expect("insert");
+        }
+        let reader = store.reader().expect("reader");
+        wait_for_count(&reader, &format!("zzbig{}", tails[1]), 1);
+        wait_for_idle_checkpoint(dir.path());
+        for tail in tails {
+            assert!(
+                !files_holding(dir.path(), tail.as_bytes()).is_empty(),
+                "{name}: stored first"
+            );
+        }
+        writer
+            .maintain_blocking(task(&[small.id, big.id]))
+            .expect("removed");
+        assert_eq!(reader.get(small.id).expect("get"), None);
+        assert_eq!(count(&reader, &format!("zzbig{}", tails[1])), 0);
+        wait_for_idle_checkpoint(dir.path());
+        for tail in tails {
+            let holding = files_holding(dir.path(), tail.as_bytes());
+            assert!(holding.is_empty(), "{name}: {tail} still in {holding:?}");
+        }
+    }
 }

@@ -18,7 +18,7 @@ use crate::domain::reconcile::{ApiConfig, Poll, jitter};
 use crate::domain::timeline::JobTimeline;
 use crate::net::client::{Client, Tls};
 use crate::net::reconcile::{Answer, get};
-use crate::store::writer::Maintenance;
+use crate::store::Maintenance;
 use crate::store::{Reader, StoreWriter};
 
 /// How long the job API has to answer one request.

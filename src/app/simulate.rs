@@ -21,8 +21,8 @@ use crate::domain::sim::{self, Chaos, Check, IdempotencyStyle, Lifecycle};
 use crate::net::client::{Client, Outgoing, Tls};
 use crate::net::probe::flip_signature_char;
 use crate::net::simulator::{self, Api, ApiServer};
+use crate::store::Maintenance;
 use crate::store::StoreWriter;
-use crate::store::writer::Maintenance;
 
 /// How many attempts are on the wire at once.
 const CONCURRENCY: usize = 64;

@@ -89,8 +89,8 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
     }
 
     // One capturing hookscope per data dir; the lock is held until this function returns.
-    let _lock = CaptureLock::acquire(&paths.data_dir)?;
-    let (store, recovered) = Store::open_or_recover(&paths.store_file())?;
+    let lock = CaptureLock::acquire(&paths.data_dir)?;
+    let (store, recovered) = Store::open_capturing(&paths.store_file(), &lock)?;
     if let Some(sentence) = recovered {
         eprintln!("hookscope: {sentence}");
     }

@@ -9,11 +9,13 @@ use tokio::sync::{mpsc, oneshot};
 use crate::domain::attempt::Attempt;
 use crate::store::error::StoreError;
 use crate::store::health::Health;
+use crate::store::lock::CaptureLock;
+use crate::store::maintain::Maintenance;
 use crate::store::reader::Reader;
 use crate::store::records::{NewRecord, StoredDelivery};
 use crate::store::recovery::{check_not_truncated, classify, move_aside};
 use crate::store::schema::{migrate, open_connection};
-use crate::store::writer::{Maintenance, WRITE_QUEUE, WriteJob, writer_loop};
+use crate::store::writer::{WRITE_QUEUE, WriteJob, writer_loop};
 
 /// The store: a path and the channel to its writer thread.
 #[derive(Debug)]
@@ -31,8 +33,39 @@ pub struct StoreWriter {
 }
 
 impl Store {
-    /// Opens (or creates) the store at `path`, migrates it, and starts its writer thread.
+    /// Opens (or creates) the store at `path`, migrates it, and starts its writer thread, for a
+    /// command that writes beside a capturing hookscope or alone (`import`, `resend`, `simulate`,
+    /// `reconcile`): its writes go through SQLite's own lock. It runs no text indexer (its bulk
+    /// writes index their own rows); the capturing process's indexer indexes the rest.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        Store::start(path, false)
+    }
+
+    /// [`Store::open`] for the process that captures (holding the data dir's [`CaptureLock`]):
+    /// it also runs the text indexer. If the file is damaged (not a database, truncated,
+    /// corrupt, or from a newer hookscope), keeps it aside, renamed and never deleted, and
+    /// continues on a fresh store, returning the sentence that says so.
+    pub fn open_capturing(
+        path: &Path,
+        _lock: &CaptureLock,
+    ) -> Result<(Store, Option<String>), StoreError> {
+        match Store::start(path, true) {
+            Ok(store) => Ok((store, None)),
+            Err(err @ (StoreError::DamagedFile { .. } | StoreError::NewerSchema { .. })) => {
+                let (aside, reason) = move_aside(path, &err)?;
+                let store = Store::start(path, true)?;
+                let sentence = format!(
+                    "The store {} could not be used ({reason}); it was kept aside as {} and hookscope continues on a fresh store.",
+                    path.display(),
+                    aside.display()
+                );
+                Ok((store, Some(sentence)))
+            }
+            Err(other) => Err(other),
+        }
+    }
+
+    fn start(path: &Path, index: bool) -> Result<Store, StoreError> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| StoreError::Open {
                 path: path.to_path_buf(),
@@ -55,7 +88,7 @@ impl Store {
             let path = path.to_path_buf();
             std::thread::Builder::new()
                 .name("hookscope-store-writer".into())
-                .spawn(move || writer_loop(conn, receiver, &path, &health))
+                .spawn(move || writer_loop(conn, receiver, &path, &health, index))
                 .map_err(|e| StoreError::Write(format!("cannot start the writer thread: {e}")))?
         };
         Ok(Store {
@@ -76,8 +109,6 @@ impl Store {
         let refusal = trouble.sentence(path);
         let health = Arc::new(Health::default());
         health.failed(trouble, 0);
-        // Nothing new will come: no reader ever waits for a delivery here.
-        health.made_visible(i64::MAX);
         let thread = {
             let health = Arc::clone(&health);
             std::thread::Builder::new()
@@ -99,26 +130,6 @@ impl Store {
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
-    }
-
-    /// Opens the store; if the file is damaged (not a database, truncated, corrupt, or from a
-    /// newer hookscope), keeps it aside, renamed and never deleted, and continues on a fresh
-    /// store, returning the sentence that says so. A lock held by another process is an error.
-    pub fn open_or_recover(path: &Path) -> Result<(Store, Option<String>), StoreError> {
-        match Store::open(path) {
-            Ok(store) => Ok((store, None)),
-            Err(err @ (StoreError::DamagedFile { .. } | StoreError::NewerSchema { .. })) => {
-                let (aside, reason) = move_aside(path, &err)?;
-                let store = Store::open(path)?;
-                let sentence = format!(
-                    "The store {} could not be used ({reason}); it was kept aside as {} and hookscope continues on a fresh store.",
-                    path.display(),
-                    aside.display()
-                );
-                Ok((store, Some(sentence)))
-            }
-            Err(other) => Err(other),
-        }
     }
 
     /// A handle for submitting writes.
@@ -158,7 +169,8 @@ impl StoreWriter {
         Arc::clone(&self.health)
     }
 
-    /// Writes a delivery and returns it as stored, after its transaction has committed.
+    /// Writes a delivery and returns it as stored, once its transaction has committed, synced:
+    /// from then on it is on disk and every reader sees it.
     pub async fn insert(&self, record: NewRecord) -> Result<StoredDelivery, StoreError> {
         let (reply, answer) = oneshot::channel();
         self.sender

@@ -20,6 +20,9 @@ pub enum Trouble {
     ReadOnly(String),
     /// The store file is no longer at its path (the dir was removed, the volume unmounted).
     Vanished,
+    /// Another process (an `import`, a resend) holds the store's write lock: deliveries wait
+    /// for it, and are refused only after the writer's longest wait.
+    Busy,
     /// Any other failure, as SQLite or the system named it.
     Failing(String),
 }
@@ -37,6 +40,10 @@ impl Trouble {
             ),
             Trouble::Vanished => format!(
                 "the store {} is gone (its dir was removed or its volume unmounted): deliveries are being refused (503) rather than written to a deleted file; restart hookscope to start a new store",
+                store.display()
+            ),
+            Trouble::Busy => format!(
+                "another hookscope command is writing to the store {}: deliveries wait for it to finish (answers are delayed; after 10 s they are refused with 503, Retry-After {RETRY_AFTER_SECS} s)",
                 store.display()
             ),
             Trouble::Failing(reason) => format!(
@@ -58,39 +65,18 @@ pub struct HealthReport {
     pub refused: u64,
     /// Counts every change of state, so a front end says each change once.
     pub changes: u64,
+    /// The last delivery the store refused by itself (a row SQLite would not take), and why:
+    /// capture went on. Each such refusal is a change.
+    pub refused_row: Option<String>,
 }
 
-/// Shared between the writer thread and the front ends: whether writes succeed, and the newest
-/// delivery readers can see.
+/// Shared between the writer thread and the front ends: whether writes succeed.
 #[derive(Debug, Default)]
 pub struct Health {
     state: Mutex<HealthReport>,
-    /// The newest delivery id committed (visible to readers); acknowledged deliveries reach it
-    /// within [`crate::store::writer::COMMIT_EVERY`].
-    visible: Mutex<i64>,
-    visible_moved: std::sync::Condvar,
 }
 
 impl Health {
-    /// Waits until delivery `id` is visible to readers, at most `timeout`; answers whether it is.
-    pub fn wait_visible(&self, id: i64, timeout: std::time::Duration) -> bool {
-        let guard = self.visible.lock().unwrap_or_else(|e| e.into_inner());
-        let (guard, _) = self
-            .visible_moved
-            .wait_timeout_while(guard, timeout, |visible| *visible < id)
-            .unwrap_or_else(|e| e.into_inner());
-        *guard >= id
-    }
-
-    /// The writer committed up to `id`.
-    pub(crate) fn made_visible(&self, id: i64) {
-        let mut visible = self.visible.lock().unwrap_or_else(|e| e.into_inner());
-        if id > *visible {
-            *visible = id;
-            self.visible_moved.notify_all();
-        }
-    }
-
     /// The state now.
     pub fn report(&self) -> HealthReport {
         self.lock().clone()
@@ -112,6 +98,13 @@ impl Health {
             state.changes += 1;
         }
         state.refused += refused;
+    }
+
+    /// One delivery was refused for its own row (the store takes writes).
+    pub(crate) fn row_refused(&self, reason: &str) {
+        let mut state = self.lock();
+        state.refused_row = Some(reason.to_string());
+        state.changes += 1;
     }
 
     /// Deliveries refused without trying (the trouble is already known).
@@ -146,14 +139,6 @@ pub(crate) fn classify(err: &rusqlite::Error, store: &Path) -> Trouble {
         Some(_) => probe_dir(store).unwrap_or_else(|| Trouble::Failing(err.to_string())),
         None => Trouble::Failing(err.to_string()),
     }
-}
-
-/// The trouble behind a failed write to a file beside the store (the capture journal, the WAL).
-pub(crate) fn classify_io(err: &std::io::Error, store: &Path) -> Trouble {
-    if err.kind() == std::io::ErrorKind::StorageFull {
-        return Trouble::DiskFull;
-    }
-    probe_dir(store).unwrap_or_else(|| Trouble::Failing(err.to_string()))
 }
 
 /// Tries to create (and remove) a file beside the store; the system's answer names the cause

@@ -16,24 +16,20 @@ use crate::store::records::{LIST_COLUMNS, list_row, raw_list_row, read_row};
 use crate::store::records::{ListRow, StoredDelivery};
 use crate::store::schema::{MIGRATIONS, migrate, open_connection};
 
-/// A read connection.
+/// A read connection. It never writes the store: what a delivery's 2xx promised is committed
+/// already, so there is nothing to repair or replay when it opens.
 pub struct Reader {
     conn: Connection,
-    path: std::path::PathBuf,
-    /// The dictionaries packed rows were read with (src/store/pack.rs).
-    unpacker: crate::store::pack::Unpacker,
 }
-
-/// How long a reader opened right after an acknowledgement waits for that delivery to be
-/// committed (the writer commits within [`crate::store::writer::COMMIT_EVERY`]).
-const SETTLE: std::time::Duration = std::time::Duration::from_millis(250);
 
 const SELECT_COLUMNS: &str = "id, received_at_ms, method, path, query, headers, body, body_size, body_complete,
     remote_addr, endpoint, scheme, event_id, event_type, job_id, job_status, checks_json, response_status,
-    latency_ms, note, job_created_at_ms, packed";
+    latency_ms, note, job_created_at_ms";
 
 impl Reader {
-    /// Opens a read connection to an existing store (creating and migrating it if absent).
+    /// Opens a read connection to a store. A store that does not exist yet, or comes from an
+    /// older hookscope, is first created or brought up to date by the migrations (the one
+    /// place that writes it, under SQLite's write lock: src/store/schema.rs).
     pub fn open(path: &Path) -> Result<Reader, StoreError> {
         match Reader::open_shared(path) {
             // A store closed cleanly has no `-shm` file, and SQLite cannot make one on a
@@ -45,32 +41,9 @@ impl Reader {
             {
                 let conn = crate::store::schema::open_immutable(path)?;
                 crate::store::text::attach(&conn, path, true);
-                Ok(Reader {
-                    unpacker: Default::default(),
-                    conn,
-                    path: path.to_path_buf(),
-                })
-            }
-            Ok(reader) => {
-                crate::store::writer::recover_orphaned_journal(path);
-                reader.settle(SETTLE);
-                Ok(reader)
+                Ok(Reader { conn })
             }
             other => other,
-        }
-    }
-
-    /// Waits (at most `timeout`) until every delivery acknowledged so far is visible: the ones
-    /// in the capture journal that the writer has not committed yet. A reader opened after an
-    /// acknowledgement (`hookscope list` right after a `curl`) sees that delivery.
-    pub fn settle(&self, timeout: std::time::Duration) {
-        let Some(newest) = crate::store::journal::newest_journaled(&self.path) else {
-            return;
-        };
-        let started = std::time::Instant::now();
-        while self.newest_id().is_ok_and(|visible| visible < newest) && started.elapsed() < timeout
-        {
-            std::thread::sleep(std::time::Duration::from_millis(1));
         }
     }
 
@@ -82,7 +55,6 @@ impl Reader {
             0
         };
         if current < MIGRATIONS.len() as i64 {
-            // A store from an older hookscope (or none yet): bring it up to date first.
             let conn = open_connection(path, false)?;
             migrate(&conn, path)?;
         } else if current > MIGRATIONS.len() as i64 {
@@ -94,11 +66,7 @@ impl Reader {
         }
         let conn = open_connection(path, true)?;
         crate::store::text::attach(&conn, path, false);
-        Ok(Reader {
-            unpacker: Default::default(),
-            path: path.to_path_buf(),
-            conn,
-        })
+        Ok(Reader { conn })
     }
 
     /// How many deliveries the store holds.
@@ -127,7 +95,7 @@ impl Reader {
             "SELECT {SELECT_COLUMNS} FROM deliveries WHERE id < ?1 ORDER BY id DESC LIMIT ?2"
         ))?;
         let rows = stmt.query_map(params![before_id.unwrap_or(i64::MAX), limit as i64], |r| {
-            read_row(r, &self.unpacker, &self.conn)
+            read_row(r)
         })?;
         rows.map(|r| r?).collect()
     }
@@ -137,10 +105,7 @@ impl Reader {
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {SELECT_COLUMNS} FROM deliveries WHERE id = ?1"
         ))?;
-        match stmt
-            .query_row(params![id], |r| read_row(r, &self.unpacker, &self.conn))
-            .optional()?
-        {
+        match stmt.query_row(params![id], |r| read_row(r)).optional()? {
             Some(row) => Ok(Some(row?)),
             None => Ok(None),
         }

@@ -1,7 +1,8 @@
 //! The rows the store writes and reads: a new delivery with its verdicts, a stored delivery, a
 //! line of the list, and the decoding of raw rows.
 
-use crate::domain::checks::{Checks, DuplicateCheck, Evaluation};
+use crate::domain::advice::AdviceCheck;
+use crate::domain::checks::{Checks, DuplicateCheck, Evaluation, SignatureCheck, TimestampCheck};
 use crate::domain::delivery::{Delivery, decode_headers};
 use crate::domain::job::JobRef;
 use crate::store::error::StoreError;
@@ -149,7 +150,7 @@ pub(crate) fn raw_list_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawListR
         row.get(4)?,
         row.get(5)?,
         row.get(6)?,
-        crate::store::compact::read_checks(row.get_ref(7)?),
+        read_checks(row.get_ref(7)?),
         row.get(8)?,
         row.get(9)?,
     ))
@@ -178,17 +179,11 @@ pub(crate) fn list_row(raw: RawListRow) -> Result<ListRow, StoreError> {
 
 pub(crate) type RowResult = Result<StoredDelivery, StoreError>;
 
-pub(crate) fn read_row(
-    row: &rusqlite::Row<'_>,
-    unpacker: &crate::store::pack::Unpacker,
-    conn: &rusqlite::Connection,
-) -> rusqlite::Result<RowResult> {
+pub(crate) fn read_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RowResult> {
     let id: i64 = row.get(0)?;
-    let (header_blob, body) = match unpacker.unpack(conn, row.get(21)?, row.get(5)?, row.get(6)?) {
-        Ok(unpacked) => unpacked,
-        Err(what) => return Ok(Err(StoreError::Damaged { id, what })),
-    };
-    let checks = crate::store::compact::read_checks(row.get_ref(16)?);
+    let header_blob: Vec<u8> = row.get(5)?;
+    let body: Vec<u8> = row.get(6)?;
+    let checks = read_checks(row.get_ref(16)?);
     let Some(headers) = decode_headers(&header_blob) else {
         return Ok(Err(StoreError::Damaged {
             id,
@@ -233,4 +228,65 @@ pub(crate) fn read_row(
         latency_ms: row.get::<_, i64>(18)?.max(0) as u64,
         note: row.get(19)?,
     }))
+}
+
+/// The checks as `checks_json` stores them: their JSON.
+pub(crate) fn checks_column(checks: &Checks) -> Result<String, rusqlite::Error> {
+    checks_column_of(
+        &checks.signature,
+        &checks.timestamp,
+        &checks.duplicate,
+        &checks.advice,
+    )
+}
+
+/// [`checks_column`] of the checks made of these parts, without copying them into a [`Checks`]
+/// (the writer's path: the parts are the evaluation's). The same fields in the same order as a
+/// [`Checks`]' own JSON, which a test holds to.
+pub(crate) fn checks_column_of(
+    signature: &SignatureCheck,
+    timestamp: &TimestampCheck,
+    duplicate: &DuplicateCheck,
+    advice: &AdviceCheck,
+) -> Result<String, rusqlite::Error> {
+    #[derive(serde::Serialize)]
+    struct Parts<'a> {
+        signature: &'a SignatureCheck,
+        timestamp: &'a TimestampCheck,
+        duplicate: &'a DuplicateCheck,
+        advice: &'a AdviceCheck,
+    }
+    serde_json::to_string(&Parts {
+        signature,
+        timestamp,
+        duplicate,
+        advice,
+    })
+    .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
+}
+
+/// The checks from a stored `checks_json`.
+pub(crate) fn read_checks(value: rusqlite::types::ValueRef<'_>) -> Result<Checks, String> {
+    match value {
+        rusqlite::types::ValueRef::Text(json) => {
+            serde_json::from_slice(json).map_err(|e| e.to_string())
+        }
+        other => Err(format!("its checks are a {:?}", other.data_type())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A field added to `Checks` but not to the writer's parts would be missing from the store.
+    #[test]
+    fn the_column_made_of_parts_holds_exactly_the_checks_json() {
+        let passing = br#"{"signature":{"status":"pass","detail":"Standard Webhooks signature verified with the configured secret.","scheme":"standard-webhooks","secret":"secret #1","secrets_tried":1},"timestamp":{"status":"pass","skew_secs":0,"detail":"The timestamp is current.","tolerance_secs":300},"duplicate":{"status":"duplicate","first_id":918273,"detail":"Duplicate of delivery #918273."},"advice":{"status":"none","items":[],"detail":"No advice."}}"#;
+        let checks: Checks = serde_json::from_slice(passing).expect("checks");
+        let column = checks_column(&checks).expect("column");
+        assert_eq!(column, serde_json::to_string(&checks).expect("json"));
+        let back = read_checks(rusqlite::types::ValueRef::Text(column.as_bytes())).expect("read");
+        assert_eq!(back, checks);
+    }
 }

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use crate::domain::clock::now_secs;
 use crate::store::error::StoreError;
 
-/// Moves a damaged store file (and its `-wal` and `-shm` files, and its text index's) aside
+/// Moves a damaged store file (and its `-wal` and `-shm` files, its text index's, and an older
+/// hookscope's capture journal) aside
 /// under a new name, never deleting anything; returns the new name and the reason to give.
 pub(crate) fn move_aside(path: &Path, err: &StoreError) -> Result<(PathBuf, String), StoreError> {
     let stamp = now_secs();
@@ -19,6 +20,19 @@ pub(crate) fn move_aside(path: &Path, err: &StoreError) -> Result<(PathBuf, Stri
     let move_err =
         |e: std::io::Error| StoreError::Write(format!("cannot move the damaged store aside: {e}"));
     std::fs::rename(path, &aside).map_err(move_err)?;
+    // An older hookscope's capture journal goes with its store: beside the fresh one it would be
+    // taken for that one's.
+    let journal = crate::store::legacy::journal_beside(path);
+    if journal.exists() {
+        std::fs::rename(
+            &journal,
+            aside.with_file_name(format!(
+                "{name}.damaged-{stamp}-{}",
+                crate::store::legacy::JOURNAL_FILE
+            )),
+        )
+        .map_err(move_err)?;
+    }
     for suffix in ["-wal", "-shm"]
         .into_iter()
         .chain(crate::store::text::FILE_SUFFIXES)

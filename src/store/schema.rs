@@ -1,5 +1,5 @@
 //! The schema, one migration per version (`PRAGMA user_version` counts them), and how a
-//! connection is opened (WAL, `synchronous = FULL`, the page cache).
+//! connection is opened (WAL, `synchronous = FULL`, `secure_delete`, the page cache).
 
 use std::path::Path;
 
@@ -158,17 +158,33 @@ pub const MIGRATIONS: &[&str] = &[
     DROP INDEX deliveries_dup_status;
     CREATE INDEX deliveries_dup_status ON deliveries(dup_status) WHERE dup_status <> 'first';",
     // v13: the text index moves to a file of its own beside the store, filled by its own thread
-    // (src/store/text.rs); `migrate` copies it there first. The store gets an identity, which the
+    // (src/store/text.rs), which builds it from the store (the build that made v13 copied the
+    // old index there first; its text file's version 2 builds it again). The store gets an identity, which the
     // text file records, so a text file never serves another store. Ids still never go back:
     // `journal_state.built_id` (v8) has counted every id given since `fts_state` was last needed.
     "CREATE TABLE store_identity (uid BLOB NOT NULL);
     INSERT INTO store_identity VALUES (randomblob(16));
     DROP TABLE deliveries_fts;
     DROP TABLE fts_state;",
+    // v14: SQLite's own durability. The capture journal (v8) and the packed rows (v11) go:
+    // `legacy::upgrade` first writes back the journal's rows the tables lack and rewrites every
+    // packed row and compacted checks column as received. Ids still never go back: `id_floor`
+    // holds the newest id ever given once deletes have taken it out of the table.
+    "CREATE TABLE id_floor (newest INTEGER NOT NULL);
+    INSERT INTO id_floor SELECT MAX(COALESCE((SELECT MAX(id) FROM deliveries), 0),
+        COALESCE((SELECT built_id FROM journal_state), 0));
+    DROP TABLE journal_state;
+    DROP TABLE dictionaries;
+    ALTER TABLE deliveries DROP COLUMN packed;",
 ];
 
-/// The schema version whose migration moves the text index out of the store.
-const TEXT_MOVES_OUT: usize = 13;
+/// The schema version whose migration retires the capture journal and the packed rows.
+const SQLITE_DURABILITY: usize = 14;
+/// The first schema version with a capture journal beside the store.
+const JOURNAL_SINCE: i64 = 8;
+
+/// The most bytes the WAL keeps once SQLite starts it over (`journal_size_limit`).
+pub(crate) const WAL_LIMIT: i64 = 4 * 1024 * 1024;
 
 pub(crate) fn open_connection(path: &Path, read_only: bool) -> Result<Connection, StoreError> {
     let open_err = |source| StoreError::Open {
@@ -186,13 +202,21 @@ pub(crate) fn open_connection(path: &Path, read_only: bool) -> Result<Connection
     conn.busy_timeout(std::time::Duration::from_secs(5))
         .map_err(open_err)?;
     if !read_only {
+        // Every commit is synced before it returns: a 2xx after COMMIT means on disk.
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(open_err)?;
         conn.pragma_update(None, "synchronous", "FULL")
             .map_err(open_err)?;
-        // The writer touches nine indexes and the text index per delivery: keep their hot pages
-        // in memory (64 MiB). The WAL is checkpointed every 1,000 pages (SQLite's default; the
-        // capturing writer turns that off and checkpoints on its own thread, src/store/writer.rs).
+        // Deleted means gone: freed cells and pages are overwritten with zeros (`ON`, not
+        // `FAST`: `FAST` leaves freed overflow pages, a large body's, as they were).
+        conn.pragma_update(None, "secure_delete", "ON")
+            .map_err(open_err)?;
+        // After SQLite's checkpoint starts the WAL over, a WAL that a burst made larger is cut
+        // back to this; the writer truncates it to nothing once it is idle.
+        conn.pragma_update(None, "journal_size_limit", WAL_LIMIT)
+            .map_err(open_err)?;
+        // The writer touches the table and its indexes per delivery: keep their hot pages in
+        // memory (64 MiB).
         conn.pragma_update(None, "cache_size", -65_536)
             .map_err(open_err)?;
         // Statement journals (upserts, multi-row updates and deletes) in memory, not in temp files
@@ -219,31 +243,70 @@ pub(crate) fn open_immutable(path: &Path) -> Result<Connection, StoreError> {
     })
 }
 
+fn current_version_is(conn: &Connection, version: i64) -> bool {
+    conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))
+        .is_ok_and(|v| v == version)
+}
+
+/// Brings the store up to [`MIGRATIONS`]' version. Each step runs in a `BEGIN IMMEDIATE`
+/// transaction that reads the version again under SQLite's write lock, so two processes that
+/// open an old store at once apply each migration once.
 pub(crate) fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {
     let open_err = |source| StoreError::Open {
         path: path.to_path_buf(),
         source,
     };
-    let version: i64 = conn
-        .pragma_query_value(None, "user_version", |r| r.get(0))
-        .map_err(open_err)?;
+    let version = |conn: &Connection| -> Result<i64, StoreError> {
+        conn.pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(open_err)
+    };
     let supported = MIGRATIONS.len() as i64;
-    if version > supported {
+    let started_at = version(conn)?;
+    if started_at > supported {
         return Err(StoreError::NewerSchema {
             path: path.to_path_buf(),
-            found: version,
+            found: started_at,
             supported,
         });
     }
-    for (index, sql) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
-        if index + 1 == TEXT_MOVES_OUT {
-            crate::store::text::move_out_of(conn, path).map_err(open_err)?;
+    let mut journal_replayed = false;
+    loop {
+        let current = version(conn)?;
+        if current >= supported {
+            break;
         }
-        let tx = conn.unchecked_transaction().map_err(open_err)?;
-        tx.execute_batch(sql).map_err(open_err)?;
-        tx.pragma_update(None, "user_version", (index + 1) as i64)
+        let step = (current + 1) as usize;
+        let tx =
+            rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)
+                .map_err(open_err)?;
+        if version(&tx)? != current {
+            // Another process migrated meanwhile.
+            continue;
+        }
+        if step == SQLITE_DURABILITY {
+            crate::store::legacy::upgrade(&tx, path, started_at >= JOURNAL_SINCE)
+                .map_err(open_err)?;
+            journal_replayed = started_at >= JOURNAL_SINCE;
+        }
+        tx.execute_batch(MIGRATIONS[step - 1]).map_err(open_err)?;
+        tx.pragma_update(None, "user_version", step as i64)
             .map_err(open_err)?;
         tx.commit().map_err(open_err)?;
+    }
+    let journal = crate::store::legacy::journal_beside(path);
+    if journal_replayed {
+        // Its rows are in the tables now, durably: the file (acknowledged bodies) goes.
+        let _ = std::fs::remove_file(&journal);
+    } else if started_at < JOURNAL_SINCE && current_version_is(conn, supported) && journal.exists()
+    {
+        // A journal beside a new store belongs to another one (a damaged store an older
+        // hookscope moved aside without it): never replayed here, kept aside, never deleted.
+        let aside = journal.with_file_name(format!(
+            "{}.unclaimed-{}",
+            crate::store::legacy::JOURNAL_FILE,
+            crate::domain::clock::now_secs()
+        ));
+        let _ = std::fs::rename(&journal, aside);
     }
     Ok(())
 }

@@ -29,20 +29,28 @@ use std::time::{Duration, Instant};
 use rusqlite::{Connection, OpenFlags, OptionalExtension as _, params};
 
 use crate::domain::delivery::decode_headers;
-use crate::store::pack::Unpacker;
 
 /// The index's table, in its file and in a reader's `temp` fallback alike: contentless (the text
 /// is not stored twice), and identifiers such as `job_8f3a` or `msg-12` are one token each.
-const FTS5: &str = "fts5(path, headers, body, content='', contentless_delete=1,
+const FTS5: &str = "fts5(path, headers, body, content='',
     tokenize = \"unicode61 tokenchars '_-'\")";
 
-/// The text index's own schema (it has no migrations of its own yet: `user_version` 1).
+/// The text index's schema, `user_version` 2. Version 1's table was `contentless_delete=1`,
+/// whose deletes only mark an entry (a tombstone) and keep its words in the index until a merge
+/// of its segment: a deleted body's words stayed on disk. Version 2 deletes an entry with its
+/// words (a contentless table's `delete` command, given the text that was indexed, with FTS5's
+/// `secure-delete` option, which rewrites the index's pages without them). The table is made
+/// anew and filled again from the store: what an older index kept of deleted deliveries goes
+/// with it.
 fn schema() -> String {
     format!(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS deliveries_fts USING {FTS5};
-        CREATE TABLE IF NOT EXISTS text_state (last_id INTEGER NOT NULL, store_uid BLOB);
+        "CREATE TABLE IF NOT EXISTS text_state (last_id INTEGER NOT NULL, store_uid BLOB);
         INSERT INTO text_state (last_id) SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM text_state);
-        PRAGMA user_version = 1;"
+        DROP TABLE IF EXISTS deliveries_fts;
+        CREATE VIRTUAL TABLE deliveries_fts USING {FTS5};
+        INSERT INTO deliveries_fts (deliveries_fts, rank) VALUES ('secure-delete', 1);
+        UPDATE text_state SET last_id = 0;
+        PRAGMA user_version = 2;"
     )
 }
 
@@ -93,7 +101,7 @@ pub(crate) fn open_for_writing(
     if recorded != uid {
         let tx = conn.unchecked_transaction()?;
         if recorded.is_some() {
-            tx.execute("DELETE FROM deliveries_fts", [])?;
+            tx.execute_batch("INSERT INTO deliveries_fts (deliveries_fts) VALUES ('delete-all')")?;
         }
         tx.execute(
             "UPDATE text_state SET store_uid = ?1, last_id = CASE WHEN ?2 THEN 0 ELSE last_id END",
@@ -122,10 +130,14 @@ fn open_and_check(path: &Path) -> Result<Connection, rusqlite::Error> {
     // The WAL keeps its size while the index is written, and is cut to nothing once it rests
     // (`IDLE_CHECKPOINT`) and when the indexer stops.
     conn.pragma_update(None, "temp_store", "MEMORY")?;
+    // Deleted means gone here too: freed pages are overwritten with zeros.
+    conn.pragma_update(None, "secure_delete", "ON")?;
     // Made once: setting `user_version` on every open wrote a frame to the WAL each time.
     let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
-    if version < 1 {
-        conn.execute_batch(&schema())?;
+    if version < 2 {
+        let tx = conn.unchecked_transaction()?;
+        tx.execute_batch(&schema())?;
+        tx.commit()?;
     }
     Ok(conn)
 }
@@ -194,48 +206,6 @@ pub(crate) fn attach(conn: &Connection, store_path: &Path, immutable: bool) {
     }
 }
 
-/// Schema v13's move: the text index that lived in the store (`deliveries_fts`, `fts_state`) is
-/// copied into its own file, table by table (FTS5 keeps an index in ordinary shadow tables), so
-/// an upgraded store's free text works at once instead of being built again. Runs before the
-/// migration drops them from the store; running twice copies again.
-pub(crate) fn move_out_of(store: &Connection, store_path: &Path) -> Result<(), rusqlite::Error> {
-    let has_index: i64 = store.query_row(
-        "SELECT COUNT(*) FROM main.sqlite_master WHERE name = 'deliveries_fts'",
-        [],
-        |r| r.get(0),
-    )?;
-    if has_index == 0 {
-        return Ok(());
-    }
-    drop(open_and_check(&path_beside(store_path))?);
-    store.execute(
-        "ATTACH DATABASE ?1 AS text_move",
-        params![path_beside(store_path).to_string_lossy()],
-    )?;
-    let copied = (|| {
-        let shadows: Vec<String> = {
-            let mut stmt = store.prepare(
-                "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name LIKE 'deliveries\\_fts\\_%' ESCAPE '\\'",
-            )?;
-            stmt.query_map([], |r| r.get(0))?
-                .collect::<Result<_, _>>()?
-        };
-        let tx = store.unchecked_transaction()?;
-        for table in &shadows {
-            tx.execute_batch(&format!(
-                "DELETE FROM text_move.\"{table}\"; INSERT INTO text_move.\"{table}\" SELECT * FROM main.\"{table}\";"
-            ))?;
-        }
-        tx.execute(
-            "UPDATE text_move.text_state SET last_id = (SELECT last_id FROM main.fts_state), store_uid = NULL",
-            [],
-        )?;
-        tx.commit()
-    })();
-    store.execute("DETACH DATABASE text_move", [])?;
-    copied
-}
-
 /// Adds up to `max` committed deliveries not yet in the text index, in one transaction of the
 /// index, and answers how many. Holds the index's write lock while it reads the store, so a
 /// delete (which takes that lock first) never races it. The store's rows are read into memory
@@ -248,21 +218,20 @@ pub(crate) fn index_pending(
     store: &Connection,
     text: &Connection,
     max: usize,
-    unpacker: &Unpacker,
     reading: &dyn Fn(bool),
 ) -> Result<usize, rusqlite::Error> {
     text.execute_batch("BEGIN IMMEDIATE")?;
     let result = (|| {
         let last = indexed_up_to(text)?;
-        type Pending = (i64, String, Option<i64>, Vec<u8>, Vec<u8>);
+        type Pending = (i64, String, Vec<u8>, Vec<u8>);
         reading(true);
         let rows: Result<Vec<Pending>, rusqlite::Error> = (|| {
             let mut select = store.prepare_cached(
-                "SELECT id, path, packed, headers, body FROM deliveries WHERE id > ?1 ORDER BY id LIMIT ?2",
+                "SELECT id, path, headers, body FROM deliveries WHERE id > ?1 ORDER BY id LIMIT ?2",
             )?;
             select
                 .query_map(params![last, max as i64], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
                 })?
                 .collect()
         })();
@@ -272,18 +241,9 @@ pub(crate) fn index_pending(
             "INSERT INTO deliveries_fts (rowid, path, headers, body) VALUES (?1, ?2, ?3, ?4)",
         )?;
         let (count, newest) = (rows.len(), rows.last().map(|row| row.0));
-        for (id, path, packed, headers, body) in rows {
-            // A row that cannot be unpacked (damaged) is indexed by its path alone.
-            let (headers, body) = unpacker
-                .unpack(store, packed, headers, body)
-                .unwrap_or_default();
-            let headers = decode_headers(&headers).unwrap_or_default();
-            insert.execute(params![
-                id,
-                path,
-                searchable_headers(&headers),
-                searchable_body(&body)
-            ])?;
+        for (id, path, headers, body) in rows {
+            let (headers, body) = searchable(&headers, &body);
+            insert.execute(params![id, path, headers, body])?;
         }
         if let Some(newest) = newest {
             text.execute("UPDATE text_state SET last_id = ?1", params![newest])?;
@@ -299,15 +259,16 @@ pub(crate) fn index_pending(
     }
 }
 
-/// What a delete does to the text index, applied after the store's own deletion committed.
+/// The deliveries a delete takes out of the index.
 pub(crate) enum Forget<'a> {
     Ids(&'a [i64]),
     UpTo(i64),
     All,
 }
 
-/// Holds the text index's write lock across a deletion in the store (see the module's doc), and
-/// applies the same deletion to the index once the store's committed.
+/// Holds the text index's write lock across a deletion in the store (see the module's doc): the
+/// index's entries of the deleted deliveries are deleted in its transaction, from the store's
+/// rows before they go, and committed once the store's deletion has.
 pub(crate) struct DeleteGuard<'a> {
     text: &'a Connection,
 }
@@ -318,32 +279,62 @@ impl<'a> DeleteGuard<'a> {
         Ok(DeleteGuard { text })
     }
 
-    /// The store's deletion committed: the index forgets the same deliveries.
-    pub(crate) fn forget(self, what: Forget<'_>) -> Result<(), rusqlite::Error> {
-        let text = self.text;
-        std::mem::forget(self);
-        let applied = (|| {
-            match what {
-                Forget::Ids(ids) => {
-                    let mut delete =
-                        text.prepare_cached("DELETE FROM deliveries_fts WHERE rowid = ?1")?;
-                    for id in ids {
-                        delete.execute(params![id])?;
-                    }
-                }
-                Forget::UpTo(id) => {
-                    text.execute("DELETE FROM deliveries_fts WHERE rowid <= ?1", params![id])?;
-                }
-                Forget::All => {
-                    text.execute("DELETE FROM deliveries_fts", [])?;
-                }
+    /// Deletes the entries of the deliveries `what` names, reading what was indexed of each
+    /// from `store` (in the store's transaction, before its delete): a contentless index
+    /// deletes an entry given the text it indexed. Deliveries not indexed yet have none.
+    pub(crate) fn unindex(
+        &self,
+        store: &Connection,
+        what: Forget<'_>,
+    ) -> Result<(), rusqlite::Error> {
+        let last = indexed_up_to(self.text)?;
+        let (condition, bound) = match what {
+            Forget::All => {
+                return self.text.execute_batch(
+                    "INSERT INTO deliveries_fts (deliveries_fts) VALUES ('delete-all')",
+                );
             }
-            text.execute_batch("COMMIT")
-        })();
-        if applied.is_err() {
-            let _ = text.execute_batch("ROLLBACK");
+            Forget::UpTo(id) => ("id <= ?1", id.min(last)),
+            Forget::Ids(ids) => {
+                for id in ids.iter().filter(|id| **id <= last) {
+                    self.unindex_where(store, "id = ?1", *id)?;
+                }
+                return Ok(());
+            }
+        };
+        self.unindex_where(store, condition, bound)
+    }
+
+    fn unindex_where(
+        &self,
+        store: &Connection,
+        condition: &str,
+        bound: i64,
+    ) -> Result<(), rusqlite::Error> {
+        let mut rows = store.prepare_cached(&format!(
+            "SELECT id, path, headers, body FROM deliveries WHERE {condition}"
+        ))?;
+        let mut delete = self.text.prepare_cached(
+            "INSERT INTO deliveries_fts (deliveries_fts, rowid, path, headers, body) VALUES ('delete', ?1, ?2, ?3, ?4)",
+        )?;
+        let mut rows = rows.query(params![bound])?;
+        while let Some(row) = rows.next()? {
+            let id: i64 = row.get(0)?;
+            let path: String = row.get(1)?;
+            let (headers, body) =
+                searchable(row.get_ref(2)?.as_blob()?, row.get_ref(3)?.as_blob()?);
+            delete.execute(params![id, path, headers, body])?;
         }
-        applied
+        Ok(())
+    }
+
+    /// The store's deletion committed: so does the index's.
+    pub(crate) fn commit(self) -> Result<(), rusqlite::Error> {
+        let committed = self.text.execute_batch("COMMIT");
+        if committed.is_ok() {
+            std::mem::forget(self);
+        }
+        committed
     }
 }
 
@@ -354,10 +345,27 @@ impl Drop for DeleteGuard<'_> {
     }
 }
 
+/// Whether the index holds exactly one entry per delivery it has indexed that the store still
+/// holds. Not so after a crash between a delete's two commits (the store's, then the index's):
+/// the index then holds entries, and words, of deleted deliveries, and is built again.
+fn consistent(store: &Connection, text: &Connection) -> Result<bool, rusqlite::Error> {
+    let last = indexed_up_to(text)?;
+    let entries: i64 = text.query_row("SELECT COUNT(*) FROM deliveries_fts_docsize", [], |r| {
+        r.get(0)
+    })?;
+    let stored: i64 = store.query_row(
+        "SELECT COUNT(*) FROM deliveries WHERE id <= ?1",
+        params![last],
+        |r| r.get(0),
+    )?;
+    Ok(entries == stored)
+}
+
 /// The indexer starts a run once this many committed deliveries wait...
 const BATCH: i64 = 256;
-/// ...or once the oldest of them has waited this long...
-const DELAY: Duration = Duration::from_secs(1);
+/// ...or once the oldest of them has waited this long (a delivery is searchable within a second
+/// of its answer)...
+const DELAY: Duration = Duration::from_millis(500);
 /// ...or once deliveries stopped coming for this long.
 const QUIET: Duration = Duration::from_millis(200);
 /// Rows per transaction of the index: one FTS5 segment each. Larger than when the index shared
@@ -468,7 +476,6 @@ fn indexer_loop(path: &Path, shared: &Shared) {
     let Ok(text) = open_for_writing(path, &store) else {
         return;
     };
-    let unpacker = Unpacker::default();
     let newest = |store: &Connection| {
         store
             .query_row("SELECT COALESCE(MAX(id), 0) FROM deliveries", [], |r| {
@@ -477,17 +484,13 @@ fn indexer_loop(path: &Path, shared: &Shared) {
             .unwrap_or(0)
     };
     let indexed = |text: &Connection| indexed_up_to(text).unwrap_or(0);
-    // Entries of deliveries deleted by a deletion that crashed between its two commits: all
-    // below the store's oldest delivery (retention and clearing delete from the oldest).
-    if let Ok(oldest) = store.query_row("SELECT MIN(id) FROM deliveries", [], |r| {
-        r.get::<_, Option<i64>>(0)
-    }) {
-        let below = oldest.map_or(indexed(&text), |id| id - 1);
-        if below > 0
-            && let Ok(guard) = DeleteGuard::lock(&text)
-        {
-            let _ = guard.forget(Forget::UpTo(below));
-        }
+    if consistent(&store, &text).is_ok_and(|ok| !ok) {
+        let _ = text.execute_batch(
+            "BEGIN IMMEDIATE;
+             INSERT INTO deliveries_fts (deliveries_fts) VALUES ('delete-all');
+             UPDATE text_state SET last_id = 0;
+             COMMIT;",
+        );
     }
     let mut last = indexed(&text);
     let mut waiting_since: Option<Instant> = None;
@@ -514,9 +517,9 @@ fn indexer_loop(path: &Path, shared: &Shared) {
             // at most STOP_WITHIN more, so a quit after a burst is not held up: the next start
             // indexes the rest.
             let stop_by = Instant::now() + STOP_WITHIN;
-            while let Ok(n) = index_pending(&store, &text, PER_COMMIT, &unpacker, &|reading| {
-                set_idle(!reading)
-            }) {
+            while let Ok(n) =
+                index_pending(&store, &text, PER_COMMIT, &|reading| set_idle(!reading))
+            {
                 let stop_now = if stopping {
                     Instant::now() >= stop_by
                 } else {
@@ -556,6 +559,14 @@ fn indexer_loop(path: &Path, shared: &Shared) {
         );
     }
     let _ = text.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+}
+
+/// What the index holds of a delivery, from its stored header blob and body: the headers as
+/// text (none when they cannot be decoded) and the body's text. Deleting an entry gives the
+/// index the same.
+fn searchable(headers: &[u8], body: &[u8]) -> (String, Option<String>) {
+    let headers = decode_headers(headers).unwrap_or_default();
+    (searchable_headers(&headers), searchable_body(body))
 }
 
 /// The most of a body the free-text index holds.

@@ -1,0 +1,357 @@
+//! Changes to the store other than new deliveries: re-checks, answers, attempts, polls, and
+//! deletes (by id, retention, clearing). Each runs in one transaction of the writer's
+//! ([`crate::store::writer`]).
+//!
+//! Deleted means gone: a delete takes the delivery's row, its attempts (which carry copies of
+//! its body), its text-index entry and its share of its job's counts; `secure_delete` zeroes
+//! the freed bytes (src/store/schema.rs), and the writer truncates the WAL once it is idle.
+//! Ids never go back: `id_floor` keeps the newest id a delete took out of the table.
+
+use rusqlite::{Connection, OptionalExtension as _, params};
+
+use crate::domain::attempt::Attempt;
+use crate::domain::checks::{Checks, SignatureCheck, TimestampCheck};
+use crate::domain::delivery::encode_headers;
+
+pub(crate) fn write_attempt(conn: &Connection, a: &Attempt) -> Result<i64, rusqlite::Error> {
+    conn.execute(
+        "INSERT INTO attempts (delivery_id, kind, url, sent_at_ms, request_headers, request_body, status,
+            response_headers, response_body, latency_ms, error, job_id, attempt_no) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+        params![
+            a.delivery_id,
+            a.kind.as_str(),
+            a.url,
+            a.sent_at_ms,
+            encode_headers(&a.request_headers),
+            a.request_body,
+            a.status,
+            encode_headers(&a.response_headers),
+            a.response_body,
+            a.latency_ms as i64,
+            a.error,
+            a.job_id,
+            a.attempt_number,
+        ],
+    )?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// Changes to stored deliveries other than new ones.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Maintenance {
+    /// Replaces a delivery's signature and timestamp verdicts (after its endpoint changed).
+    Recheck {
+        /// The delivery.
+        id: i64,
+        /// The scheme now used or detected.
+        scheme: Option<String>,
+        /// The new signature verdict.
+        signature: Box<crate::domain::checks::SignatureCheck>,
+        /// The new timestamp verdict.
+        timestamp: Box<crate::domain::checks::TimestampCheck>,
+        /// The new payload advice (its endpoint's `advice` switch may have changed).
+        advice: Box<crate::domain::advice::AdviceCheck>,
+    },
+    /// Records the status hookscope actually answered (when it mirrored a forwarded handler).
+    SetResponse {
+        /// The delivery.
+        id: i64,
+        /// The status answered.
+        status: u16,
+        /// A note on why.
+        note: String,
+    },
+    /// Records outbound attempts in one transaction (the simulator's, many at a time).
+    RecordAttempts(Vec<Attempt>),
+    /// Records one poll of a job API (a job the store has not seen gets a row in `jobs`).
+    /// Touches 1 row: the poll's id is what `maintain` answers.
+    RecordPoll(Box<crate::domain::reconcile::Poll>),
+    /// Deletes deliveries by id.
+    Delete(Vec<i64>),
+    /// Deletes every delivery.
+    Clear,
+    /// Deletes deliveries older than `max_age_ms` before now, and the oldest beyond `max_count`.
+    /// When the clock looks wrong (it jumped since start by more than
+    /// [`crate::domain::clock::JUMP_THRESHOLD_MS`], or reads earlier than the newest capture),
+    /// age is counted from the earliest of now, the steady clock and the newest capture, so a
+    /// clock that went forward never deletes anything.
+    Retain {
+        /// Keep deliveries received within this many milliseconds.
+        max_age_ms: Option<i64>,
+        /// Keep at most this many deliveries.
+        max_count: Option<i64>,
+        /// The current time, in Unix milliseconds.
+        now_ms: i64,
+        /// The steady clock ([`crate::domain::clock::steady_ms`]) at the same moment.
+        steady_ms: i64,
+    },
+}
+
+pub(crate) fn maintain(
+    conn: &mut Connection,
+    text: Option<&Connection>,
+    task: &Maintenance,
+) -> Result<usize, rusqlite::Error> {
+    use crate::store::text::{DeleteGuard, Forget};
+    // A deletion takes the text index's lock before the store's (src/store/text.rs), so the
+    // indexer cannot index what is being deleted; the index's entries go in its transaction,
+    // read from the rows before they go, and commit once the store's deletion has.
+    let deletes = matches!(
+        task,
+        Maintenance::Delete(_) | Maintenance::Clear | Maintenance::Retain { .. }
+    );
+    let guard = match text {
+        Some(text) if deletes => Some(DeleteGuard::lock(text)?),
+        _ => None,
+    };
+    let unindex = |tx: &Connection, what: Forget<'_>| match &guard {
+        Some(guard) => guard.unindex(tx, what),
+        None => Ok(()),
+    };
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let touched = match task {
+        Maintenance::Recheck {
+            id,
+            scheme,
+            signature,
+            timestamp,
+            advice,
+        } => recheck(&tx, *id, scheme.as_deref(), signature, timestamp, advice)?,
+        Maintenance::SetResponse { id, status, note } => tx.execute(
+            "UPDATE deliveries SET response_status = ?2, note = COALESCE(note || ' ', '') || ?3 WHERE id = ?1",
+            params![id, status, note],
+        )?,
+        Maintenance::RecordPoll(poll) => record_poll(&tx, poll)?,
+        Maintenance::RecordAttempts(attempts) => {
+            for attempt in attempts {
+                write_attempt(&tx, attempt)?;
+            }
+            attempts.len()
+        }
+        Maintenance::Delete(ids) => {
+            unindex(&tx, Forget::Ids(ids))?;
+            delete(&tx, ids)?
+        }
+        Maintenance::Clear => {
+            unindex(&tx, Forget::All)?;
+            raise_id_floor(&tx, "SELECT MAX(id) FROM deliveries", params![])?;
+            let n = tx.execute("DELETE FROM deliveries", [])?;
+            tx.execute("DELETE FROM event_ids", [])?;
+            tx.execute("DELETE FROM jobs", [])?;
+            tx.execute("DELETE FROM attempts", [])?;
+            tx.execute("DELETE FROM polls", [])?;
+            n
+        }
+        Maintenance::Retain {
+            max_age_ms,
+            max_count,
+            now_ms,
+            steady_ms,
+        } => {
+            let cutoff = retention_cutoff(&tx, *max_age_ms, *max_count, *now_ms, *steady_ms)?;
+            unindex(&tx, Forget::UpTo(cutoff))?;
+            delete_up_to(&tx, cutoff)?
+        }
+    };
+    tx.commit()?;
+    if let Some(guard) = guard {
+        // The store's deletion is done. An index that fails to follow keeps entries of deleted
+        // deliveries, which no list shows; the indexer's next start finds the index out of step
+        // with the store and builds it again.
+        let _ = guard.commit();
+    }
+    Ok(touched)
+}
+
+/// Replaces a delivery's signature and timestamp verdicts and its advice; the duplicate
+/// verdict stays.
+fn recheck(
+    tx: &rusqlite::Transaction<'_>,
+    id: i64,
+    scheme: Option<&str>,
+    signature: &SignatureCheck,
+    timestamp: &TimestampCheck,
+    advice: &crate::domain::advice::AdviceCheck,
+) -> Result<usize, rusqlite::Error> {
+    let stored: Option<Checks> = tx
+        .query_row(
+            "SELECT checks_json FROM deliveries WHERE id = ?1",
+            params![id],
+            |r| Ok(crate::store::records::read_checks(r.get_ref(0)?).ok()),
+        )
+        .optional()?
+        .flatten();
+    Ok(match stored {
+        None => 0,
+        Some(mut checks) => {
+            checks.signature = signature.clone();
+            checks.timestamp = timestamp.clone();
+            checks.advice = advice.clone();
+            let json = crate::store::records::checks_column(&checks)?;
+            tx.execute(
+                "UPDATE deliveries SET scheme = ?2, sig_status = ?3, ts_status = ?4, checks_json = ?5 WHERE id = ?1",
+                params![id, scheme, checks.signature.status.as_str(), checks.timestamp.status.as_str(), json],
+            )?
+        }
+    })
+}
+
+/// Stores a poll; answers its id.
+fn record_poll(
+    tx: &rusqlite::Transaction<'_>,
+    poll: &crate::domain::reconcile::Poll,
+) -> Result<usize, rusqlite::Error> {
+    tx.execute(
+        "INSERT INTO polls (job_id, endpoint, at_ms, status, state, latency_ms, error, result_url, expires_at_ms, output_status)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        params![
+            poll.job_id,
+            poll.endpoint,
+            poll.at_ms,
+            poll.status,
+            poll.state,
+            poll.latency_ms as i64,
+            poll.error,
+            poll.result_url,
+            poll.expires_at_ms,
+            poll.output_status
+        ],
+    )?;
+    let id = tx.last_insert_rowid();
+    tx.execute(
+        "INSERT OR IGNORE INTO jobs (job_id, first_seen_ms, last_seen_ms, last_delivery_id, deliveries) VALUES (?1, ?2, ?2, 0, 0)",
+        params![poll.job_id, poll.at_ms],
+    )?;
+    Ok(id.max(0) as usize)
+}
+
+/// Deletes deliveries by id and recounts their jobs only.
+fn delete(tx: &rusqlite::Transaction<'_>, ids: &[i64]) -> Result<usize, rusqlite::Error> {
+    let mut job_of = tx.prepare_cached("SELECT job_id FROM deliveries WHERE id = ?1")?;
+    let mut delete = tx.prepare_cached("DELETE FROM deliveries WHERE id = ?1")?;
+    // An attempt carries the delivery's body (a resend, a forward): it goes with it.
+    let mut attempts = tx.prepare_cached("DELETE FROM attempts WHERE delivery_id = ?1")?;
+    let mut jobs: Vec<String> = Vec::new();
+    let mut n = 0;
+    for id in ids {
+        if let Some(Some(job)) = job_of
+            .query_row(params![id], |r| r.get::<_, Option<String>>(0))
+            .optional()?
+        {
+            jobs.push(job);
+        }
+        n += delete.execute(params![id])?;
+        attempts.execute(params![id])?;
+    }
+    if let Some(newest) = ids.iter().max() {
+        raise_id_floor(tx, "SELECT ?1", [newest])?;
+    }
+    // Only the jobs of the deleted deliveries change: recount those, not the history.
+    jobs.sort();
+    jobs.dedup();
+    let mut forget = tx.prepare_cached("DELETE FROM jobs WHERE job_id = ?1")?;
+    let mut recount = tx.prepare_cached(
+        "INSERT INTO jobs SELECT job_id, MIN(received_at_ms), MAX(received_at_ms), MAX(id), COUNT(*)
+         FROM deliveries WHERE job_id = ?1 GROUP BY job_id",
+    )?;
+    for job in &jobs {
+        forget.execute(params![job])?;
+        recount.execute(params![job])?;
+    }
+    Ok(n)
+}
+
+/// The newest id retention deletes up to: deliveries older than `max_age_ms` before `now_ms`,
+/// and the oldest beyond `max_count` (0: none).
+fn retention_cutoff(
+    tx: &rusqlite::Transaction<'_>,
+    max_age_ms: Option<i64>,
+    max_count: Option<i64>,
+    now_ms: i64,
+    steady_ms: i64,
+) -> Result<i64, rusqlite::Error> {
+    let mut cutoff_id = 0i64;
+    if let Some(age) = max_age_ms {
+        let newest: Option<i64> =
+            tx.query_row("SELECT MAX(received_at_ms) FROM deliveries", [], |r| {
+                r.get(0)
+            })?;
+        let reference = if crate::domain::clock::looks_wrong_at(now_ms, steady_ms, newest) {
+            now_ms.min(steady_ms).min(newest.unwrap_or(now_ms))
+        } else {
+            now_ms
+        };
+        // Deliveries are deleted in id (arrival) order, up to the newest one that is old
+        // enough: a capture stamped by a clock that was behind is not a reason to delete the
+        // ones that arrived before it.
+        let id: Option<i64> = tx.query_row(
+            "SELECT MIN(id) - 1 FROM deliveries WHERE received_at_ms >= ?1",
+            params![reference - age],
+            |r| r.get(0),
+        )?;
+        let id = match id {
+            Some(id) => Some(id),
+            // Every delivery is old enough.
+            None => tx.query_row("SELECT MAX(id) FROM deliveries", [], |r| r.get(0))?,
+        };
+        cutoff_id = cutoff_id.max(id.unwrap_or(0));
+    }
+    if let Some(count) = max_count {
+        let id: Option<i64> = tx
+            .query_row(
+                "SELECT id FROM deliveries ORDER BY id DESC LIMIT 1 OFFSET ?1",
+                params![count.max(0)],
+                |r| r.get(0),
+            )
+            .optional()?;
+        cutoff_id = cutoff_id.max(id.unwrap_or(0));
+    }
+    Ok(cutoff_id)
+}
+
+/// Deletes the deliveries up to `cutoff_id` and recounts the jobs that lose deliveries;
+/// answers how many it deleted.
+fn delete_up_to(tx: &rusqlite::Transaction<'_>, cutoff_id: i64) -> Result<usize, rusqlite::Error> {
+    // The jobs that lose deliveries are recounted from what remains (or forgotten).
+    tx.execute_batch(
+        "CREATE TEMP TABLE IF NOT EXISTS touched_jobs (job_id TEXT PRIMARY KEY);
+         DELETE FROM touched_jobs;",
+    )?;
+    tx.execute(
+        "INSERT OR IGNORE INTO touched_jobs SELECT job_id FROM deliveries WHERE id <= ?1 AND job_id IS NOT NULL",
+        params![cutoff_id],
+    )?;
+    raise_id_floor(
+        tx,
+        "SELECT MAX(id) FROM deliveries WHERE id <= ?1",
+        [cutoff_id],
+    )?;
+    let n = tx.execute("DELETE FROM deliveries WHERE id <= ?1", params![cutoff_id])?;
+    tx.execute(
+        "DELETE FROM attempts WHERE delivery_id <= ?1",
+        params![cutoff_id],
+    )?;
+    tx.execute_batch(
+        "DELETE FROM jobs WHERE job_id IN (SELECT job_id FROM touched_jobs);
+         INSERT INTO jobs SELECT job_id, MIN(received_at_ms), MAX(received_at_ms), MAX(id), COUNT(*)
+             FROM deliveries WHERE job_id IN (SELECT job_id FROM touched_jobs) GROUP BY job_id;",
+    )?;
+    Ok(n)
+}
+
+/// Keeps the newest id `newest_sql` names in `id_floor` before a delete takes it out of the
+/// table: new ids follow it.
+fn raise_id_floor<P: rusqlite::Params>(
+    tx: &Connection,
+    newest_sql: &str,
+    params: P,
+) -> Result<(), rusqlite::Error> {
+    let newest: Option<i64> = tx.query_row(newest_sql, params, |r| r.get(0))?;
+    if let Some(newest) = newest {
+        tx.execute(
+            "UPDATE id_floor SET newest = MAX(newest, ?1)",
+            params![newest],
+        )?;
+    }
+    Ok(())
+}

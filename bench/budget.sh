@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The CPU budget behind the ratio target: under wrk (bench/common.sh's run_wrk, 8 s), for bare
-# axum, the floor, the --tables floor and `listen` in turn (ROUNDS rounds, alternating, fresh
+# axum, the floor, the SQLite reference (--sqlite) and `listen` in turn (ROUNDS rounds, alternating, fresh
 # stores), the CPU each request cost the server and wrk itself (user + system, from
 # /proc/PID/stat and wrk's rusage, less wrk's fixed cost of reading its requests), and the share
 # of the two cores left idle (/proc/stat).
@@ -48,13 +48,13 @@ per = (l["wrk_cpu_s"] - s["wrk_cpu_s"]) / (l["requests"] - s["requests"])
 print(round(s["wrk_cpu_s"] - per * s["requests"], 3))' "$short" "$long")
 echo "wrk's fixed cost (reading its requests): $fixed s of CPU per run"
 for _ in $(seq "${ROUNDS:-2}"); do
-  for server in bare floor tables listen; do
+  for server in bare floor reference listen; do
     if (( SECONDS - prepared > 240 )); then wrk_prepare "$work" 150000; sync; prepared=$SECONDS; fi
     rm -rf "$work/store" "$work/floor"; sync
     case $server in
       bare) $dev bare --port 0 2>"$work/server.log" & pid=$! ;;
       floor) $dev bare --port 0 --durable "$work/floor" --secret "$secret" 2>"$work/server.log" & pid=$! ;;
-      tables) $dev bare --port 0 --durable "$work/floor" --secret "$secret" --tables 2>"$work/server.log" & pid=$! ;;
+      reference) $dev bare --port 0 --sqlite "$work/floor" --secret "$secret" 2>"$work/server.log" & pid=$! ;;
       listen) $bin --data-dir "$work/store" listen --port 0 --scheme standard-webhooks --secret "$secret" \
         >/dev/null 2>"$work/server.log" & pid=$! ;;
     esac

@@ -536,7 +536,13 @@ fn a_failed_wal_sync_refuses_its_delivery_and_keeps_every_acknowledged_one() {
         let dir = tempfile::tempdir().expect("tempdir");
         let data = dir.path().join("data");
         // Made and migrated by another process first: the syncs counted are the deliveries'.
-        assert!(common::run(&data, &["list"]).status.success());
+        std::fs::create_dir_all(&data).expect("data dir");
+        let made = common::run(&data, &["list"]);
+        assert!(
+            made.status.success(),
+            "{}",
+            String::from_utf8_lossy(&made.stderr)
+        );
         let from = sync.to_string();
         let listen = listen_on_shim(
             &data,

@@ -502,6 +502,93 @@ fn two_hundred_concurrent_deliveries_of_twenty_events_yield_twenty_firsts() {
     );
 }
 
+/// The same 1,000 events posted to `listen` while `hookscope import` loads a HAR holding them:
+/// two processes write one store at once, and each event still has exactly one `first` (both
+/// decide it inside SQLite's write transaction, against the unique index).
+#[test]
+fn one_first_per_event_while_listen_and_an_import_write_the_same_events() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut listener = Listener::start(dir.path(), &[]);
+    let port = listener.port;
+    let bodies: Vec<String> = (0..1000)
+        .map(|n| format!("{{\"id\":\"evt_{n}\",\"type\":\"job.completed\"}}"))
+        .collect();
+    let entries: Vec<serde_json::Value> = bodies
+        .iter()
+        .map(|body| {
+            serde_json::json!({
+                "startedDateTime": "2026-12-03T10:00:00.000Z", "time": 1,
+                "request": {"method": "POST", "url": "http://127.0.0.1:7878/hooks/x",
+                    "httpVersion": "HTTP/1.1", "cookies": [], "queryString": [],
+                    "headers": [{"name": "content-type", "value": "application/json"}],
+                    "postData": {"mimeType": "application/json", "text": body},
+                    "headersSize": -1, "bodySize": body.len()},
+                "response": {"status": 200, "statusText": "OK", "httpVersion": "HTTP/1.1",
+                    "cookies": [], "headers": [], "content": {"size": 0, "mimeType": "text/plain"},
+                    "redirectURL": "", "headersSize": -1, "bodySize": 0},
+                "cache": {}, "timings": {"send": 0, "wait": 1, "receive": 0}
+            })
+        })
+        .collect();
+    let har = dir.path().join("same-events.har");
+    let log = serde_json::json!({"log": {"version": "1.2",
+        "creator": {"name": "test", "version": "1"}, "entries": entries}});
+    std::fs::write(&har, log.to_string()).expect("har");
+    let posters: Vec<_> = (0..4)
+        .map(|t| {
+            let mine: Vec<String> = bodies.iter().skip(t).step_by(4).cloned().collect();
+            std::thread::Builder::new()
+                .name(format!("post-{t}"))
+                .spawn(move || {
+                    for body in mine {
+                        let answer =
+                            post(port, "Content-Type: application/json\r\n", body.as_bytes());
+                        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+                    }
+                })
+                .expect("thread")
+        })
+        .collect();
+    let import = std::process::Command::new(common::bin())
+        .arg("import")
+        .arg(&har)
+        .env("HOOKSCOPE_DATA_DIR", dir.path())
+        .output()
+        .expect("import runs");
+    assert!(
+        import.status.success(),
+        "{}",
+        String::from_utf8_lossy(&import.stderr)
+    );
+    for _ in 0..1000 {
+        listener.next_json();
+    }
+    for poster in posters {
+        poster.join().expect("poster");
+    }
+    let conn = rusqlite::Connection::open(listener.store_path()).expect("store");
+    let (events, copies, firsts, imported_firsts): (i64, i64, i64, i64) = conn
+        .query_row(
+            "SELECT COUNT(*), MIN(n), MAX(firsts), SUM(imported) FROM (
+                 SELECT COUNT(*) AS n, SUM(dup_status = 'first') AS firsts,
+                        SUM(dup_status = 'first' AND note LIKE 'Imported%') AS imported
+                 FROM deliveries GROUP BY event_id)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
+        .expect("verdicts");
+    let one_first: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM (SELECT event_id FROM deliveries GROUP BY event_id
+                 HAVING SUM(dup_status = 'first') = 1)",
+            [],
+            |r| r.get(0),
+        )
+        .expect("firsts");
+    eprintln!("{imported_firsts} of the 1,000 firsts came from the import");
+    assert_eq!((events, copies, firsts, one_first), (1000, 2, 1, 1000));
+}
+
 // --- Security -------------------------------------------------------------------------------
 
 #[test]

@@ -4,9 +4,9 @@
 //!
 //! - `hookscope-dev seed --count N`: fill a store with N synthetic, correctly checked deliveries.
 //! - `hookscope-dev load --url URL …`: send signed deliveries over many connections, report JSON.
-//! - `hookscope-dev bare [--port N] [--durable DIR --secret S [--tables]]`: a bare axum server to
-//!   compare `hookscope listen` against; with `--durable`, the floor of a verifying, durable
-//!   receiver; with `--tables` too, the floor of one that also meets issue 19's other targets.
+//! - `hookscope-dev bare [--port N] [--durable DIR | --sqlite DIR] [--secret S]`: a bare axum
+//!   server to compare `hookscope listen` against; with `--durable`, the floor of a verifying,
+//!   durable receiver; with `--sqlite`, the SQLite reference the store is measured against.
 //! - `hookscope-dev disk-probe --dir DIR`: time small synced writes beside a benchmark (stalls).
 
 mod bare;
@@ -103,11 +103,16 @@ enum DevCommand {
         /// The Standard Webhooks secret --durable verifies with
         #[arg(long, value_name = "S")]
         secret: Option<String>,
-        /// With --durable, also the least the rest of issue 19 asks: each event id decided
-        /// first or duplicate before the answer, and every synced body in a SQLite table with a
-        /// full-text index, committed every 50 ms so readers see it within 100 ms
-        #[arg(long, requires = "durable")]
-        tables: bool,
+        /// Instead, the SQLite reference: check each signature, then one small row per
+        /// delivery (its event id UNIQUE) in DIR/bare.sqlite, one transaction (WAL,
+        /// synchronous=FULL) per batch waiting, 200 after COMMIT
+        #[arg(
+            long,
+            value_name = "DIR",
+            requires = "secret",
+            conflicts_with = "durable"
+        )]
+        sqlite: Option<PathBuf>,
     },
 }
 
@@ -155,11 +160,14 @@ fn main() -> ExitCode {
             port,
             durable,
             secret,
-            tables,
+            sqlite,
         } => bare::serve_bare(
             std::net::SocketAddr::from(([127, 0, 0, 1], port)),
-            durable.zip(secret.map(Secret::new)),
-            tables,
+            durable
+                .map(|dir| (dir, bare::Floor::File))
+                .or(sqlite.map(|dir| (dir, bare::Floor::Sqlite)))
+                .zip(secret.map(Secret::new))
+                .map(|((dir, floor), secret)| (dir, secret, floor)),
         ),
     };
     match result {

@@ -544,6 +544,9 @@ fn one_first_per_event_while_listen_and_an_import_write_the_same_events() {
                         let answer =
                             post(port, "Content-Type: application/json\r\n", body.as_bytes());
                         assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+                        // Spread over about a second, so the import's transaction lands
+                        // among them.
+                        std::thread::sleep(Duration::from_millis(4));
                     }
                 })
                 .expect("thread")

@@ -609,7 +609,7 @@ fn v13_store(dir: &std::path::Path) -> std::path::PathBuf {
 
 /// The body the fixture's maker posted as delivery `n` (Python's `json.dumps`).
 fn v13_body(n: usize) -> String {
-    let event = if n % 10 == 0 { n - 1 } else { n };
+    let event = if n.is_multiple_of(10) { n - 1 } else { n };
     let (kind, status) = if n % 5 == 4 {
         ("job.completed", "completed")
     } else {
@@ -801,7 +801,10 @@ fn a_store_busy_with_another_writer_is_waited_out_once_and_said() {
     let senders: Vec<_> = (1..=40)
         .map(|n| {
             let writer = writer.clone();
-            std::thread::spawn(move || writer.insert_blocking(seed::record(n)))
+            std::thread::Builder::new()
+                .name(format!("insert-{n}"))
+                .spawn(move || writer.insert_blocking(seed::record(n)))
+                .expect("thread")
         })
         .collect();
     std::thread::sleep(std::time::Duration::from_millis(1500));
@@ -879,7 +882,8 @@ fn wait_for_idle_checkpoint(dir: &std::path::Path) {
 /// another word cannot hide one.
 #[test]
 fn removed_bodies_leave_no_byte_in_any_file_of_the_data_dir() {
-    let tasks: [(&str, fn(&[i64]) -> Maintenance); 3] = [
+    type Removal = fn(&[i64]) -> Maintenance;
+    let tasks: [(&str, Removal); 3] = [
         ("delete", |ids| Maintenance::Delete(ids.to_vec())),
         ("retention", |_| Maintenance::Retain {
             max_age_ms: None,

@@ -105,7 +105,7 @@ impl Reader {
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {SELECT_COLUMNS} FROM deliveries WHERE id = ?1"
         ))?;
-        match stmt.query_row(params![id], |r| read_row(r)).optional()? {
+        match stmt.query_row(params![id], read_row).optional()? {
             Some(row) => Ok(Some(row?)),
             None => Ok(None),
         }

@@ -438,12 +438,15 @@ fn next_id(conn: &Connection) -> Result<i64, rusqlite::Error> {
     .query_row([], |r| r.get(0))
 }
 
+/// Why rows were not written: which record failed (`None`: not one record's), and SQLite's error.
+type RowsError = (Option<usize>, rusqlite::Error);
+
 /// Decides each record's id and duplicate verdict and writes its row, in the caller's
-/// transaction. On failure, which record failed (`None`: not one record's).
+/// transaction.
 fn write_rows(
     conn: &Connection,
     records: &[&NewRecord],
-) -> Result<Vec<(i64, DuplicateCheck)>, (Option<usize>, rusqlite::Error)> {
+) -> Result<Vec<(i64, DuplicateCheck)>, RowsError> {
     let first = next_id(conn).map_err(|e| (None, e))?;
     let mut verdicts = Vec::with_capacity(records.len());
     for (offset, record) in records.iter().enumerate() {

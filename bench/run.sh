@@ -50,8 +50,12 @@ $dev bare --port 0 --durable "$work/floor" --secret "$secret" 2>"$work/floor.log
 phase floor run_wrk "$(port_of "$work/floor.log")" "$secs"
 kill "${pids[-1]}"; rm -rf "$work/floor"; sync
 $dev bare --port 0 --sqlite "$work/reference" --secret "$secret" 2>"$work/reference.log" & pids+=($!)
-phase reference run_wrk "$(port_of "$work/reference.log")" "$secs"
+reference_port=$(port_of "$work/reference.log")
+phase reference run_wrk "$reference_port" "$secs"
 reference_rows=$(python3 -c "import sqlite3; print(sqlite3.connect('$work/reference/bare.sqlite').execute('SELECT COUNT(*) FROM deliveries').fetchone()[0])")
+# The p99's control: the reference paced at 2,000/s, as listen is below.
+phase reference_paced $dev load --url "http://127.0.0.1:$reference_port/hooks" --connections 64 \
+  --seconds "$secs" --rate 2000 --scheme standard-webhooks --secret "$secret"
 kill "${pids[-1]}"; rm -rf "$work/reference"; sync
 
 # 2. listen, fresh: paced 2,000/s.
@@ -114,14 +118,17 @@ printf '%-52s %-22s %s\n' "SQLite reference under wrk (req/s)" "$reference_rate"
 printf '%-52s %-22s %s\n' "hookscope listen under wrk, the burst (req/s)" "$rate" ""
 printf '%-52s %-22s %s\n' "ratio to the SQLite reference" "$(python3 -c "print(round($rate/$reference_rate, 2))")" ">= 0.7"
 printf '%-52s %-22s %s\n' "ratio to bare axum" "$(python3 -c "print(round($rate/$bare_rate, 2))")" "(no target)"
+printf '%-52s %-22s %s\n' "p99 ack at 2,000/s, the SQLite reference (ms)" "$(echo "$reference_paced" | field p99_ms)" "(the control)"
 printf '%-52s %-22s %s\n' "p99 ack at 2,000/s, fresh receiver (ms)" "$(echo "$fresh" | field p99_ms)" "<= 5"
 printf '%-52s %-22s %s\n' "p99 ack at 2,000/s, the 10 s after the burst (ms)" "$(echo "$after" | field p99_ms)" "<= 5"
 printf '%-52s %-22s %s\n' "ack -> visible to a reader, fresh p50/p99/max (ms)" "$(vis "$fresh")" "<= 100"
 printf '%-52s %-22s %s\n' "ack -> visible, after the burst p50/p99/max (ms)" "$(vis "$after")" "<= 100"
 printf '%-52s %-22s %s\n' "10 MiB body acknowledged in (s)" "$big" "<= 0.2"
+# A request still in flight when wrk stops can be committed without wrk counting its answer:
+# after a wrk phase the newest id may exceed the 2xx count, never the other way.
 printf '%-52s %-22s %s\n' "stored / 2xx after the fresh phase" "$after_fresh / $(( $(count "$warm") + $(count "$fresh") ))" "equal"
-printf '%-52s %-22s %s\n' "stored / 2xx after the burst and the 10 s after" "$after_burst / $acked_after" "equal"
-printf '%-52s %-22s %s\n' "stored / 2xx at the end" "$final / $acked" "equal"
+printf '%-52s %-22s %s\n' "stored / 2xx after the burst and the 10 s after" "$after_burst / $acked_after" "stored >= 2xx"
+printf '%-52s %-22s %s\n' "stored / 2xx at the end" "$final / $acked" "stored >= 2xx"
 printf '%-52s %-22s %s\n' "listen RSS after warm-up -> after the phases (MiB)" "$rss_warm -> $rss_after" "growth within 100 MiB"
 printf '%-52s %-22s %s\n' "listen RSS 2 s after the 10 MiB answer (MiB)" "$rss_settled" "growth within 100 MiB"
 printf '%-52s %-22s %s\n' "listen RSS at 1,000,000 stored (MiB, MILLION=1)" "$rss_million" "within 100 MiB of warm-up"
@@ -130,6 +137,7 @@ echo
 echo "raw: bare=$bare"
 echo "raw: floor=$floor"
 echo "raw: reference=$reference"
+echo "raw: reference_paced=$reference_paced"
 echo "raw: fresh=$fresh"
 echo "raw: burst=$burst"
 echo "raw: after=$after"

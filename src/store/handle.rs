@@ -172,74 +172,59 @@ impl StoreWriter {
     /// Writes a delivery and returns it as stored, once its transaction has committed, synced:
     /// from then on it is on disk and every reader sees it.
     pub async fn insert(&self, record: NewRecord) -> Result<StoredDelivery, StoreError> {
-        let (reply, answer) = oneshot::channel();
-        self.sender
-            .send(WriteJob::Insert {
-                record: Box::new(record),
-                reply,
-            })
-            .await
-            .map_err(|_| StoreError::WriterGone)?;
-        answer.await.map_err(|_| StoreError::WriterGone)?
+        let record = Box::new(record);
+        self.ask(|reply| WriteJob::Insert { record, reply }).await
+    }
+
+    /// The same as [`StoreWriter::insert`], for code outside the async runtime.
+    pub fn insert_blocking(&self, record: NewRecord) -> Result<StoredDelivery, StoreError> {
+        let record = Box::new(record);
+        self.ask_blocking(|reply| WriteJob::Insert { record, reply })
     }
 
     /// Writes many deliveries in one transaction (imports, seeding a store for benchmarks);
     /// returns how many were written.
     pub fn insert_many_blocking(&self, records: Vec<NewRecord>) -> Result<usize, StoreError> {
-        let (reply, answer) = oneshot::channel();
-        self.sender
-            .blocking_send(WriteJob::InsertMany { records, reply })
-            .map_err(|_| StoreError::WriterGone)?;
-        answer.blocking_recv().map_err(|_| StoreError::WriterGone)?
+        self.ask_blocking(|reply| WriteJob::InsertMany { records, reply })
     }
 
     /// Records an outbound attempt; returns its id.
     pub async fn attempt(&self, attempt: Attempt) -> Result<i64, StoreError> {
-        let (reply, answer) = oneshot::channel();
-        self.sender
-            .send(WriteJob::Attempt {
-                attempt: Box::new(attempt),
-                reply,
-            })
-            .await
-            .map_err(|_| StoreError::WriterGone)?;
-        answer.await.map_err(|_| StoreError::WriterGone)?
+        let attempt = Box::new(attempt);
+        self.ask(|reply| WriteJob::Attempt { attempt, reply }).await
     }
 
     /// Applies a maintenance task from async code.
     pub async fn maintain(&self, task: Maintenance) -> Result<usize, StoreError> {
+        let task = Box::new(task);
+        self.ask(|reply| WriteJob::Maintain { task, reply }).await
+    }
+
+    /// Applies a maintenance task; returns how many deliveries it touched.
+    pub fn maintain_blocking(&self, task: Maintenance) -> Result<usize, StoreError> {
+        let task = Box::new(task);
+        self.ask_blocking(|reply| WriteJob::Maintain { task, reply })
+    }
+
+    /// Hands the writer a job and waits for its answer.
+    async fn ask<T>(&self, job: impl FnOnce(Answer<T>) -> WriteJob) -> Result<T, StoreError> {
         let (reply, answer) = oneshot::channel();
         self.sender
-            .send(WriteJob::Maintain {
-                task: Box::new(task),
-                reply,
-            })
+            .send(job(reply))
             .await
             .map_err(|_| StoreError::WriterGone)?;
         answer.await.map_err(|_| StoreError::WriterGone)?
     }
 
-    /// Applies a maintenance task; returns how many deliveries it touched.
-    pub fn maintain_blocking(&self, task: Maintenance) -> Result<usize, StoreError> {
+    /// [`StoreWriter::ask`], for code outside the async runtime.
+    fn ask_blocking<T>(&self, job: impl FnOnce(Answer<T>) -> WriteJob) -> Result<T, StoreError> {
         let (reply, answer) = oneshot::channel();
         self.sender
-            .blocking_send(WriteJob::Maintain {
-                task: Box::new(task),
-                reply,
-            })
-            .map_err(|_| StoreError::WriterGone)?;
-        answer.blocking_recv().map_err(|_| StoreError::WriterGone)?
-    }
-
-    /// The same as [`StoreWriter::insert`], for code outside the async runtime.
-    pub fn insert_blocking(&self, record: NewRecord) -> Result<StoredDelivery, StoreError> {
-        let (reply, answer) = oneshot::channel();
-        self.sender
-            .blocking_send(WriteJob::Insert {
-                record: Box::new(record),
-                reply,
-            })
+            .blocking_send(job(reply))
             .map_err(|_| StoreError::WriterGone)?;
         answer.blocking_recv().map_err(|_| StoreError::WriterGone)?
     }
 }
+
+/// Where the writer answers a job.
+type Answer<T> = oneshot::Sender<Result<T, StoreError>>;

@@ -15,6 +15,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension as _, params};
 
 /// The checks' dictionary of the compacted format (its first byte, [`CHECKS_VERSION`]).
@@ -56,111 +57,76 @@ fn checks_text(blob: &[u8]) -> Option<String> {
     String::from_utf8(decode(CHECKS_DICT, ops)?).ok()
 }
 
-/// One row of the journal, as the schema-13 writer encoded it.
-struct JournalRow {
-    id: i64,
-    received_at_ms: i64,
-    method: String,
-    path: String,
-    query: String,
-    headers: Vec<u8>,
-    body: Vec<u8>,
-    body_size: i64,
-    body_complete: bool,
-    remote_addr: Option<String>,
-    endpoint: String,
-    scheme: Option<String>,
-    event_id: Option<String>,
-    event_type: Option<String>,
-    job_id: Option<String>,
-    job_status: Option<String>,
-    sig_status: String,
-    ts_status: String,
-    dup_status: String,
-    first_id: Option<i64>,
-    checks: Vec<u8>,
-    response_status: i64,
-    latency_ms: i64,
-    note: Option<String>,
-    job_created_at_ms: Option<i64>,
-    /// 1: it claimed its event id; 2: it counted one more copy of one.
-    event: u8,
+/// How the schema-13 writer encoded each field of a journal row, in order: the columns of
+/// [`JOURNAL_COLUMNS`], then what the delivery did to the event-id table (1: it claimed its
+/// event id; 2: it counted one more copy of one).
+#[derive(Clone, Copy)]
+enum Field {
+    I64,
+    U8,
+    Bytes,
+    Text,
+    OptText,
+    OptI64,
 }
 
-struct Decoder<'a>(&'a [u8]);
+const JOURNAL_FIELDS: [Field; 26] = {
+    use Field::*;
+    [
+        I64, I64, Text, Text, Text, Bytes, Bytes, I64, U8, OptText, Text, OptText, OptText,
+        OptText, OptText, OptText, Text, Text, Text, OptI64, Bytes, I64, I64, OptText, OptI64, U8,
+    ]
+};
 
-impl Decoder<'_> {
-    fn take(&mut self, n: usize) -> Option<&[u8]> {
-        let head = self.0.get(..n)?;
-        self.0 = &self.0[n..];
+/// The columns a journal row's first 25 fields fill.
+const JOURNAL_COLUMNS: &str = "id, received_at_ms, method, path, query, headers, body, body_size,
+    body_complete, remote_addr, endpoint, scheme, event_id, event_type, job_id, job_status,
+    sig_status, ts_status, dup_status, first_id, checks_json, response_status, latency_ms, note,
+    job_created_at_ms";
+/// Where some of them are among the fields.
+const ID: usize = 0;
+const RECEIVED_AT: usize = 1;
+const ENDPOINT: usize = 10;
+const EVENT_ID: usize = 12;
+const JOB_ID: usize = 14;
+const CHECKS: usize = 20;
+const EVENT: usize = 25;
+
+/// A journal payload's fields as SQL values; `None` when it is not a whole row.
+fn journal_row(mut payload: &[u8]) -> Option<Vec<Value>> {
+    let mut take = |n: usize| {
+        let head = payload.get(..n)?;
+        payload = &payload[n..];
         Some(head)
-    }
-    fn u8(&mut self) -> Option<u8> {
-        self.take(1).map(|b| b[0])
-    }
-    fn i64(&mut self) -> Option<i64> {
-        Some(i64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
-    fn bytes(&mut self) -> Option<Vec<u8>> {
-        let len = u32::from_le_bytes(self.take(4)?.try_into().ok()?) as usize;
-        self.take(len).map(<[u8]>::to_vec)
-    }
-    fn str(&mut self) -> Option<String> {
-        String::from_utf8(self.bytes()?).ok()
-    }
-    fn opt_str(&mut self) -> Option<Option<String>> {
-        match self.u8()? {
-            0 => Some(None),
-            1 => self.str().map(Some),
-            _ => None,
-        }
-    }
-    fn opt_i64(&mut self) -> Option<Option<i64>> {
-        match self.u8()? {
-            0 => Some(None),
-            1 => self.i64().map(Some),
-            _ => None,
-        }
-    }
-}
-
-impl JournalRow {
-    fn decode(payload: &[u8]) -> Option<JournalRow> {
-        let mut d = Decoder(payload);
-        let row = JournalRow {
-            id: d.i64()?,
-            received_at_ms: d.i64()?,
-            method: d.str()?,
-            path: d.str()?,
-            query: d.str()?,
-            headers: d.bytes()?,
-            body: d.bytes()?,
-            body_size: d.i64()?,
-            body_complete: d.u8()? != 0,
-            remote_addr: d.opt_str()?,
-            endpoint: d.str()?,
-            scheme: d.opt_str()?,
-            event_id: d.opt_str()?,
-            event_type: d.opt_str()?,
-            job_id: d.opt_str()?,
-            job_status: d.opt_str()?,
-            sig_status: d.str()?,
-            ts_status: d.str()?,
-            dup_status: d.str()?,
-            first_id: d.opt_i64()?,
-            checks: d.bytes()?,
-            response_status: d.i64()?,
-            latency_ms: d.i64()?,
-            note: d.opt_str()?,
-            job_created_at_ms: d.opt_i64()?,
-            event: d.u8().filter(|e| *e <= 2)?,
+    };
+    let mut row = Vec::with_capacity(JOURNAL_FIELDS.len());
+    for field in JOURNAL_FIELDS {
+        let present = match field {
+            Field::OptText | Field::OptI64 => *take(1)?.first()? == 1,
+            _ => true,
         };
-        d.0.is_empty().then_some(row)
+        let value = match field {
+            _ if !present => Value::Null,
+            Field::I64 | Field::OptI64 => {
+                Value::Integer(i64::from_le_bytes(take(8)?.try_into().ok()?))
+            }
+            Field::U8 => Value::Integer(i64::from(*take(1)?.first()?)),
+            Field::Bytes | Field::Text | Field::OptText => {
+                let len = u32::from_le_bytes(take(4)?.try_into().ok()?) as usize;
+                let bytes = take(len)?.to_vec();
+                match field {
+                    Field::Bytes => Value::Blob(bytes),
+                    _ => Value::Text(String::from_utf8(bytes).ok()?),
+                }
+            }
+        };
+        row.push(value);
     }
+    payload.is_empty().then_some(row)
 }
 
 /// The complete rows at the start of a journal's bytes.
-fn journal_rows(mut bytes: &[u8]) -> Vec<JournalRow> {
+fn journal_rows(mut bytes: &[u8]) -> Vec<Vec<Value>> {
     std::iter::from_fn(move || {
         let len = u32::from_le_bytes(bytes.get(0..4)?.try_into().ok()?) as usize;
         let crc = u32::from_le_bytes(bytes.get(4..8)?.try_into().ok()?);
@@ -169,7 +135,7 @@ fn journal_rows(mut bytes: &[u8]) -> Vec<JournalRow> {
             return None;
         }
         bytes = &bytes[8 + len..];
-        JournalRow::decode(payload)
+        journal_row(payload)
     })
     .collect()
 }
@@ -181,51 +147,50 @@ fn replay_journal(tx: &Connection, bytes: &[u8]) -> rusqlite::Result<usize> {
         .query_row("SELECT built_id FROM journal_state", [], |r| r.get(0))
         .optional()?
         .unwrap_or(0);
+    let placeholders = (1..=EVENT)
+        .map(|n| format!("?{n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut insert = tx.prepare(&format!(
+        "INSERT OR IGNORE INTO deliveries ({JOURNAL_COLUMNS}) VALUES ({placeholders})"
+    ))?;
     let mut n = 0;
-    for row in journal_rows(bytes).into_iter().filter(|row| row.id > built) {
-        let checks = checks_text(&row.checks)
-            .or_else(|| String::from_utf8(row.checks.clone()).ok())
-            .unwrap_or_default();
-        tx.execute(
-            "INSERT OR IGNORE INTO deliveries (id, received_at_ms, method, path, query, headers, body, body_size,
-                body_complete, remote_addr, endpoint, scheme, event_id, event_type, job_id, job_status,
-                sig_status, ts_status, dup_status, first_id, checks_json, response_status, latency_ms, note,
-                job_created_at_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
-            params![
-                row.id, row.received_at_ms, row.method, row.path, row.query, row.headers, row.body,
-                row.body_size, row.body_complete, row.remote_addr, row.endpoint, row.scheme,
-                row.event_id, row.event_type, row.job_id, row.job_status, row.sig_status,
-                row.ts_status, row.dup_status, row.first_id, checks, row.response_status,
-                row.latency_ms, row.note, row.job_created_at_ms,
-            ],
-        )?;
-        match (row.event, &row.event_id) {
-            (1, Some(event_id)) => {
-                tx.execute(
-                    "INSERT OR IGNORE INTO event_ids (endpoint, event_id, first_delivery_id) VALUES (?1, ?2, ?3)",
-                    params![row.endpoint, event_id, row.id],
-                )?;
-            }
-            (2, Some(event_id)) => {
-                tx.execute(
-                    "UPDATE event_ids SET seen = seen + 1 WHERE endpoint = ?1 AND event_id = ?2",
-                    params![row.endpoint, event_id],
-                )?;
-            }
-            _ => {}
+    for mut row in journal_rows(bytes) {
+        let int = |v: &Value| if let Value::Integer(i) = v { *i } else { 0 };
+        let (id, received_at) = (int(&row[ID]), row[RECEIVED_AT].clone());
+        if id <= built {
+            continue;
         }
-        if let Some(job_id) = &row.job_id {
+        if let Value::Blob(blob) = &row[CHECKS]
+            && let Some(text) = checks_text(blob)
+        {
+            row[CHECKS] = Value::Text(text);
+        }
+        let event = int(&row[EVENT]);
+        insert.execute(rusqlite::params_from_iter(&row[..EVENT]))?;
+        let (endpoint, event_id, job_id) = (&row[ENDPOINT], &row[EVENT_ID], &row[JOB_ID]);
+        match event {
+            1 if *event_id != Value::Null => tx.execute(
+                "INSERT OR IGNORE INTO event_ids (endpoint, event_id, first_delivery_id) VALUES (?1, ?2, ?3)",
+                params![endpoint, event_id, id],
+            )?,
+            2 if *event_id != Value::Null => tx.execute(
+                "UPDATE event_ids SET seen = seen + 1 WHERE endpoint = ?1 AND event_id = ?2",
+                params![endpoint, event_id],
+            )?,
+            _ => 0,
+        };
+        if *job_id != Value::Null {
             tx.execute(
                 "INSERT INTO jobs (job_id, first_seen_ms, last_seen_ms, last_delivery_id, deliveries) VALUES (?1, ?2, ?2, ?3, 1)
                  ON CONFLICT (job_id) DO UPDATE SET last_seen_ms = MAX(last_seen_ms, ?2),
                      first_seen_ms = MIN(first_seen_ms, ?2), last_delivery_id = ?3, deliveries = deliveries + 1",
-                params![job_id, row.received_at_ms, row.id],
+                params![job_id, received_at, id],
             )?;
         }
         tx.execute(
             "UPDATE journal_state SET built_id = MAX(built_id, ?1)",
-            params![row.id],
+            params![id],
         )?;
         n += 1;
     }
@@ -245,7 +210,7 @@ fn unpack_rows(tx: &Connection) -> rusqlite::Result<()> {
             dictionaries.insert(id, bytes);
         }
     }
-    type Packed = (i64, Option<i64>, Vec<u8>, Vec<u8>, rusqlite::types::Value);
+    type Packed = (i64, Option<i64>, Vec<u8>, Vec<u8>, Value);
     let mut select = tx.prepare(
         "SELECT id, packed, headers, body, checks_json FROM deliveries
          WHERE id > ?1 AND (packed IS NOT NULL OR typeof(checks_json) = 'blob') ORDER BY id LIMIT ?2",

@@ -12,7 +12,7 @@ use crate::domain::filter::Filter;
 use crate::domain::reconcile::Poll;
 use crate::store::error::StoreError;
 use crate::store::query;
-use crate::store::records::{LIST_COLUMNS, list_row, raw_list_row, read_row};
+use crate::store::records::{LIST_COLUMNS, list_row, read_row};
 use crate::store::records::{ListRow, StoredDelivery};
 use crate::store::schema::{MIGRATIONS, migrate, open_connection};
 
@@ -143,8 +143,8 @@ impl Reader {
                  WHERE deliveries_fts MATCH ?1 ORDER BY rowid LIMIT ?2 OFFSET ?3) ORDER BY id"
             );
             let mut stmt = self.conn.prepare_cached(&sql)?;
-            let rows = stmt.query_map(params![query, limit as i64, offset as i64], raw_list_row)?;
-            return rows.map(|row| list_row(row?)).collect();
+            let rows = stmt.query_map(params![query, limit as i64, offset as i64], list_row)?;
+            return rows.map(|row| row?).collect();
         }
         let (condition, mut params) = query::condition(filter);
         params.push(limit.to_string());
@@ -163,8 +163,8 @@ impl Reader {
         let sql =
             format!("SELECT {LIST_COLUMNS} FROM deliveries WHERE id IN ({ids_sql}) ORDER BY id");
         let mut stmt = self.conn.prepare_cached(&sql)?;
-        let rows = stmt.query_map(rusqlite::params_from_iter(params.iter()), raw_list_row)?;
-        rows.map(|row| list_row(row?)).collect()
+        let rows = stmt.query_map(rusqlite::params_from_iter(params.iter()), list_row)?;
+        rows.map(|row| row?).collect()
     }
 
     /// The last `limit` rows of the filtered list, oldest first: walked from the newest end, so
@@ -206,8 +206,8 @@ impl Reader {
             list.join(",")
         );
         let mut stmt = self.conn.prepare(&sql)?;
-        let rows = stmt.query_map([], raw_list_row)?;
-        rows.map(|row| list_row(row?)).collect()
+        let rows = stmt.query_map([], list_row)?;
+        rows.map(|row| row?).collect()
     }
 
     /// The position of a delivery in the filtered list (for keeping a selection in view).

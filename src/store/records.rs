@@ -128,53 +128,29 @@ pub struct ListRow {
 
 pub(crate) const LIST_COLUMNS: &str = "id, received_at_ms, method, path, event_type, event_id, job_id, checks_json, body_size, response_status";
 
-pub(crate) type RawListRow = (
-    i64,
-    i64,
-    String,
-    String,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Result<Checks, String>,
-    i64,
-    i64,
-);
-
-pub(crate) fn raw_list_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawListRow> {
-    Ok((
-        row.get(0)?,
-        row.get(1)?,
-        row.get(2)?,
-        row.get(3)?,
-        row.get(4)?,
-        row.get(5)?,
-        row.get(6)?,
-        read_checks(row.get_ref(7)?),
-        row.get(8)?,
-        row.get(9)?,
-    ))
-}
-
-pub(crate) fn list_row(raw: RawListRow) -> Result<ListRow, StoreError> {
-    let (id, received_at_ms, method, path, event_type, event_id, job_id, checks, size, status) =
-        raw;
-    let checks = checks.map_err(|e| StoreError::Damaged {
+/// A line of the list from its row (the columns of [`LIST_COLUMNS`]); a row whose checks cannot
+/// be read is `Damaged`, not a failed query.
+pub(crate) fn list_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<ListRow, StoreError>> {
+    let id = row.get(0)?;
+    let checks = match read_checks(row.get_ref(7)?) {
+        Ok(checks) => checks,
+        Err(e) => {
+            let what = format!("its checks cannot be decoded: {e}");
+            return Ok(Err(StoreError::Damaged { id, what }));
+        }
+    };
+    Ok(Ok(ListRow {
         id,
-        what: format!("its checks cannot be decoded: {e}"),
-    })?;
-    Ok(ListRow {
-        id,
-        received_at_ms,
-        method,
-        path,
-        event_type,
-        event_id,
-        job_id,
+        received_at_ms: row.get(1)?,
+        method: row.get(2)?,
+        path: row.get(3)?,
+        event_type: row.get(4)?,
+        event_id: row.get(5)?,
+        job_id: row.get(6)?,
         checks,
-        body_size: size.max(0) as u64,
-        response_status: status.clamp(0, u16::MAX as i64) as u16,
-    })
+        body_size: row.get::<_, i64>(8)?.max(0) as u64,
+        response_status: row.get::<_, i64>(9)?.clamp(0, u16::MAX as i64) as u16,
+    }))
 }
 
 pub(crate) type RowResult = Result<StoredDelivery, StoreError>;
@@ -183,21 +159,13 @@ pub(crate) fn read_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RowResult> {
     let id: i64 = row.get(0)?;
     let header_blob: Vec<u8> = row.get(5)?;
     let body: Vec<u8> = row.get(6)?;
-    let checks = read_checks(row.get_ref(16)?);
+    let damaged = |what: String| Ok(Err(StoreError::Damaged { id, what }));
     let Some(headers) = decode_headers(&header_blob) else {
-        return Ok(Err(StoreError::Damaged {
-            id,
-            what: "its headers cannot be decoded".into(),
-        }));
+        return damaged("its headers cannot be decoded".into());
     };
-    let checks: Checks = match checks {
-        Ok(c) => c,
-        Err(e) => {
-            return Ok(Err(StoreError::Damaged {
-                id,
-                what: format!("its checks cannot be decoded: {e}"),
-            }));
-        }
+    let checks = match read_checks(row.get_ref(16)?) {
+        Ok(checks) => checks,
+        Err(e) => return damaged(format!("its checks cannot be decoded: {e}")),
     };
     let job_id: Option<String> = row.get(14)?;
     let job_status: Option<String> = row.get(15)?;

@@ -183,6 +183,8 @@ const SQLITE_DURABILITY: usize = 14;
 /// The first schema version with a capture journal beside the store.
 const JOURNAL_SINCE: i64 = 8;
 
+/// The page size of a new store.
+const PAGE_SIZE: i64 = 2048;
 /// The most bytes the WAL keeps once SQLite starts it over (`journal_size_limit`).
 pub(crate) const WAL_LIMIT: i64 = 4 * 1024 * 1024;
 
@@ -202,6 +204,12 @@ pub(crate) fn open_connection(path: &Path, read_only: bool) -> Result<Connection
     conn.busy_timeout(std::time::Duration::from_secs(5))
         .map_err(open_err)?;
     if !read_only {
+        // A new store's page size (an existing store keeps its own: SQLite applies it only to a
+        // file that holds no table yet). Each commit writes every page it touched, whole: at a
+        // trickle of 1 KiB deliveries, 2 KiB pages wrote 31 x each delivery's size, 4 KiB
+        // pages 47 x (BENCHMARKS.md).
+        conn.pragma_update(None, "page_size", PAGE_SIZE)
+            .map_err(open_err)?;
         // Every commit is synced before it returns: a 2xx after COMMIT means on disk.
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(open_err)?;

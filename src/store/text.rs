@@ -15,11 +15,14 @@
 //! there, everything else works.
 //!
 //! Deletes keep the two files in step by lock order: the writer takes the text file's write lock
-//! first, commits the store's deletion, then the index's. The indexer reads the store only while
-//! it holds that lock, so it never indexes a row the writer is deleting. A crash between the two
-//! commits leaves index entries of deleted deliveries; the indexer's start removes those below
-//! the store's oldest delivery (retention, clearing), and the rest only count in a free-text-only
-//! count, never in a list.
+//! first, deletes the index's entries of the deliveries it deletes (given the text they were
+//! indexed with, read from their rows: a contentless index deletes an entry so, and with FTS5's
+//! `secure-delete` its words go with it), commits the store's deletion, then the index's. The
+//! indexer reads the store only while it holds that lock, so it never indexes a row the writer
+//! is deleting. A crash between the two commits leaves the index with entries of deleted
+//! deliveries; the indexer's next start finds it out of step and builds it again.
+//!
+//! Only the capturing process runs an indexer ([`crate::store::Store::open_capturing`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -373,8 +376,6 @@ const QUIET: Duration = Duration::from_millis(200);
 const PER_COMMIT: usize = 512;
 /// On a stop, the indexer indexes what is committed for at most this long.
 const STOP_WITHIN: Duration = Duration::from_secs(2);
-/// After this long without indexing, the index's WAL is checkpointed and truncated.
-const IDLE_CHECKPOINT: Duration = Duration::from_secs(1);
 
 /// The thread that fills the text index behind the writer's commits. Stops when dropped, after
 /// indexing what is committed for at most [`STOP_WITHIN`] (the next start does the rest).
@@ -463,17 +464,47 @@ fn set_idle(idle: bool) {
     let _ = idle;
 }
 
-fn indexer_loop(path: &Path, shared: &Shared) {
-    set_idle(true);
-    // Read only: the writer owns the store's writes.
-    let Ok(store) = Connection::open_with_flags(
+/// The indexer's connections: the store read-only (the writer owns its writes), the index for
+/// writing, built again first when it is out of step with the store ([`consistent`]).
+fn open_index(path: &Path) -> Option<(Connection, Connection)> {
+    let store = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    ) else {
-        return;
-    };
+    )
+    .ok()?;
     let _ = store.busy_timeout(Duration::from_secs(5));
-    let Ok(text) = open_for_writing(path, &store) else {
+    let text = open_for_writing(path, &store).ok()?;
+    if consistent(&store, &text).is_ok_and(|ok| !ok) {
+        let _ = text.execute_batch(
+            "BEGIN IMMEDIATE;
+             INSERT INTO deliveries_fts (deliveries_fts) VALUES ('delete-all');
+             UPDATE text_state SET last_id = 0;
+             COMMIT;",
+        );
+    }
+    Some((store, text))
+}
+
+/// Indexes what is committed until nothing is left or a stop comes; when already stopping, for
+/// at most [`STOP_WITHIN`], so a quit after a burst is not held up (the next start indexes the
+/// rest).
+fn catch_up(store: &Connection, text: &Connection, shared: &Shared, stopping: bool) {
+    let stop_by = Instant::now() + STOP_WITHIN;
+    while let Ok(n) = index_pending(store, text, PER_COMMIT, &|reading| set_idle(!reading)) {
+        let stop_now = if stopping {
+            Instant::now() >= stop_by
+        } else {
+            shared.stop.load(Ordering::Relaxed)
+        };
+        if n == 0 || stop_now {
+            break;
+        }
+    }
+}
+
+fn indexer_loop(path: &Path, shared: &Shared) {
+    set_idle(true);
+    let Some((store, text)) = open_index(path) else {
         return;
     };
     let newest = |store: &Connection| {
@@ -483,21 +514,10 @@ fn indexer_loop(path: &Path, shared: &Shared) {
             })
             .unwrap_or(0)
     };
-    let indexed = |text: &Connection| indexed_up_to(text).unwrap_or(0);
-    if consistent(&store, &text).is_ok_and(|ok| !ok) {
-        let _ = text.execute_batch(
-            "BEGIN IMMEDIATE;
-             INSERT INTO deliveries_fts (deliveries_fts) VALUES ('delete-all');
-             UPDATE text_state SET last_id = 0;
-             COMMIT;",
-        );
-    }
-    let mut last = indexed(&text);
+    let mut last = indexed_up_to(&text).unwrap_or(0);
     let mut waiting_since: Option<Instant> = None;
     let mut seen = newest(&store);
     let mut seen_moved = Instant::now();
-    let mut last_run = Instant::now();
-    let mut dirty = false;
     loop {
         let stopping = shared.stop.load(Ordering::Relaxed);
         let now = Instant::now();
@@ -513,33 +533,15 @@ fn indexer_loop(path: &Path, shared: &Shared) {
                 || waiting_since.is_some_and(|since| now >= since + DELAY)
                 || now >= seen_moved + QUIET);
         if due {
-            // A run: until nothing committed is left, or a stop came meanwhile. When stopping,
-            // at most STOP_WITHIN more, so a quit after a burst is not held up: the next start
-            // indexes the rest.
-            let stop_by = Instant::now() + STOP_WITHIN;
-            while let Ok(n) =
-                index_pending(&store, &text, PER_COMMIT, &|reading| set_idle(!reading))
-            {
-                let stop_now = if stopping {
-                    Instant::now() >= stop_by
-                } else {
-                    shared.stop.load(Ordering::Relaxed)
-                };
-                if n == 0 || stop_now {
-                    break;
-                }
-            }
-            last = indexed(&text);
+            catch_up(&store, &text, shared, stopping);
+            last = indexed_up_to(&text).unwrap_or(0);
             waiting_since = None;
-            last_run = Instant::now();
-            dirty = true;
-            if !stopping {
-                continue;
-            }
+            continue;
         }
         if stopping {
             break;
         }
+        // The writer truncates the index's WAL once idle (src/store/writer.rs).
         let wait = if backlog > 0 {
             let since = *waiting_since.get_or_insert(now);
             (since + DELAY)
@@ -549,14 +551,7 @@ fn indexer_loop(path: &Path, shared: &Shared) {
             // Cleared: ids go on after the newest ever given, so nothing below `last` comes.
             Duration::from_millis(250)
         };
-        if dirty && last_run.elapsed() >= IDLE_CHECKPOINT {
-            let _ = text.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
-            dirty = false;
-        }
-        shared.wait(
-            wait.max(Duration::from_millis(1))
-                .min(Duration::from_millis(250)),
-        );
+        shared.wait(wait.clamp(Duration::from_millis(1), Duration::from_millis(250)));
     }
     let _ = text.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
 }

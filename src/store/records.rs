@@ -198,8 +198,41 @@ pub(crate) fn read_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RowResult> {
     }))
 }
 
-/// The checks as `checks_json` stores them: their JSON.
-pub(crate) fn checks_column(checks: &Checks) -> Result<String, rusqlite::Error> {
+/// The dictionary the checks column is compressed against: JSON of typical checks, made from
+/// what hookscope writes for passing, failing, duplicate and advised deliveries. hookscope's own
+/// sentences, no delivery's data, and never changed (a new one would be a new format).
+const CHECKS_DICT: &[u8] = include_bytes!("checks.dict");
+/// zstd's level for the checks column: its fastest.
+const CHECKS_LEVEL: i32 = 1;
+
+thread_local! {
+    static CHECKS_CODEC: std::cell::RefCell<Option<(zstd::bulk::Compressor<'static>, zstd::bulk::Decompressor<'static>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` with this thread's compressor and decompressor for the checks column.
+fn with_codec<T>(
+    f: impl FnOnce(
+        &mut zstd::bulk::Compressor<'static>,
+        &mut zstd::bulk::Decompressor<'static>,
+    ) -> std::io::Result<T>,
+) -> std::io::Result<T> {
+    CHECKS_CODEC.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        if cell.is_none() {
+            *cell = Some((
+                zstd::bulk::Compressor::with_dictionary(CHECKS_LEVEL, CHECKS_DICT)?,
+                zstd::bulk::Decompressor::with_dictionary(CHECKS_DICT)?,
+            ));
+        }
+        let (compressor, decompressor) = cell.as_mut().expect("made above");
+        f(compressor, decompressor)
+    })
+}
+
+/// The checks as `checks_json` stores them: their JSON, compressed (zstd against
+/// [`CHECKS_DICT`]: ~600 bytes of a passing delivery's checks take ~60).
+pub(crate) fn checks_column(checks: &Checks) -> Result<Vec<u8>, rusqlite::Error> {
     checks_column_of(
         &checks.signature,
         &checks.timestamp,
@@ -216,7 +249,7 @@ pub(crate) fn checks_column_of(
     timestamp: &TimestampCheck,
     duplicate: &DuplicateCheck,
     advice: &AdviceCheck,
-) -> Result<String, rusqlite::Error> {
+) -> Result<Vec<u8>, rusqlite::Error> {
     #[derive(serde::Serialize)]
     struct Parts<'a> {
         signature: &'a SignatureCheck,
@@ -224,23 +257,32 @@ pub(crate) fn checks_column_of(
         duplicate: &'a DuplicateCheck,
         advice: &'a AdviceCheck,
     }
-    serde_json::to_string(&Parts {
+    let conversion = |e: std::io::Error| rusqlite::Error::ToSqlConversionFailure(Box::new(e));
+    let json = serde_json::to_vec(&Parts {
         signature,
         timestamp,
         duplicate,
         advice,
     })
-    .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
+    .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+    with_codec(|compressor, _| compressor.compress(&json)).map_err(conversion)
 }
 
-/// The checks from a stored `checks_json`.
+/// The most bytes a checks column decompresses to (a checks' JSON is a few KiB at most).
+const CHECKS_MAX: usize = 1 << 20;
+
+/// The checks from a stored `checks_json`: compressed (this build), or JSON text (stores
+/// migrated from schema 13 and before).
 pub(crate) fn read_checks(value: rusqlite::types::ValueRef<'_>) -> Result<Checks, String> {
-    match value {
-        rusqlite::types::ValueRef::Text(json) => {
-            serde_json::from_slice(json).map_err(|e| e.to_string())
-        }
-        other => Err(format!("its checks are a {:?}", other.data_type())),
-    }
+    let json = match value {
+        rusqlite::types::ValueRef::Text(json) => std::borrow::Cow::Borrowed(json),
+        rusqlite::types::ValueRef::Blob(blob) => std::borrow::Cow::Owned(
+            with_codec(|_, decompressor| decompressor.decompress(blob, CHECKS_MAX))
+                .map_err(|e| format!("its compressed checks are damaged: {e}"))?,
+        ),
+        other => return Err(format!("its checks are a {:?}", other.data_type())),
+    };
+    serde_json::from_slice(&json).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -253,8 +295,22 @@ mod tests {
         let passing = br#"{"signature":{"status":"pass","detail":"Standard Webhooks signature verified with the configured secret.","scheme":"standard-webhooks","secret":"secret #1","secrets_tried":1},"timestamp":{"status":"pass","skew_secs":0,"detail":"The timestamp is current.","tolerance_secs":300},"duplicate":{"status":"duplicate","first_id":918273,"detail":"Duplicate of delivery #918273."},"advice":{"status":"none","items":[],"detail":"No advice."}}"#;
         let checks: Checks = serde_json::from_slice(passing).expect("checks");
         let column = checks_column(&checks).expect("column");
-        assert_eq!(column, serde_json::to_string(&checks).expect("json"));
-        let back = read_checks(rusqlite::types::ValueRef::Text(column.as_bytes())).expect("read");
+        let json = serde_json::to_vec(&checks).expect("json");
+        assert!(
+            column.len() * 4 < json.len(),
+            "{} of {} bytes",
+            column.len(),
+            json.len()
+        );
+        let decompressed = zstd::bulk::Decompressor::with_dictionary(CHECKS_DICT)
+            .and_then(|mut d| d.decompress(&column, CHECKS_MAX))
+            .expect("zstd");
+        assert_eq!(decompressed, json, "exactly the checks' own JSON");
+        let back = read_checks(rusqlite::types::ValueRef::Blob(&column)).expect("read");
         assert_eq!(back, checks);
+        // JSON text (a migrated store's rows) reads too; damaged bytes are an error, not a panic.
+        let text = read_checks(rusqlite::types::ValueRef::Text(&json)).expect("text");
+        assert_eq!(text, checks);
+        assert!(read_checks(rusqlite::types::ValueRef::Blob(&column[..column.len() / 2])).is_err());
     }
 }

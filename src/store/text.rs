@@ -465,7 +465,7 @@ fn set_idle(idle: bool) {
 }
 
 /// The indexer's connections: the store read-only (the writer owns its writes), the index for
-/// writing, built again first when it is out of step with the store ([`consistent`]).
+/// writing.
 fn open_index(path: &Path) -> Option<(Connection, Connection)> {
     let store = Connection::open_with_flags(
         path,
@@ -474,7 +474,14 @@ fn open_index(path: &Path) -> Option<(Connection, Connection)> {
     .ok()?;
     let _ = store.busy_timeout(Duration::from_secs(5));
     let text = open_for_writing(path, &store).ok()?;
-    if consistent(&store, &text).is_ok_and(|ok| !ok) {
+    Some((store, text))
+}
+
+/// Builds the index again when it is out of step with the store ([`consistent`]). Counting
+/// both at a million deliveries takes a few hundred milliseconds: done once the indexer has
+/// been idle a while after its start, not while the window reads its first rows.
+fn rebuild_if_out_of_step(store: &Connection, text: &Connection) {
+    if consistent(store, text).is_ok_and(|ok| !ok) {
         let _ = text.execute_batch(
             "BEGIN IMMEDIATE;
              INSERT INTO deliveries_fts (deliveries_fts) VALUES ('delete-all');
@@ -482,8 +489,10 @@ fn open_index(path: &Path) -> Option<(Connection, Connection)> {
              COMMIT;",
         );
     }
-    Some((store, text))
 }
+
+/// How long after its start the indexer checks the index against the store, when idle.
+const CHECK_AFTER: Duration = Duration::from_secs(3);
 
 /// Indexes what is committed until nothing is left or a stop comes; when already stopping, for
 /// at most [`STOP_WITHIN`], so a quit after a burst is not held up (the next start indexes the
@@ -518,6 +527,7 @@ fn indexer_loop(path: &Path, shared: &Shared) {
     let mut waiting_since: Option<Instant> = None;
     let mut seen = newest(&store);
     let mut seen_moved = Instant::now();
+    let (started, mut checked) = (Instant::now(), false);
     loop {
         let stopping = shared.stop.load(Ordering::Relaxed);
         let now = Instant::now();
@@ -540,6 +550,12 @@ fn indexer_loop(path: &Path, shared: &Shared) {
         }
         if stopping {
             break;
+        }
+        if backlog == 0 && !checked && started.elapsed() >= CHECK_AFTER {
+            rebuild_if_out_of_step(&store, &text);
+            last = indexed_up_to(&text).unwrap_or(0);
+            checked = true;
+            continue;
         }
         // The writer truncates the index's WAL once idle (src/store/writer.rs).
         let wait = if backlog > 0 {

@@ -953,3 +953,33 @@ fn removed_bodies_leave_no_byte_in_any_file_of_the_data_dir() {
         }
     }
 }
+
+/// A schema-13 store whose journal an older hookscope still holds (it is capturing) is not
+/// migrated: the migration would take acknowledged deliveries from under it. It says so, and
+/// the store is left as it was.
+#[test]
+fn a_store_an_older_hookscope_captures_into_is_not_migrated_under_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = v13_store(dir.path());
+    let journal = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(dir.path().join("hookscope.journal"))
+        .expect("journal");
+    journal.try_lock().expect("the older writer's lock");
+    let refused = match Reader::open(&path) {
+        Ok(_) => panic!("migrated under the older writer"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        refused.contains("an older hookscope is capturing"),
+        "{refused}"
+    );
+    let version: i64 = rusqlite::Connection::open(&path)
+        .expect("raw")
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .expect("version");
+    assert_eq!(version, 13);
+    drop(journal);
+    assert_eq!(listed_json(&path).len(), 140, "migrated once it is free");
+}

@@ -161,13 +161,17 @@ fn replay_journal(tx: &Connection, bytes: &[u8]) -> rusqlite::Result<usize> {
         if id <= built {
             continue;
         }
+        // Compacted (schema 9 on), or JSON text (schema 8).
         if let Value::Blob(blob) = &row[CHECKS]
-            && let Some(text) = checks_text(blob)
+            && let Some(text) = checks_text(blob).or_else(|| String::from_utf8(blob.clone()).ok())
         {
             row[CHECKS] = Value::Text(text);
         }
         let event = int(&row[EVENT]);
-        insert.execute(rusqlite::params_from_iter(&row[..EVENT]))?;
+        if insert.execute(rusqlite::params_from_iter(&row[..EVENT]))? == 0 {
+            // Already in the table: its counts are too.
+            continue;
+        }
         let (endpoint, event_id, job_id) = (&row[ENDPOINT], &row[EVENT_ID], &row[JOB_ID]);
         match event {
             1 if *event_id != Value::Null => tx.execute(
@@ -182,9 +186,7 @@ fn replay_journal(tx: &Connection, bytes: &[u8]) -> rusqlite::Result<usize> {
         };
         if *job_id != Value::Null {
             tx.execute(
-                "INSERT INTO jobs (job_id, first_seen_ms, last_seen_ms, last_delivery_id, deliveries) VALUES (?1, ?2, ?2, ?3, 1)
-                 ON CONFLICT (job_id) DO UPDATE SET last_seen_ms = MAX(last_seen_ms, ?2),
-                     first_seen_ms = MIN(first_seen_ms, ?2), last_delivery_id = ?3, deliveries = deliveries + 1",
+                crate::store::writer::UPSERT_JOB,
                 params![job_id, received_at, id],
             )?;
         }
@@ -255,10 +257,36 @@ fn unpack_rows(tx: &Connection) -> rusqlite::Result<()> {
 /// migration began), writes back the journal's rows the tables lack. Answers how many it wrote
 /// back. The journal file is removed by the caller once the migration committed.
 pub(crate) fn upgrade(tx: &Connection, store: &Path, had_journal: bool) -> rusqlite::Result<usize> {
+    let failed = |what: String| {
+        rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+            Some(what),
+        )
+    };
     let replayed = if had_journal {
-        match std::fs::read(journal_beside(store)) {
-            Ok(bytes) => replay_journal(tx, &bytes)?,
-            Err(_) => 0,
+        let path = journal_beside(store);
+        match std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+        {
+            Ok(file) => {
+                // The older build's writer holds this lock while it captures: migrating under it
+                // would take the journal from a process still acknowledging into it.
+                if !crate::store::lock::try_exclusive(&file).map_err(|e| failed(e.to_string()))? {
+                    return Err(failed(format!(
+                        "an older hookscope is capturing into this store (it holds {}): stop it, then open the store with this one",
+                        path.display()
+                    )));
+                }
+                let mut bytes = Vec::new();
+                std::io::Read::read_to_end(&mut &file, &mut bytes)
+                    .map_err(|e| failed(format!("cannot read {}: {e}", path.display())))?;
+                replay_journal(tx, &bytes)?
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+            // Acknowledged rows may be in it: no migration without them.
+            Err(e) => return Err(failed(format!("cannot read {}: {e}", path.display()))),
         }
     } else {
         0

@@ -13,7 +13,19 @@ use crate::domain::attempt::Attempt;
 use crate::domain::checks::{Checks, SignatureCheck, TimestampCheck};
 use crate::domain::delivery::encode_headers;
 
+/// Stores an attempt; answers its id, or 0 when the delivery it was made from has been deleted
+/// meanwhile (a forward or a resend still in flight): its copy of the body goes with it.
 pub(crate) fn write_attempt(conn: &Connection, a: &Attempt) -> Result<i64, rusqlite::Error> {
+    if let Some(id) = a.delivery_id {
+        let exists = conn
+            .prepare_cached("SELECT 1 FROM deliveries WHERE id = ?1")?
+            .query_row(params![id], |_| Ok(()))
+            .optional()?
+            .is_some();
+        if !exists {
+            return Ok(0);
+        }
+    }
     conn.execute(
         "INSERT INTO attempts (delivery_id, kind, url, sent_at_ms, request_headers, request_body, status,
             response_headers, response_body, latency_ms, error, job_id, attempt_no) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
@@ -129,8 +141,12 @@ pub(crate) fn maintain(
             attempts.len()
         }
         Maintenance::Delete(ids) => {
-            unindex(&tx, Forget::Ids(ids))?;
-            delete(&tx, ids)?
+            // Each once: the index deletes an entry given its text, and twice would corrupt it.
+            let mut ids = ids.clone();
+            ids.sort_unstable();
+            ids.dedup();
+            unindex(&tx, Forget::Ids(&ids))?;
+            delete(&tx, &ids)?
         }
         Maintenance::Clear => {
             unindex(&tx, Forget::All)?;
@@ -232,7 +248,7 @@ fn delete(tx: &rusqlite::Transaction<'_>, ids: &[i64]) -> Result<usize, rusqlite
     // An attempt carries the delivery's body (a resend, a forward): it goes with it.
     let mut attempts = tx.prepare_cached("DELETE FROM attempts WHERE delivery_id = ?1")?;
     let mut jobs: Vec<String> = Vec::new();
-    let mut n = 0;
+    let (mut n, mut newest) = (0, 0);
     for id in ids {
         if let Some(Some(job)) = job_of
             .query_row(params![id], |r| r.get::<_, Option<String>>(0))
@@ -240,10 +256,13 @@ fn delete(tx: &rusqlite::Transaction<'_>, ids: &[i64]) -> Result<usize, rusqlite
         {
             jobs.push(job);
         }
-        n += delete.execute(params![id])?;
+        if delete.execute(params![id])? > 0 {
+            n += 1;
+            newest = newest.max(*id);
+        }
         attempts.execute(params![id])?;
     }
-    if let Some(newest) = ids.iter().max() {
+    if newest > 0 {
         raise_id_floor(tx, "SELECT ?1", [newest])?;
     }
     // Only the jobs of the deleted deliveries change: recount those, not the history.

@@ -253,13 +253,11 @@ pub(crate) fn index_pending(
         }
         Ok(count)
     })();
-    match result {
-        Ok(done) => text.execute_batch("COMMIT").map(|()| done),
-        Err(err) => {
-            let _ = text.execute_batch("ROLLBACK");
-            Err(err)
-        }
+    let result = result.and_then(|done| text.execute_batch("COMMIT").map(|()| done));
+    if !text.is_autocommit() {
+        let _ = text.execute_batch("ROLLBACK");
     }
+    result
 }
 
 /// The deliveries a delete takes out of the index.
@@ -482,12 +480,15 @@ fn open_index(path: &Path) -> Option<(Connection, Connection)> {
 /// been idle a while after its start, not while the window reads its first rows.
 fn rebuild_if_out_of_step(store: &Connection, text: &Connection) {
     if consistent(store, text).is_ok_and(|ok| !ok) {
-        let _ = text.execute_batch(
+        let rebuilt = text.execute_batch(
             "BEGIN IMMEDIATE;
              INSERT INTO deliveries_fts (deliveries_fts) VALUES ('delete-all');
              UPDATE text_state SET last_id = 0;
              COMMIT;",
         );
+        if rebuilt.is_err() && !text.is_autocommit() {
+            let _ = text.execute_batch("ROLLBACK");
+        }
     }
 }
 

@@ -501,6 +501,13 @@ fn decide_duplicate(
     })
 }
 
+/// Counts a delivery (`?3`, received at `?2`) in its job's row (`?1`): the jobs list's table.
+pub(crate) const UPSERT_JOB: &str =
+    "INSERT INTO jobs (job_id, first_seen_ms, last_seen_ms, last_delivery_id, deliveries)
+    VALUES (?1, ?2, ?2, ?3, 1)
+    ON CONFLICT (job_id) DO UPDATE SET last_seen_ms = MAX(last_seen_ms, ?2),
+        first_seen_ms = MIN(first_seen_ms, ?2), last_delivery_id = ?3, deliveries = deliveries + 1";
+
 /// Writes one delivery under `id`: its row, its effect on the event-id table, its job. The one
 /// way a delivery enters the tables.
 fn write_row(
@@ -563,12 +570,8 @@ fn write_row(
         _ => 0,
     };
     if let Some(job) = job {
-        conn.prepare_cached(
-            "INSERT INTO jobs (job_id, first_seen_ms, last_seen_ms, last_delivery_id, deliveries) VALUES (?1, ?2, ?2, ?3, 1)
-             ON CONFLICT (job_id) DO UPDATE SET last_seen_ms = MAX(last_seen_ms, ?2),
-                 first_seen_ms = MIN(first_seen_ms, ?2), last_delivery_id = ?3, deliveries = deliveries + 1",
-        )?
-        .execute(params![job.job_id, d.received_at_ms, id])?;
+        conn.prepare_cached(UPSERT_JOB)?
+            .execute(params![job.job_id, d.received_at_ms, id])?;
     }
     Ok(duplicate)
 }

@@ -132,12 +132,9 @@ pub(crate) const LIST_COLUMNS: &str = "id, received_at_ms, method, path, event_t
 /// be read is `Damaged`, not a failed query.
 pub(crate) fn list_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<ListRow, StoreError>> {
     let id = row.get(0)?;
-    let checks = match read_checks(row.get_ref(7)?) {
+    let checks = match checks_at(row, 7)? {
         Ok(checks) => checks,
-        Err(e) => {
-            let what = format!("its checks cannot be decoded: {e}");
-            return Ok(Err(StoreError::Damaged { id, what }));
-        }
+        Err(what) => return Ok(Err(StoreError::Damaged { id, what })),
     };
     Ok(Ok(ListRow {
         id,
@@ -153,6 +150,11 @@ pub(crate) fn list_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<ListR
     }))
 }
 
+/// The checks in column `index` of a row; `Err` says why they cannot be read.
+fn checks_at(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Result<Checks, String>> {
+    Ok(read_checks(row.get_ref(index)?).map_err(|e| format!("its checks cannot be decoded: {e}")))
+}
+
 pub(crate) type RowResult = Result<StoredDelivery, StoreError>;
 
 pub(crate) fn read_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RowResult> {
@@ -163,9 +165,9 @@ pub(crate) fn read_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RowResult> {
     let Some(headers) = decode_headers(&header_blob) else {
         return damaged("its headers cannot be decoded".into());
     };
-    let checks = match read_checks(row.get_ref(16)?) {
+    let checks = match checks_at(row, 16)? {
         Ok(checks) => checks,
-        Err(e) => return damaged(format!("its checks cannot be decoded: {e}")),
+        Err(what) => return damaged(what),
     };
     let job_id: Option<String> = row.get(14)?;
     let job_status: Option<String> = row.get(15)?;

@@ -251,11 +251,6 @@ pub(crate) fn open_immutable(path: &Path) -> Result<Connection, StoreError> {
     })
 }
 
-fn current_version_is(conn: &Connection, version: i64) -> bool {
-    conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))
-        .is_ok_and(|v| v == version)
-}
-
 /// Brings the store up to [`MIGRATIONS`]' version. Each step runs in a `BEGIN IMMEDIATE`
 /// transaction that reads the version again under SQLite's write lock, so two processes that
 /// open an old store at once apply each migration once.
@@ -305,8 +300,7 @@ pub(crate) fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> 
     if journal_replayed {
         // Its rows are in the tables now, durably: the file (acknowledged bodies) goes.
         let _ = std::fs::remove_file(&journal);
-    } else if started_at < JOURNAL_SINCE && current_version_is(conn, supported) && journal.exists()
-    {
+    } else if started_at < JOURNAL_SINCE && journal.exists() {
         // A journal beside a new store belongs to another one (a damaged store an older
         // hookscope moved aside without it): never replayed here, kept aside, never deleted.
         let aside = journal.with_file_name(format!(

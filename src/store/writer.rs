@@ -29,7 +29,7 @@ const BUSY_GIVE_UP: Duration = Duration::from_secs(10);
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// After this long without a write, the writer checkpoints the WAL into the database file and
 /// truncates it (and the text index's).
-pub const IDLE_CHECKPOINT: Duration = Duration::from_secs(1);
+const IDLE_CHECKPOINT: Duration = Duration::from_secs(1);
 /// Rows per transaction of the text index when a bulk write (import, seeding) indexes its own
 /// rows before answering.
 const BULK_INDEX_CHUNK: usize = 512;
@@ -225,23 +225,21 @@ impl Writer<'_> {
         }
     }
 
-    /// Turns a failed statement into the refusal to answer, and records in the health a cause
-    /// outside the record (disk full, read-only, gone). `None`: the record's own failure.
-    fn store_trouble(&self, err: &rusqlite::Error, refused: u64) -> Option<StoreError> {
-        match health::classify(err, self.path) {
-            Trouble::Failing(_) => None,
-            trouble => {
-                let sentence = trouble.sentence(self.path);
-                self.health.failed(trouble, refused);
-                Some(StoreError::Refused(sentence))
-            }
-        }
+    /// Records `trouble` in the health (with `refused` deliveries) and answers its refusal; the
+    /// next write that succeeds ends it.
+    fn say_trouble(&self, trouble: Trouble, refused: u64) -> StoreError {
+        let sentence = trouble.sentence(self.path);
+        self.health.failed(trouble, refused);
+        StoreError::Refused(sentence)
     }
 
-    /// [`Writer::store_trouble`], or the record's own failure as a write error.
+    /// A failed statement as the error to answer: a cause outside the record (disk full,
+    /// read-only, gone) is recorded and refused; anything else is the record's own failure.
     fn failure(&self, err: rusqlite::Error, refused: u64) -> StoreError {
-        self.store_trouble(&err, refused)
-            .unwrap_or_else(|| StoreError::Write(err.to_string()))
+        match health::classify(&err, self.path) {
+            Trouble::Failing(_) => StoreError::Write(err.to_string()),
+            trouble => self.say_trouble(trouble, refused),
+        }
     }
 
     /// Whether a write may be tried: not when the file is known to be gone, or was just found
@@ -250,8 +248,7 @@ impl Writer<'_> {
         if !self.health.vanished() && self.identity.still_there() {
             return Ok(());
         }
-        self.health.failed(Trouble::Vanished, refused);
-        Err(StoreError::Refused(Trouble::Vanished.sentence(self.path)))
+        Err(self.say_trouble(Trouble::Vanished, refused))
     }
 
     /// `BEGIN IMMEDIATE`, waiting for another process's write lock once: after
@@ -273,8 +270,7 @@ impl Writer<'_> {
         let _ = self.conn.busy_timeout(BUSY_TIMEOUT);
         result.map_err(|e| {
             if is_busy(&e) {
-                self.health.failed(Trouble::Busy, refused);
-                StoreError::Refused(Trouble::Busy.sentence(self.path))
+                self.say_trouble(Trouble::Busy, refused)
             } else {
                 self.failure(e, refused)
             }
@@ -393,17 +389,9 @@ impl Writer<'_> {
         self.wrote();
         written.map_err(|(index, err)| match index {
             Some(index) if is_the_rows_own(&err) => BatchError::Row(index, err),
-            _ => BatchError::Store(self.refusal(&err, refused)),
+            // Any failure of the store's, `Failing` too, is said in the health.
+            _ => BatchError::Store(self.say_trouble(health::classify(&err, self.path), refused)),
         })
-    }
-
-    /// Records a failure of the store's (not one row's) in the health, and answers its
-    /// refusal; the next write that succeeds ends it.
-    fn refusal(&self, err: &rusqlite::Error, refused: u64) -> StoreError {
-        let trouble = health::classify(err, self.path);
-        let sentence = trouble.sentence(self.path);
-        self.health.failed(trouble, refused);
-        StoreError::Refused(sentence)
     }
 
     /// Closing: checkpoint, and let the indexer index what is committed, so the next start

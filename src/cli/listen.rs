@@ -191,8 +191,8 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
 /// of about 64 KiB (under load, a write per line was most of the main thread's time), until none
 /// is left or [`PRINT_TURN`] were printed; answers whether none is left. Stopping after the first
 /// 64 KiB, then letting deliveries gather for [`LINES_GATHER`], held `listen` to 64 KiB of lines
-/// per 10 ms: ~6,000 deliveries/s with `--json`, ~16,000/s with failed timestamps (BENCHMARKS.md,
-/// issue 19, seventh pass).
+/// per 10 ms: ~6,000 deliveries/s with `--json`, ~16,000/s with failed timestamps (issue 19's
+/// seventh pass, in BENCHMARKS.md's git history).
 fn print_waiting<T>(
     first: T,
     mut next: impl FnMut() -> Option<T>,

@@ -531,9 +531,13 @@ fn each_new_scheme_round_trips_hookscope_resigns_and_listen_verifies() {
 
 /// `twilio` (the official Python package) in the target directory, installed on first use
 /// with pip from PyPI; only `twilio.request_validator` is used, which needs nothing else.
-fn twilio_python() -> PathBuf {
+/// `None` (the test skipped, and saying so) without python3 and pip.
+fn twilio_python() -> Option<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("py-twilio-9.13.0");
     if !dir.join("twilio/request_validator.py").exists() {
+        if !common::tool_runs(&["python3", "-m", "pip", "--version"]) {
+            return None;
+        }
         let out = Command::new("python3")
             .args([
                 "-m",
@@ -547,14 +551,14 @@ fn twilio_python() -> PathBuf {
             .arg(&dir)
             .arg("twilio==9.13.0")
             .output()
-            .expect("python3 is on the machine (see README: Development)");
+            .expect("python3 runs");
         assert!(
             out.status.success(),
             "pip could not install twilio: {}",
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    dir
+    Some(dir)
 }
 
 const TWILIO_HANDLER: &str = r#"
@@ -594,7 +598,9 @@ server.serve_forever()
 
 #[test]
 fn twilio_python_request_validator_accepts_what_hookscope_signs() {
-    let site = twilio_python();
+    let Some(site) = twilio_python() else {
+        return;
+    };
     let mut handler = Command::new("python3")
         .args(["-c", TWILIO_HANDLER, "live-auth-token"])
         .env("PYTHONPATH", &site)
@@ -686,6 +692,9 @@ fn stdout_of(out: &std::process::Output) -> String {
 
 #[test]
 fn fixtures_of_the_new_schemes_verify_in_hookscope_python_and_node_and_hold_no_token() {
+    if !common::tool_runs(&["python3", "--version"]) || !common::tool_runs(&["node", "--version"]) {
+        return;
+    }
     let dir = tempfile::tempdir().expect("tempdir");
     let mut listener = receiver(dir.path());
     let rt = tokio::runtime::Builder::new_current_thread()

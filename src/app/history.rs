@@ -63,3 +63,22 @@ pub fn recheck(
     })?;
     Ok(true)
 }
+
+/// Opens the history for a command that only reads it (`list`, `jobs`, `export`). `Ok(None)` when
+/// nothing was ever captured: no store file yet (a fresh machine, where even the data folder may
+/// not exist), or a store with no deliveries. A reader never creates the file.
+pub fn open_captured(store_file: &std::path::Path) -> Result<Option<Reader>, AppError> {
+    if !store_file.exists() {
+        return Ok(None);
+    }
+    let reader = Reader::open(store_file)?;
+    Ok((reader.newest_id()? > 0).then_some(reader))
+}
+
+/// The sentence for a history with nothing in it.
+pub fn nothing_captured(store_file: &std::path::Path) -> String {
+    format!(
+        "no deliveries yet (store: {}); start `hookscope` or `hookscope listen` to capture",
+        store_file.display()
+    )
+}

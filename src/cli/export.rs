@@ -6,7 +6,6 @@ use std::process::ExitCode;
 use clap::Args;
 use hookscope::app::export::ExportRequest;
 use hookscope::app::{self, AppError};
-use hookscope::store::Reader;
 
 use super::{Common, load_config};
 
@@ -53,7 +52,11 @@ pub struct ExportArgs {
 pub fn run(common: &Common, args: ExportArgs) -> Result<ExitCode, AppError> {
     let paths = common.paths()?;
     let file = load_config(&paths)?.file;
-    let reader = Reader::open(&paths.store_file())?;
+    let store_file = paths.store_file();
+    let Some(reader) = app::history::open_captured(&store_file)? else {
+        eprintln!("{}", app::history::nothing_captured(&store_file));
+        return Ok(ExitCode::SUCCESS);
+    };
     let request = ExportRequest {
         ids: args.ids,
         filter: args.filter,

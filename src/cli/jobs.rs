@@ -6,7 +6,6 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 use hookscope::app::{self, AppError, report};
 use hookscope::domain::clock::now_ms;
-use hookscope::store::Reader;
 
 use super::{Common, load_config};
 
@@ -50,7 +49,11 @@ pub fn run(common: &Common, args: JobsArgs) -> Result<ExitCode, AppError> {
     let paths = common.paths()?;
     let zone = common.zone();
     let file = load_config(&paths)?.file;
-    let reader = Reader::open(&paths.store_file())?;
+    let store_file = paths.store_file();
+    let Some(reader) = app::history::open_captured(&store_file)? else {
+        eprintln!("{}", app::history::nothing_captured(&store_file));
+        return Ok(ExitCode::SUCCESS);
+    };
     let mut stdout = std::io::stdout().lock();
     let io = |e: std::io::Error| AppError::Failed(e.to_string());
     if let Some(JobsCommand::Show {

@@ -5,7 +5,6 @@ use std::process::ExitCode;
 
 use clap::Args;
 use hookscope::app::{self, AppError, report};
-use hookscope::store::Reader;
 
 use super::Common;
 
@@ -26,7 +25,11 @@ pub struct ListArgs {
 pub fn run(common: &Common, args: ListArgs) -> Result<ExitCode, AppError> {
     let paths = common.paths()?;
     let zone = common.zone();
-    let reader = Reader::open(&paths.store_file())?;
+    let store_file = paths.store_file();
+    let Some(reader) = app::history::open_captured(&store_file)? else {
+        eprintln!("{}", app::history::nothing_captured(&store_file));
+        return Ok(ExitCode::SUCCESS);
+    };
     let deliveries =
         app::list::newest(&reader, args.filter.as_deref(), args.limit).map_err(with_flag)?;
     let mut stdout = std::io::stdout().lock();

@@ -15,6 +15,33 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// Whether a tool a test needs (`node`, `python3`, `cc`…) runs on this machine: `probe` is the
+/// command and its arguments that must succeed (`["node", "--version"]`). Without it the test
+/// says "skipped: … not found" and passes, so `cargo test` needs no prerequisites; `.ci/run`
+/// installs every such tool and sets `HOOKSCOPE_TESTS_REQUIRE_TOOLS=1`, under which a missing
+/// tool fails the test instead, so CI never skips one.
+pub fn tool_runs(probe: &[&str]) -> bool {
+    let runs = Command::new(probe[0])
+        .args(&probe[1..])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !runs {
+        skip(&format!("{} not found", probe.join(" ")));
+    }
+    runs
+}
+
+/// Says why a test is skipped, or fails it when skipping is not allowed (under `.ci/run`).
+pub fn skip(why: &str) {
+    assert!(
+        std::env::var_os("HOOKSCOPE_TESTS_REQUIRE_TOOLS").is_none(),
+        "this check must run here (HOOKSCOPE_TESTS_REQUIRE_TOOLS is set), but: {why}"
+    );
+    eprintln!("skipped: {why}");
+}
+
 /// The binary under test.
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_hookscope"))

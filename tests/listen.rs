@@ -527,3 +527,39 @@ fn an_answer_header_that_http_cannot_carry_is_a_config_error() {
         "{stderr}"
     );
 }
+
+/// The one-line form says in a few words why no scheme was found, where the JSON's sentence says
+/// it at length.
+#[test]
+fn an_unknown_scheme_says_why_on_its_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut listener = Listener::start(dir.path(), &[]);
+    let rt = runtime();
+    let client = common::http_client();
+    for (path, header) in [("/plain", None), ("/acme", Some("x-acme-signature"))] {
+        let mut request = client
+            .post(format!("{}{path}", listener.base_url))
+            .body(r#"{"id":"evt_1"}"#);
+        if let Some(name) = header {
+            request = request.header(name, "deadbeef");
+        }
+        assert_eq!(rt.block_on(request.send()).expect("post").status(), 200);
+        assert!(listener.next_json()["scheme"].is_null());
+    }
+    let listed = common::run(dir.path(), &["list"]);
+    let text = String::from_utf8_lossy(&listed.stdout);
+    let line_of = |path: &str| {
+        text.lines()
+            .find(|l| l.contains(&format!("POST {path} ")))
+            .unwrap_or_else(|| panic!("no line for {path}: {text}"))
+            .to_string()
+    };
+    assert!(
+        line_of("/plain").contains(" unknown-scheme (no signature header) "),
+        "{text}"
+    );
+    assert!(
+        line_of("/acme").contains(" unknown-scheme (headers match no preset: x-acme-signature) "),
+        "{text}"
+    );
+}

@@ -107,7 +107,10 @@ pub fn human_lines(stored: &StoredDelivery, zone: &Zone) -> String {
         id = stored.id,
         method = d.method,
         path = d.path,
-        scheme = stored.scheme.as_deref().unwrap_or("unknown-scheme"),
+        scheme = stored.scheme.clone().unwrap_or_else(|| format!(
+            "unknown-scheme ({})",
+            crate::domain::scheme::why_undetected(d)
+        )),
         event = stored.event_id.as_deref().unwrap_or("-"),
         etype = stored.event_type.as_deref().unwrap_or("-"),
         sig = sig_word(checks.signature.status),

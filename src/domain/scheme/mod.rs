@@ -1069,6 +1069,20 @@ pub fn detect(delivery: &Delivery) -> Option<Scheme> {
     })
 }
 
+/// Why [`detect`] found no scheme for `delivery`, in a few words for a one-line summary: a header
+/// that looks like a signature but matches no preset is named, else there is none.
+pub fn why_undetected(delivery: &Delivery) -> String {
+    let looks_signed = |name: &str| {
+        ["signature", "-sig", "hmac", "-token", "-digest"]
+            .iter()
+            .any(|word| name.contains(word))
+    };
+    match delivery.headers.iter().find(|h| looks_signed(&h.name)) {
+        Some(h) => format!("headers match no preset: {}", h.name),
+        None => "no signature header".into(),
+    }
+}
+
 /// A fresh event id: `msg_` and 16 random hex digits.
 pub fn new_event_id() -> String {
     let mut bytes = [0u8; 8];

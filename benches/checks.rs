@@ -1,5 +1,5 @@
 //! `cargo bench --bench checks`: the pure parts on realistic inputs, timed with a plain loop
-//! (median of several runs) and printed. No assertion on time: the figures go in the README.
+//! (median of several runs) and printed. No assertion on time: the figures go in BENCHMARKS.md.
 
 use std::time::{Duration, Instant};
 

@@ -552,11 +552,14 @@ fn twilio_python() -> Option<PathBuf> {
             .arg("twilio==9.13.0")
             .output()
             .expect("python3 runs");
-        assert!(
-            out.status.success(),
-            "pip could not install twilio: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        if !out.status.success() {
+            // Offline, or PyPI unreachable: the validator cannot be had.
+            common::skip(&format!(
+                "pip could not install twilio from PyPI: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+            return None;
+        }
     }
     Some(dir)
 }

@@ -96,7 +96,7 @@ pub fn apis(settings: &Settings, only: Option<&str>) -> Result<Vec<(String, ApiC
         .collect();
     if all.is_empty() {
         return Err(AppError::Usage(
-            "no endpoint has a job API to ask: add [endpoint.reconcile] with job_url to an endpoint (README: Reconciling)".into(),
+            "no endpoint has a job API to ask: add [endpoint.reconcile] with job_url to an endpoint (docs/jobs.md: Reconciling)".into(),
         ));
     }
     match only {

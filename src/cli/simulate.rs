@@ -170,10 +170,17 @@ pub fn run(common: &Common, args: SimulateArgs) -> Result<ExitCode, AppError> {
             progress.attempts
         );
         for check in &checks {
-            println!("{:<8} {:<24} {}", check.status, check.name, check.detail);
+            println!(
+                "{:<8} {:<24} {}",
+                check.status.word(),
+                check.name,
+                check.detail
+            );
         }
     }
-    let failed = checks.iter().any(|c| c.status == "fail");
+    let failed = checks
+        .iter()
+        .any(|c| c.status == hookscope::domain::sim::Verdict::Fail);
     Ok(if failed {
         ExitCode::FAILURE
     } else {

@@ -460,7 +460,10 @@ impl HookscopeApp {
             }
             Event::Simulation(view) => {
                 if let Some(card) = &view.scorecard {
-                    let failed = card.iter().filter(|c| c.status == "fail").count();
+                    let failed = card
+                        .iter()
+                        .filter(|c| c.status == hookscope::domain::sim::Verdict::Fail)
+                        .count();
                     self.notice(
                         format!(
                             "simulation finished: {failed} failed check(s) of {}",

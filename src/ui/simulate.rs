@@ -9,7 +9,7 @@ use egui_extras::{Column, TableBuilder};
 use hookscope::app::simulate::{ChaosOverrides, SimulateRequest};
 use hookscope::domain::fmt::short_time;
 use hookscope::domain::sim::world::WorkKind;
-use hookscope::domain::sim::{lifecycles, schedules};
+use hookscope::domain::sim::{Verdict, lifecycles, schedules};
 use hookscope::engine::{Command, SimulationView};
 
 use super::{HookscopeApp, widgets};
@@ -232,12 +232,13 @@ fn report_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
             .spacing([10.0, 6.0])
             .show(ui, |ui| {
                 for check in card {
-                    let color = match check.status.as_str() {
-                        "pass" => widgets::PASS,
-                        "fail" => widgets::FAIL,
-                        _ => widgets::SKIPPED,
+                    let color = match check.status {
+                        Verdict::Pass => widgets::PASS,
+                        Verdict::Fail => widgets::FAIL,
+                        Verdict::Unknown => widgets::WARN,
+                        Verdict::Skipped => widgets::SKIPPED,
                     };
-                    widgets::badge(ui, &check.status, color, &check.detail);
+                    widgets::badge(ui, check.status.word(), color, &check.detail);
                     ui.monospace(&check.name);
                     ui.add(egui::Label::new(&check.detail).wrap());
                     ui.end_row();

@@ -395,22 +395,48 @@ impl Keys {
     }
 }
 
+/// A scorecard line's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// The handler (or client) behaved as a provider expects.
+    Pass,
+    /// It did not; the sentence says what to change.
+    Fail,
+    /// Nothing was sent that this line could judge.
+    Skipped,
+    /// Something was sent, but its answer does not tell (no answer inside the timeout).
+    Unknown,
+}
+
+impl Verdict {
+    /// The word in the scorecard and its JSON.
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+            Verdict::Skipped => "skipped",
+            Verdict::Unknown => "unknown",
+        }
+    }
+}
+
 /// A scorecard line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Check {
     /// What is checked.
     pub name: String,
-    /// `pass`, `fail` or `skipped`.
-    pub status: String,
+    /// The verdict.
+    pub status: Verdict,
     /// One sentence.
     pub detail: String,
 }
 
 impl Check {
-    fn new(name: &str, status: &str, detail: String) -> Check {
+    fn new(name: &str, status: Verdict, detail: String) -> Check {
         Check {
             name: name.into(),
-            status: status.into(),
+            status,
             detail,
         }
     }
@@ -454,73 +480,171 @@ fn percentile(sorted: &[u64], p: f64) -> u64 {
 
 /// The scorecard: what the provider can observe decides each line.
 pub fn scorecard(o: &Observed) -> Vec<Check> {
-    let mut checks = Vec::new();
-    // 1. Every event acknowledged.
-    checks.push(if o.events == 0 {
-        Check::new("acknowledged", "skipped", "No event was delivered.".into())
-    } else if o.acknowledged == o.events {
-        Check::new("acknowledged", "pass", format!("All {} events were acknowledged with 2xx.", o.events))
-    } else {
-        let some: Vec<&str> = o.exhausted.iter().take(3).map(String::as_str).collect();
-        Check::new(
-            "acknowledged",
-            "fail",
-            format!(
-                "{} of {} events were never acknowledged with 2xx (e.g. {}): a sender gives up and the event is lost; answer 2xx to every valid delivery, duplicates included.",
-                o.events - o.acknowledged,
-                o.events,
-                if some.is_empty() { "still retrying".to_string() } else { some.join(", ") }
-            ),
-        )
-    });
-    // 2. Answered inside the timeout.
+    vec![
+        acknowledged(o),
+        answer_time(o),
+        refuses_forgeries(o),
+        duplicates_acknowledged(o),
+        idempotent_submits(o),
+        polling_backoff(o),
+        reconciled_dropped(o),
+    ]
+}
+
+/// Every event acknowledged.
+fn acknowledged(o: &Observed) -> Check {
+    let name = "acknowledged";
+    if o.events == 0 {
+        return Check::new(name, Verdict::Skipped, "No event was delivered.".into());
+    }
+    if o.acknowledged == o.events {
+        return Check::new(
+            name,
+            Verdict::Pass,
+            format!("All {} events were acknowledged with 2xx.", o.events),
+        );
+    }
+    let some: Vec<&str> = o.exhausted.iter().take(3).map(String::as_str).collect();
+    Check::new(
+        name,
+        Verdict::Fail,
+        format!(
+            "{} of {} events were never acknowledged with 2xx (e.g. {}): a sender gives up and the event is lost; answer 2xx to every valid delivery, duplicates included.",
+            o.events - o.acknowledged,
+            o.events,
+            if some.is_empty() {
+                "still retrying".to_string()
+            } else {
+                some.join(", ")
+            }
+        ),
+    )
+}
+
+/// Every attempt answered inside the timeout.
+fn answer_time(o: &Observed) -> Check {
+    let name = "answer_time";
     let mut latencies: Vec<u64> = o.latencies.iter().map(|(l, _)| *l).collect();
     latencies.sort_unstable();
     let timeouts = o.latencies.iter().filter(|(_, t)| *t).count();
     let slowest = latencies.last().copied().unwrap_or(0);
     let p99 = percentile(&latencies, 0.99);
-    checks.push(if latencies.is_empty() {
-        Check::new("answer_time", "skipped", "No attempt was sent.".into())
+    if latencies.is_empty() {
+        Check::new(name, Verdict::Skipped, "No attempt was sent.".into())
     } else if timeouts == 0 {
-        Check::new("answer_time", "pass", format!("Every attempt was answered inside the {} ms timeout: slowest {slowest} ms, p99 {p99} ms.", o.timeout_ms))
+        Check::new(
+            name,
+            Verdict::Pass,
+            format!(
+                "Every attempt was answered inside the {} ms timeout: slowest {slowest} ms, p99 {p99} ms.",
+                o.timeout_ms
+            ),
+        )
     } else {
-        Check::new("answer_time", "fail", format!("{timeouts} of {} attempts were not answered inside the {} ms timeout (slowest {slowest} ms, p99 {p99} ms): each one is retried while the first is still running; record the delivery, answer 2xx, and do the work on a queue.", latencies.len(), o.timeout_ms))
-    });
-    // 3. Tampered and stale refused.
+        Check::new(
+            name,
+            Verdict::Fail,
+            format!(
+                "{timeouts} of {} attempts were not answered inside the {} ms timeout (slowest {slowest} ms, p99 {p99} ms): each one is retried while the first is still running; record the delivery, answer 2xx, and do the work on a queue.",
+                latencies.len(),
+                o.timeout_ms
+            ),
+        )
+    }
+}
+
+/// The tampered and the stale delivery refused with 4xx. One that got no answer inside the
+/// timeout was not accepted, but was not refused either: that is unknown, not a failure.
+fn refuses_forgeries(o: &Observed) -> Check {
+    let name = "refuses_forgeries";
     let accepted: Vec<String> = o
         .probes
         .iter()
-        .filter(|(_, s)| !s.is_some_and(|s| (400..500).contains(&s)))
-        .map(|(w, s)| {
-            format!(
-                "{w} got {}",
-                s.map(|s| s.to_string())
-                    .unwrap_or_else(|| "no answer".into())
-            )
+        .filter_map(|(what, status)| {
+            status
+                .filter(|s| !(400..500).contains(s))
+                .map(|s| format!("{what} got {s}"))
         })
         .collect();
-    checks.push(if o.probes.is_empty() {
-        Check::new("refuses_forgeries", "skipped", "No tampered or stale delivery was sent (no event was delivered).".into())
-    } else if accepted.is_empty() {
-        Check::new("refuses_forgeries", "pass", "A tampered and a stale delivery were both refused with 4xx.".into())
+    let unanswered: Vec<&str> = o
+        .probes
+        .iter()
+        .filter(|(_, status)| status.is_none())
+        .map(|(what, _)| what.as_str())
+        .collect();
+    if o.probes.is_empty() {
+        Check::new(
+            name,
+            Verdict::Skipped,
+            "No tampered or stale delivery was sent (no event was delivered).".into(),
+        )
+    } else if !accepted.is_empty() {
+        Check::new(
+            name,
+            Verdict::Fail,
+            format!(
+                "Not refused with 4xx: {}: verify the signature over the raw bytes and the timestamp's age before anything else.",
+                accepted.join("; ")
+            ),
+        )
+    } else if !unanswered.is_empty() {
+        Check::new(
+            name,
+            Verdict::Unknown,
+            format!(
+                "No answer inside the {} ms timeout to the {}, so it is unknown whether the handler refuses forgeries; answer a forgery with 4xx at once, before any slow work.",
+                o.timeout_ms,
+                unanswered.join(" and the ")
+            ),
+        )
     } else {
-        Check::new("refuses_forgeries", "fail", format!("Not refused with 4xx: {}: verify the signature over the raw bytes and the timestamp's age before anything else.", accepted.join("; ")))
-    });
-    // 4. Duplicates and replays answered 2xx.
+        Check::new(
+            name,
+            Verdict::Pass,
+            "A tampered and a stale delivery were both refused with 4xx.".into(),
+        )
+    }
+}
+
+/// Duplicates, replays and late retries answered 2xx.
+fn duplicates_acknowledged(o: &Observed) -> Check {
+    let name = "duplicates_acknowledged";
     let refused = o
         .repeats
         .iter()
         .filter(|s| !s.is_some_and(|s| (200..300).contains(&s)))
         .count();
-    checks.push(if o.repeats.is_empty() {
-        Check::new("duplicates_acknowledged", "skipped", "No duplicate, replay or late retry was sent.".into())
+    if o.repeats.is_empty() {
+        Check::new(
+            name,
+            Verdict::Skipped,
+            "No duplicate, replay or late retry was sent.".into(),
+        )
     } else if refused == 0 {
-        Check::new("duplicates_acknowledged", "pass", format!("All {} duplicates, replays and late retries were answered 2xx.", o.repeats.len()))
+        Check::new(
+            name,
+            Verdict::Pass,
+            format!(
+                "All {} duplicates, replays and late retries were answered 2xx.",
+                o.repeats.len()
+            ),
+        )
     } else {
-        Check::new("duplicates_acknowledged", "fail", format!("{refused} of {} duplicates, replays or late retries were not answered 2xx: a sender keeps retrying them; answer 2xx to an event seen before and skip the work (deduplicate on the event id, not the job id).", o.repeats.len()))
-    });
-    // 5. Idempotency keys reused: a job created for the same body under another key within a
-    // minute of an earlier one is a retry that came back with a fresh key.
+        Check::new(
+            name,
+            Verdict::Fail,
+            format!(
+                "{refused} of {} duplicates, replays or late retries were not answered 2xx: a sender keeps retrying them; answer 2xx to an event seen before and skip the work (deduplicate on the event id, not the job id).",
+                o.repeats.len()
+            ),
+        )
+    }
+}
+
+/// Idempotency keys reused: a job created for the same body under another key within a minute
+/// of an earlier one is a retry that came back with a fresh key.
+fn idempotent_submits(o: &Observed) -> Check {
+    let name = "idempotent_submits";
     let mut created: Vec<&(String, Option<String>, bool, i64)> =
         o.submits.iter().filter(|s| s.2).collect();
     created.sort_by_key(|s| s.3);
@@ -535,14 +659,43 @@ pub fn scorecard(o: &Observed) -> Vec<Check> {
             })
         })
         .count();
-    checks.push(if o.submits.is_empty() {
-        Check::new("idempotent_submits", "skipped", "No client submitted a job through the API.".into())
+    if o.submits.is_empty() {
+        Check::new(
+            name,
+            Verdict::Skipped,
+            "No client submitted a job through the API.".into(),
+        )
     } else if doubled == 0 {
-        Check::new("idempotent_submits", "pass", format!("{} submits created {} jobs; no retry came back with a fresh Idempotency-Key.", o.submits.len(), created.len()))
+        Check::new(
+            name,
+            Verdict::Pass,
+            format!(
+                "{} submits created {} jobs; no retry came back with a fresh Idempotency-Key.",
+                o.submits.len(),
+                created.len()
+            ),
+        )
     } else {
-        Check::new("idempotent_submits", "fail", format!("{doubled} extra jobs were created by a retry of the same request under a fresh Idempotency-Key (the same body again within a minute): derive the key from your own record, so a retry replays the first answer."))
-    });
-    // 6. Polling: Retry-After honoured, backed off.
+        Check::new(
+            name,
+            Verdict::Fail,
+            format!(
+                "{doubled} extra jobs were created by a retry of the same request under a fresh Idempotency-Key (the same body again within a minute): derive the key from your own record, so a retry replays the first answer."
+            ),
+        )
+    }
+}
+
+/// Polling: Retry-After honoured, backed off.
+fn polling_backoff(o: &Observed) -> Check {
+    let name = "polling_backoff";
+    if o.polls.is_empty() {
+        return Check::new(
+            name,
+            Verdict::Skipped,
+            "No client polled the job API.".into(),
+        );
+    }
     let mut per_job: HashMap<&str, Vec<(i64, Option<i64>)>> = HashMap::new();
     for (job, at, until) in &o.polls {
         per_job.entry(job.as_str()).or_default().push((*at, *until));
@@ -560,41 +713,67 @@ pub fn scorecard(o: &Observed) -> Vec<Check> {
             }
         }
     }
-    let per_minute = if o.polls.is_empty() {
-        0.0
-    } else {
-        let span = o.polls.iter().map(|p| p.1).max().unwrap_or(0)
-            - o.polls.iter().map(|p| p.1).min().unwrap_or(0);
-        o.polls.len() as f64
-            / per_job.len().max(1) as f64
-            / (span.max(1) as f64 / 60_000.0).max(1.0 / 60.0)
-    };
+    let span = o.polls.iter().map(|p| p.1).max().unwrap_or(0)
+        - o.polls.iter().map(|p| p.1).min().unwrap_or(0);
+    let per_minute = o.polls.len() as f64
+        / per_job.len().max(1) as f64
+        / (span.max(1) as f64 / 60_000.0).max(1.0 / 60.0);
     let gap = if min_gap == i64::MAX {
         "no second poll".to_string()
     } else {
         format!("minimum gap {min_gap} ms")
     };
-    checks.push(if o.polls.is_empty() {
-        Check::new("polling_backoff", "skipped", "No client polled the job API.".into())
-    } else if ignored == 0 && min_gap >= 500 {
-        Check::new("polling_backoff", "pass", format!("{} polls, {per_minute:.0} per job per minute, {gap}; Retry-After was honoured.", o.polls.len()))
+    if ignored == 0 && min_gap >= 500 {
+        Check::new(
+            name,
+            Verdict::Pass,
+            format!(
+                "{} polls, {per_minute:.0} per job per minute, {gap}; Retry-After was honoured.",
+                o.polls.len()
+            ),
+        )
     } else {
-        Check::new("polling_backoff", "fail", format!("{} polls, {per_minute:.0} per job per minute, {gap}; {ignored} arrived inside a Retry-After window: start near 2 s, ×1.5, cap 30 s, add jitter, and wait as long as Retry-After says.", o.polls.len()))
-    });
-    // 7. Dropped events reconciled.
+        Check::new(
+            name,
+            Verdict::Fail,
+            format!(
+                "{} polls, {per_minute:.0} per job per minute, {gap}; {ignored} arrived inside a Retry-After window: start near 2 s, ×1.5, cap 30 s, add jitter, and wait as long as Retry-After says.",
+                o.polls.len()
+            ),
+        )
+    }
+}
+
+/// Dropped events reconciled: the client asked the job API about the job afterwards.
+fn reconciled_dropped(o: &Observed) -> Check {
+    let name = "reconciled_dropped";
     let reconciled = o
         .dropped
         .iter()
         .filter(|(job, at)| o.polls.iter().any(|(j, t, _)| j == job && t > at))
         .count();
-    checks.push(if o.dropped.is_empty() {
-        Check::new("reconciled_dropped", "skipped", "No event was dropped.".into())
+    if o.dropped.is_empty() {
+        Check::new(name, Verdict::Skipped, "No event was dropped.".into())
     } else if reconciled == o.dropped.len() {
-        Check::new("reconciled_dropped", "pass", format!("For all {} dropped events, the client asked the job API about the job afterwards.", o.dropped.len()))
+        Check::new(
+            name,
+            Verdict::Pass,
+            format!(
+                "For all {} dropped events, the client asked the job API about the job afterwards.",
+                o.dropped.len()
+            ),
+        )
     } else {
-        Check::new("reconciled_dropped", "fail", format!("For {} of {} dropped events, nobody asked the job API about the job afterwards: a reconciler must poll jobs that went quiet.", o.dropped.len() - reconciled, o.dropped.len()))
-    });
-    checks
+        Check::new(
+            name,
+            Verdict::Fail,
+            format!(
+                "For {} of {} dropped events, nobody asked the job API about the job afterwards: a reconciler must poll jobs that went quiet.",
+                o.dropped.len() - reconciled,
+                o.dropped.len()
+            ),
+        )
+    }
 }
 
 #[cfg(test)]
@@ -682,6 +861,42 @@ mod tests {
     }
 
     #[test]
+    fn a_forgery_left_unanswered_is_unknown_not_a_failure_to_refuse() {
+        let forgeries = |answers: [Option<u16>; 2]| {
+            let o = Observed {
+                timeout_ms: 1000,
+                probes: vec![
+                    ("tampered body".into(), answers[0]),
+                    ("stale timestamp".into(), answers[1]),
+                ],
+                ..Observed::default()
+            };
+            refuses_forgeries(&o)
+        };
+        assert_eq!(forgeries([Some(401), Some(400)]).status, Verdict::Pass);
+        let unknown = forgeries([None, Some(401)]);
+        assert_eq!(unknown.status, Verdict::Unknown);
+        assert!(
+            unknown.detail.starts_with("No answer inside the 1000 ms timeout to the tampered body, so it is unknown whether the handler refuses forgeries"),
+            "{}",
+            unknown.detail
+        );
+        // An acceptance is a failure, whatever the other one got.
+        let accepted = forgeries([None, Some(200)]);
+        assert_eq!(accepted.status, Verdict::Fail);
+        assert!(
+            accepted.detail.contains("stale timestamp got 200"),
+            "{}",
+            accepted.detail
+        );
+        assert!(!accepted.detail.contains("tampered"), "{}", accepted.detail);
+        assert_eq!(
+            serde_json::to_value(&unknown).expect("json")["status"],
+            "unknown"
+        );
+    }
+
+    #[test]
     fn the_scorecard_fails_exactly_what_the_provider_saw_go_wrong() {
         let good = Observed {
             events: 3,
@@ -693,7 +908,7 @@ mod tests {
             ..Observed::default()
         };
         assert!(
-            scorecard(&good).iter().all(|c| c.status != "fail"),
+            scorecard(&good).iter().all(|c| c.status != Verdict::Fail),
             "{:?}",
             scorecard(&good)
         );
@@ -701,7 +916,7 @@ mod tests {
         slow.latencies.push((10_000, true));
         let failed: Vec<String> = scorecard(&slow)
             .into_iter()
-            .filter(|c| c.status == "fail")
+            .filter(|c| c.status == Verdict::Fail)
             .map(|c| c.name)
             .collect();
         assert_eq!(failed, ["answer_time"]);
@@ -712,7 +927,7 @@ mod tests {
         ];
         let failed: Vec<String> = scorecard(&fresh_keys)
             .into_iter()
-            .filter(|c| c.status == "fail")
+            .filter(|c| c.status == Verdict::Fail)
             .map(|c| c.name)
             .collect();
         assert_eq!(failed, ["idempotent_submits"]);
@@ -722,6 +937,6 @@ mod tests {
             ("b1".into(), Some("u1".into()), true, 0),
             ("b1".into(), Some("u2".into()), true, 3_600_000),
         ];
-        assert!(scorecard(&later).iter().all(|c| c.status != "fail"));
+        assert!(scorecard(&later).iter().all(|c| c.status != Verdict::Fail));
     }
 }

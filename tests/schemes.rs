@@ -531,7 +531,7 @@ fn each_new_scheme_round_trips_hookscope_resigns_and_listen_verifies() {
 
 /// `twilio` (the official Python package) in the target directory, installed on first use
 /// with pip from PyPI; only `twilio.request_validator` is used, which needs nothing else.
-/// `None` (the test skipped, and saying so) without python3 and pip.
+/// `None` (the test skipped, and saying so) without python3 and pip, or when PyPI is out of reach.
 fn twilio_python() -> Option<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("py-twilio-9.13.0");
     if !dir.join("twilio/request_validator.py").exists() {

@@ -616,7 +616,7 @@ fn unreachable_attempt(url: &str, error: String) -> Attempt {
 pub fn scorecard_json(checks: &[Check], progress: &Progress) -> serde_json::Value {
     serde_json::json!({
         "checks": checks,
-        "passed": !checks.iter().any(|c| c.status == crate::domain::sim::Verdict::Fail),
+        "passed": crate::domain::sim::passed(checks),
         "progress": progress,
     })
 }

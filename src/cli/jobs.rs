@@ -49,9 +49,7 @@ pub fn run(common: &Common, args: JobsArgs) -> Result<ExitCode, AppError> {
     let paths = common.paths()?;
     let zone = common.zone();
     let file = load_config(&paths)?.file;
-    let store_file = paths.store_file();
-    let Some(reader) = app::history::open_captured(&store_file)? else {
-        eprintln!("{}", app::history::nothing_captured(&store_file));
+    let Some(reader) = super::captured_history(&paths, None)? else {
         return Ok(ExitCode::SUCCESS);
     };
     let mut stdout = std::io::stdout().lock();

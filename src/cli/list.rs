@@ -25,13 +25,7 @@ pub struct ListArgs {
 pub fn run(common: &Common, args: ListArgs) -> Result<ExitCode, AppError> {
     let paths = common.paths()?;
     let zone = common.zone();
-    // A bad filter is an error even when there is nothing to filter.
-    if let Some(text) = &args.filter {
-        app::list::parse_filter(text).map_err(with_flag)?;
-    }
-    let store_file = paths.store_file();
-    let Some(reader) = app::history::open_captured(&store_file)? else {
-        eprintln!("{}", app::history::nothing_captured(&store_file));
+    let Some(reader) = super::captured_history(&paths, args.filter.as_deref())? else {
         return Ok(ExitCode::SUCCESS);
     };
     let deliveries =

@@ -158,6 +158,24 @@ fn load_config(paths: &Paths) -> Result<LoadedConfig, AppError> {
 }
 
 /// The bytes of a `--body-file`, or a usage error naming the file.
+/// The history for a command that only reads it (`list`, `jobs`, `export`), its `--filter`
+/// checked first: a bad filter is an error even when there is nothing to filter. `None`, after
+/// saying so on stderr, when nothing was ever captured.
+fn captured_history(
+    paths: &Paths,
+    filter: Option<&str>,
+) -> Result<Option<hookscope::store::Reader>, AppError> {
+    if let Some(text) = filter {
+        hookscope::app::list::parse_filter(text).map_err(list::with_flag)?;
+    }
+    let store_file = paths.store_file();
+    let reader = hookscope::app::history::open_captured(&store_file)?;
+    if reader.is_none() {
+        eprintln!("{}", hookscope::app::history::nothing_captured(&store_file));
+    }
+    Ok(reader)
+}
+
 fn body_file(path: Option<&std::path::Path>) -> Result<Option<Vec<u8>>, AppError> {
     path.map(|path| {
         std::fs::read(path).map_err(|e| {

@@ -170,20 +170,8 @@ pub fn run(common: &Common, args: SimulateArgs) -> Result<ExitCode, AppError> {
             progress.attempts
         );
         for check in &checks {
-            println!(
-                "{:<8} {:<24} {}",
-                check.status.word(),
-                check.name,
-                check.detail
-            );
+            println!("{:<8} {:<24} {}", check.status, check.name, check.detail);
         }
     }
-    let failed = checks
-        .iter()
-        .any(|c| c.status == hookscope::domain::sim::Verdict::Fail);
-    Ok(if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(super::exit_if(hookscope::domain::sim::passed(&checks)))
 }

@@ -238,7 +238,7 @@ fn report_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
                         Verdict::Unknown => widgets::WARN,
                         Verdict::Skipped => widgets::SKIPPED,
                     };
-                    widgets::badge(ui, check.status.word(), color, &check.detail);
+                    widgets::badge(ui, check.status.as_str(), color, &check.detail);
                     ui.monospace(&check.name);
                     ui.add(egui::Label::new(&check.detail).wrap());
                     ui.end_row();

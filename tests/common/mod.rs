@@ -28,7 +28,12 @@ pub fn tool_runs(probe: &[&str]) -> bool {
         .status()
         .is_ok_and(|s| s.success());
     if !runs {
-        skip(&format!("{} not found", probe.join(" ")));
+        let tool: Vec<&str> = probe
+            .iter()
+            .copied()
+            .filter(|a| *a != "--version")
+            .collect();
+        skip(&format!("{} not found", tool.join(" ")));
     }
     runs
 }

@@ -410,14 +410,20 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    /// The word in the scorecard and its JSON.
-    pub fn word(self) -> &'static str {
+    /// The word the JSON uses.
+    pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Pass => "pass",
             Verdict::Fail => "fail",
             Verdict::Skipped => "skipped",
             Verdict::Unknown => "unknown",
         }
+    }
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
     }
 }
 
@@ -476,6 +482,11 @@ fn percentile(sorted: &[u64], p: f64) -> u64 {
     }
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i.min(sorted.len() - 1)]
+}
+
+/// Whether a scorecard passed: no line failed (`unknown` and `skipped` do not fail it).
+pub fn passed(checks: &[Check]) -> bool {
+    !checks.iter().any(|c| c.status == Verdict::Fail)
 }
 
 /// The scorecard: what the provider can observe decides each line.

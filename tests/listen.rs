@@ -563,3 +563,67 @@ fn an_unknown_scheme_says_why_on_its_line() {
         "{text}"
     );
 }
+
+/// Issue 39.1: with nothing configured every path falls under the catch-all endpoint, yet a
+/// Slack delivery is never a duplicate of a Stripe one that happens to carry the same body id;
+/// a real retry (same path, same scheme) still is, and each sentence says the scope.
+#[test]
+fn the_same_body_id_from_two_providers_is_two_events_and_a_retry_is_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut listener = Listener::start(dir.path(), &[]);
+    let rt = runtime();
+    let client = common::http_client();
+    let now = now_secs();
+    let body = r#"{"id":"evt_1","type":"invoice.paid"}"#;
+    let mut post = |path: &str, headers: &[(&str, String)]| {
+        let mut request = client
+            .post(format!("{}{path}", listener.base_url))
+            .body(body);
+        for (name, value) in headers {
+            request = request.header(*name, value);
+        }
+        assert_eq!(rt.block_on(request.send()).expect("post").status(), 200);
+        listener.next_json()
+    };
+    let stripe = [(
+        "Stripe-Signature",
+        format!("t={now},v1={}", "ab".repeat(32)),
+    )];
+    let slack = [
+        ("X-Slack-Signature", format!("v0={}", "cd".repeat(32))),
+        ("X-Slack-Request-Timestamp", now.to_string()),
+    ];
+    let first = post("/hooks/stripe", &stripe);
+    let other_provider = post("/hooks/slack", &slack);
+    let other_path = post("/hooks/stripe-eu", &stripe);
+    let retry = post("/hooks/stripe", &stripe);
+    let duplicate = |line: &serde_json::Value| {
+        (
+            line["checks"]["duplicate"]["status"]
+                .as_str()
+                .map(str::to_string),
+            line["checks"]["duplicate"]["detail"]
+                .as_str()
+                .unwrap_or("")
+                .to_string(),
+        )
+    };
+    assert_eq!(other_provider["scheme"], "slack");
+    let (status, detail) = duplicate(&first);
+    assert_eq!(status.as_deref(), Some("first"));
+    assert!(
+        detail.contains("evt_1 on /hooks/stripe (stripe)"),
+        "{detail}"
+    );
+    let (status, detail) = duplicate(&other_provider);
+    assert_eq!(status.as_deref(), Some("first"), "{detail}");
+    assert!(detail.contains("on /hooks/slack (slack)"), "{detail}");
+    assert_eq!(duplicate(&other_path).0.as_deref(), Some("first"));
+    let (status, detail) = duplicate(&retry);
+    assert_eq!(status.as_deref(), Some("duplicate"), "{detail}");
+    assert_eq!(retry["checks"]["duplicate"]["first_id"], first["id"]);
+    assert!(
+        detail.contains("evt_1 on /hooks/stripe (stripe) was already received once"),
+        "{detail}"
+    );
+}

@@ -518,7 +518,8 @@ fn one_first_per_event_while_listen_and_an_import_write_the_same_events() {
         .map(|body| {
             serde_json::json!({
                 "startedDateTime": "2026-12-03T10:00:00.000Z", "time": 1,
-                "request": {"method": "POST", "url": "http://127.0.0.1:7878/hooks/x",
+                // The path `post` uses: on the catch-all endpoint an event id is scoped by path.
+                "request": {"method": "POST", "url": "http://127.0.0.1:7878/hooks/bad",
                     "httpVersion": "HTTP/1.1", "cookies": [], "queryString": [],
                     "headers": [{"name": "content-type", "value": "application/json"}],
                     "postData": {"mimeType": "application/json", "text": body},

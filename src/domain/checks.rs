@@ -2,8 +2,8 @@
 //!
 //! [`evaluate`] gives the signature and timestamp verdicts and the facts the store needs
 //! (event id, event type, job). The duplicate verdict is not computed here: it comes from the
-//! store's unique index on the event id, so that concurrent retries of one event yield exactly
-//! one `first`. Every verdict carries one sentence a person can act on.
+//! store's unique index on the event id within its [`duplicate_scope`], so that concurrent
+//! retries of one event yield exactly one `first`. Every verdict carries one sentence a person can act on.
 
 use serde::{Deserialize, Serialize};
 
@@ -205,28 +205,28 @@ pub struct Evaluation {
 
 impl DuplicateCheck {
     /// The verdict for a delivery whose event id was not seen before.
-    pub fn first(delivery_id: i64, event_id: &str) -> Self {
+    pub fn first(delivery_id: i64, event_id: &str, scope: &str) -> Self {
         Self {
             status: DuplicateStatus::First,
             first_id: Some(delivery_id),
-            detail: format!("First delivery of event {event_id}."),
+            detail: format!("First delivery of event {event_id} on {scope}."),
         }
     }
 
     /// The verdict for the first sight of an event id on a delivery whose signature failed: it
     /// is not recorded as the event's first delivery, so a valid copy later still counts.
-    pub fn first_unverified(delivery_id: i64, event_id: &str) -> Self {
+    pub fn first_unverified(delivery_id: i64, event_id: &str, scope: &str) -> Self {
         Self {
             status: DuplicateStatus::First,
             first_id: Some(delivery_id),
             detail: format!(
-                "First delivery of event {event_id}, but its signature failed, so it does not claim the event id: the next correctly signed copy will also count as first."
+                "First delivery of event {event_id} on {scope}, but its signature failed, so it does not claim the event id: the next correctly signed copy will also count as first."
             ),
         }
     }
 
     /// The verdict for a repeat of an event id.
-    pub fn duplicate(first_id: i64, event_id: &str, seen_before: u64) -> Self {
+    pub fn duplicate(first_id: i64, event_id: &str, seen_before: u64, scope: &str) -> Self {
         let times = if seen_before == 1 {
             "once".to_string()
         } else {
@@ -236,7 +236,7 @@ impl DuplicateCheck {
             status: DuplicateStatus::Duplicate,
             first_id: Some(first_id),
             detail: format!(
-                "Event {event_id} was already received {times} (first as delivery #{first_id}): a retry or replay; a receiver should answer 2xx and not process it again."
+                "Event {event_id} on {scope} was already received {times} (first as delivery #{first_id}): a retry or replay; a receiver should answer 2xx and not process it again."
             ),
         }
     }
@@ -249,6 +249,15 @@ impl DuplicateCheck {
             detail: "No event id found in the headers or the body (id, event_id), so retries of this event cannot be recognised.".into(),
         }
     }
+}
+
+/// Where an event id is unique: two providers' ids are never the same event, so a duplicate is a
+/// repeat within one endpoint and one scheme, and on the catch-all endpoint (`/`, which every
+/// unconfigured path falls under) within one path too. Also the sentence's words:
+/// `/hooks/stripe (stripe)`. `store::writer::SCOPE_SQL` computes the same from a stored row.
+pub fn duplicate_scope(endpoint: &str, path: &str, scheme: Option<&str>) -> String {
+    let place = if endpoint == "/" { path } else { endpoint };
+    format!("{place} ({})", scheme.unwrap_or("no scheme"))
 }
 
 /// Runs the signature and timestamp checks and extracts the event facts. `now_secs` is the

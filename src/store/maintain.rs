@@ -10,7 +10,9 @@
 use rusqlite::{Connection, OptionalExtension as _, params};
 
 use crate::domain::attempt::Attempt;
-use crate::domain::checks::{Checks, SignatureCheck, TimestampCheck};
+use crate::domain::checks::{
+    Checks, DuplicateCheck, SignatureCheck, SignatureStatus, TimestampCheck,
+};
 use crate::domain::delivery::encode_headers;
 
 /// Stores an attempt; answers its id, or 0 when the delivery it was made from has been deleted
@@ -179,8 +181,8 @@ pub(crate) fn maintain(
     Ok(touched)
 }
 
-/// Replaces a delivery's signature and timestamp verdicts and its advice; the duplicate
-/// verdict stays.
+/// Replaces a delivery's signature and timestamp verdicts and its advice, and decides its
+/// duplicate verdict again by today's rule (an event id is unique within its scope).
 fn recheck(
     tx: &rusqlite::Transaction<'_>,
     id: i64,
@@ -189,25 +191,81 @@ fn recheck(
     timestamp: &TimestampCheck,
     advice: &crate::domain::advice::AdviceCheck,
 ) -> Result<usize, rusqlite::Error> {
-    let stored: Option<Checks> = tx
+    let stored: Option<(Option<Checks>, String, String, Option<String>)> = tx
         .query_row(
-            "SELECT checks_json FROM deliveries WHERE id = ?1",
+            "SELECT checks_json, endpoint, path, event_id FROM deliveries WHERE id = ?1",
             params![id],
-            |r| Ok(crate::store::records::read_checks(r.get_ref(0)?).ok()),
+            |r| {
+                Ok((
+                    crate::store::records::read_checks(r.get_ref(0)?).ok(),
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                ))
+            },
         )
-        .optional()?
-        .flatten();
-    Ok(match stored {
-        None => 0,
-        Some(mut checks) => {
-            checks.signature = signature.clone();
-            checks.timestamp = timestamp.clone();
-            checks.advice = advice.clone();
-            let json = crate::store::records::checks_column(&checks)?;
+        .optional()?;
+    let Some((Some(mut checks), endpoint, path, event_id)) = stored else {
+        return Ok(0);
+    };
+    let scope = crate::domain::checks::duplicate_scope(&endpoint, &path, scheme);
+    checks.signature = signature.clone();
+    checks.timestamp = timestamp.clone();
+    checks.advice = advice.clone();
+    checks.duplicate = redecide_duplicate(tx, id, event_id.as_deref(), &scope, signature.status)?;
+    let json = crate::store::records::checks_column(&checks)?;
+    tx.execute(
+        "UPDATE deliveries SET scheme = ?2, sig_status = ?3, ts_status = ?4, dup_status = ?5, first_id = ?6, checks_json = ?7 WHERE id = ?1",
+        params![
+            id,
+            scheme,
+            checks.signature.status.as_str(),
+            checks.timestamp.status.as_str(),
+            checks.duplicate.status.as_str(),
+            checks.duplicate.first_id,
+            json
+        ],
+    )
+}
+
+/// The duplicate verdict of stored delivery `id` in `scope`, from the deliveries stored before
+/// it: a duplicate of the first earlier copy whose signature did not fail (the writer's rule),
+/// else the first, which then claims the event id in its scope for the copies still to come.
+fn redecide_duplicate(
+    tx: &rusqlite::Transaction<'_>,
+    id: i64,
+    event_id: Option<&str>,
+    scope: &str,
+    signature: SignatureStatus,
+) -> Result<DuplicateCheck, rusqlite::Error> {
+    let Some(event_id) = event_id else {
+        return Ok(DuplicateCheck::skipped());
+    };
+    let earlier: Vec<(i64, String)> = tx
+        .prepare_cached(&format!(
+            "SELECT id, sig_status FROM deliveries WHERE event_id = ?1 AND id < ?2 AND {} = ?3 ORDER BY id",
+            crate::store::writer::SCOPE_SQL
+        ))?
+        .query_map(params![event_id, id, scope], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    let claim = earlier
+        .iter()
+        .position(|(_, sig)| sig != SignatureStatus::Fail.as_str());
+    Ok(match claim {
+        Some(at) => {
+            DuplicateCheck::duplicate(earlier[at].0, event_id, (earlier.len() - at) as u64, scope)
+        }
+        None if signature == SignatureStatus::Fail => {
+            DuplicateCheck::first_unverified(id, event_id, scope)
+        }
+        None => {
             tx.execute(
-                "UPDATE deliveries SET scheme = ?2, sig_status = ?3, ts_status = ?4, checks_json = ?5 WHERE id = ?1",
-                params![id, scheme, checks.signature.status.as_str(), checks.timestamp.status.as_str(), json],
-            )?
+                "INSERT INTO event_ids (scope, event_id, first_delivery_id) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (scope, event_id) DO UPDATE
+                 SET first_delivery_id = MIN(first_delivery_id, excluded.first_delivery_id)",
+                params![scope, event_id, id],
+            )?;
+            DuplicateCheck::first(id, event_id, scope)
         }
     })
 }

@@ -176,6 +176,31 @@ pub const MIGRATIONS: &[&str] = &[
     DROP TABLE journal_state;
     DROP TABLE dictionaries;
     ALTER TABLE deliveries DROP COLUMN packed;",
+    // v15: an event id is unique within its scope (`checks::duplicate_scope`: the endpoint and
+    // the scheme, and on the catch-all endpoint the path), not within the endpoint: a Slack
+    // and a Stripe delivery with the same body id are not the same event. Each event id is
+    // scoped by its first delivery (the expression is `writer::SCOPE_SQL`); when two land in
+    // one scope the earlier stays, and `seen` counts the copies within the scope. The verdicts
+    // already stored stay as they were; *Re-check* decides a delivery's again. An event id
+    // whose first delivery was deleted goes: its scope cannot be told.
+    "CREATE TABLE event_scopes (
+        scope TEXT NOT NULL,
+        event_id TEXT NOT NULL,
+        first_delivery_id INTEGER NOT NULL,
+        seen INTEGER NOT NULL DEFAULT 1,
+        PRIMARY KEY (scope, event_id)
+    ) WITHOUT ROWID;
+    INSERT OR IGNORE INTO event_scopes (scope, event_id, first_delivery_id, seen)
+        SELECT (CASE WHEN d.endpoint = '/' THEN d.path ELSE d.endpoint END || ' (' || COALESCE(d.scheme, 'no scheme') || ')'),
+            e.event_id, e.first_delivery_id,
+            (SELECT COUNT(*) FROM deliveries c WHERE c.event_id = e.event_id AND c.id >= e.first_delivery_id
+                AND (CASE WHEN c.endpoint = '/' THEN c.path ELSE c.endpoint END)
+                    = (CASE WHEN d.endpoint = '/' THEN d.path ELSE d.endpoint END)
+                AND c.scheme IS d.scheme)
+        FROM event_ids e JOIN deliveries d ON d.id = e.first_delivery_id
+        ORDER BY e.first_delivery_id;
+    DROP TABLE event_ids;
+    ALTER TABLE event_scopes RENAME TO event_ids;",
 ];
 
 /// The schema version whose migration retires the capture journal and the packed rows.

@@ -10,7 +10,7 @@ use rusqlite::{Connection, OptionalExtension as _, params};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::domain::attempt::Attempt;
-use crate::domain::checks::{DuplicateCheck, SignatureStatus};
+use crate::domain::checks::{DuplicateCheck, SignatureStatus, duplicate_scope};
 use crate::domain::delivery::encode_headers;
 use crate::store::error::StoreError;
 use crate::store::health::{self, Health, Identity, Trouble};
@@ -445,21 +445,26 @@ fn write_rows(
     Ok(verdicts)
 }
 
-/// What a delivery does to the (endpoint, event id) table.
+/// What a delivery does to the (scope, event id) table.
 enum EventEffect {
     /// Nothing (no event id, or a failing signature that must not claim it).
     None,
-    /// It claims the event id: the first verified copy.
+    /// It claims the event id in its scope: the first verified copy.
     Claim,
     /// One more copy of an event already claimed.
     Count,
 }
 
+/// [`duplicate_scope`] of a stored row, in SQL over `deliveries`' columns: the migration that
+/// scoped the event ids and *Re-check* read the scope of rows already stored with it.
+pub(crate) const SCOPE_SQL: &str = "(CASE WHEN endpoint = '/' THEN path ELSE endpoint END || ' (' || COALESCE(scheme, 'no scheme') || ')')";
+
 /// The duplicate verdict of a delivery about to get `id`, decided against the unique index on
-/// (endpoint, event id) inside the write transaction, so it is exact across processes too.
+/// (scope, event id) inside the write transaction, so it is exact across processes too.
 fn decide_duplicate(
     conn: &Connection,
     record: &NewRecord,
+    scope: &str,
     id: i64,
 ) -> Result<(DuplicateCheck, EventEffect), rusqlite::Error> {
     let evaluation = &record.evaluation;
@@ -468,24 +473,25 @@ fn decide_duplicate(
     };
     let seen: Option<(i64, i64)> = conn
         .prepare_cached(
-            "SELECT first_delivery_id, seen FROM event_ids WHERE endpoint = ?1 AND event_id = ?2",
+            "SELECT first_delivery_id, seen FROM event_ids WHERE scope = ?1 AND event_id = ?2",
         )?
-        .query_row(params![record.endpoint, event_id], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
+        .query_row(params![scope, event_id], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?;
     Ok(match seen {
         Some((first_id, seen_before)) => (
-            DuplicateCheck::duplicate(first_id, event_id, seen_before.max(1) as u64),
+            DuplicateCheck::duplicate(first_id, event_id, seen_before.max(1) as u64, scope),
             EventEffect::Count,
         ),
         // A delivery that fails verification must not claim the event id, or a forged first
         // copy would make the real one look like a retry.
         None if evaluation.signature.status == SignatureStatus::Fail => (
-            DuplicateCheck::first_unverified(id, event_id),
+            DuplicateCheck::first_unverified(id, event_id, scope),
             EventEffect::None,
         ),
-        None => (DuplicateCheck::first(id, event_id), EventEffect::Claim),
+        None => (
+            DuplicateCheck::first(id, event_id, scope),
+            EventEffect::Claim,
+        ),
     })
 }
 
@@ -503,9 +509,10 @@ fn write_row(
     record: &NewRecord,
     id: i64,
 ) -> Result<DuplicateCheck, rusqlite::Error> {
-    let (duplicate, effect) = decide_duplicate(conn, record, id)?;
     let d = &record.delivery;
     let e = &record.evaluation;
+    let scope = duplicate_scope(&record.endpoint, &d.path, e.scheme.as_deref());
+    let (duplicate, effect) = decide_duplicate(conn, record, &scope, id)?;
     let checks =
         crate::store::records::checks_column_of(&e.signature, &e.timestamp, &duplicate, &e.advice)?;
     let job = e.job.as_ref();
@@ -544,17 +551,17 @@ fn write_row(
         job.and_then(|j| j.created_at_ms),
     ])?;
     match (effect, &e.event_id) {
-        // The primary key on (endpoint, event_id) is what makes this the only `first`.
+        // The primary key on (scope, event_id) is what makes this the only `first`.
         (EventEffect::Claim, Some(event_id)) => conn
             .prepare_cached(
-                "INSERT INTO event_ids (endpoint, event_id, first_delivery_id) VALUES (?1, ?2, ?3)",
+                "INSERT INTO event_ids (scope, event_id, first_delivery_id) VALUES (?1, ?2, ?3)",
             )?
-            .execute(params![record.endpoint, event_id, id])?,
+            .execute(params![scope, event_id, id])?,
         (EventEffect::Count, Some(event_id)) => conn
             .prepare_cached(
-                "UPDATE event_ids SET seen = seen + 1 WHERE endpoint = ?1 AND event_id = ?2",
+                "UPDATE event_ids SET seen = seen + 1 WHERE scope = ?1 AND event_id = ?2",
             )?
-            .execute(params![record.endpoint, event_id])?,
+            .execute(params![scope, event_id])?,
         _ => 0,
     };
     if let Some(job) = job {

@@ -12,6 +12,7 @@ use hookscope::store::StoredDelivery;
 use serde::{Deserialize, Serialize};
 
 use super::{HookscopeApp, widgets};
+use hookscope::engine::Command;
 
 /// The most of a body drawn at once; larger bodies show their beginning, so the window stays
 /// responsive with a 10 MiB capture.
@@ -170,6 +171,16 @@ fn check_row(ui: &mut egui::Ui, name: &str, color: Color32, word: &str, detail: 
 
 fn checks_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery) {
     let checks = &stored.checks;
+    if ui
+        .button("Re-check")
+        .on_hover_text(
+            "Run the checks again with the endpoints, secrets and rules in force now, at the time the delivery was received",
+        )
+        .clicked()
+    {
+        app.send(Command::Recheck { id: stored.id });
+    }
+    ui.add_space(4.0);
     egui::Grid::new("checks_grid")
         .num_columns(3)
         .spacing([12.0, 10.0])

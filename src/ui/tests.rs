@@ -452,6 +452,57 @@ fn the_empty_state_test_delivery_arrives_green() {
     );
 }
 
+/// Issue 39.1: a verdict stored under an older rule (here: a delivery marked as a duplicate of
+/// another provider's event, written into the row as an older hookscope left it) changes when
+/// the user presses *Re-check* on its Checks tab.
+#[test]
+fn re_check_decides_a_stored_verdict_again_under_todays_rules() {
+    use hookscope::domain::checks::DuplicateStatus;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut harness = harness(dir.path());
+    let addr = receiver_addr(&mut harness);
+    assert_eq!(post_signed(addr, "/hooks/a", "msg_a", "{}", false), 200);
+    assert_eq!(post_signed(addr, "/hooks/b", "msg_b", "{}", false), 200);
+    wait_until(&mut harness, "both rows", |h| h.state().list.total == 2);
+    let path = dir.path().join("hookscope.sqlite");
+    let mut checks = hookscope::store::Reader::open(&path)
+        .expect("reader")
+        .get(2)
+        .expect("get")
+        .expect("row")
+        .checks;
+    checks.duplicate = hookscope::domain::checks::DuplicateCheck {
+        status: DuplicateStatus::Duplicate,
+        first_id: Some(1),
+        detail: "stale verdict".into(),
+    };
+    // As an older hookscope stored checks: JSON text.
+    let stale = rusqlite::Connection::open(&path)
+        .expect("store")
+        .execute(
+            "UPDATE deliveries SET dup_status = 'duplicate', first_id = 1, checks_json = ?1 WHERE id = 2",
+            [serde_json::to_string(&checks).expect("json")],
+        )
+        .expect("an old verdict");
+    assert_eq!(stale, 1);
+    harness.get_by_label("msg_b").click();
+    wait_until(&mut harness, "the stale verdict", |h| {
+        h.query_by_label("stale verdict").is_some()
+    });
+    harness.get_by_label("Re-check").click();
+    wait_until(&mut harness, "the verdict decided again", |h| {
+        h.state()
+            .detail
+            .as_ref()
+            .is_some_and(|d| d.checks.duplicate.status == DuplicateStatus::First)
+    });
+    assert!(
+        harness
+            .query_by_label_contains("First delivery of event msg_b on /hooks/b")
+            .is_some()
+    );
+}
+
 /// How long the calling thread has been on a CPU, and how long it has waited, ready, for one
 /// (Linux: `/proc/thread-self/schedstat`; `None` elsewhere).
 fn on_cpu() -> Option<(Duration, Duration)> {

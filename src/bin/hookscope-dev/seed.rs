@@ -50,7 +50,8 @@ pub fn record(n: usize) -> NewRecord {
         }
     }
     headers.extend(signed);
-    let path = ["/hooks/ocr", "/hooks/render", "/hooks/docs"][n % 3].to_string();
+    // A retry goes where the event first went: the catch-all endpoint scopes event ids by path.
+    let path = ["/hooks/ocr", "/hooks/render", "/hooks/docs"][event_index % 3].to_string();
     let delivery = Delivery {
         received_at_ms,
         method: "POST".into(),

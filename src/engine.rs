@@ -694,7 +694,8 @@ impl Engine {
         }
     }
 
-    /// *Check now*: asks the job API about one job or every quiet one, with the saved endpoints.
+    /// *Check now*: asks the job API about one job or every job of the last 24 hours, with the
+    /// saved endpoints.
     fn reconcile(&mut self, job: Option<String>) {
         let Ok(settings) = self.settings.read().map(|s| Settings::clone(&s)) else {
             return;
@@ -702,9 +703,12 @@ impl Engine {
         let writer = self.store.writer();
         let path = self.store.path().to_path_buf();
         let stuck = app::jobs::stuck_after_ms(None, &self.config);
+        // *Check now* asks about every recent job, finished or not: a finished job whose
+        // webhook and API disagree is what it is there to find.
         let request = app::reconcile::ReconcileRequest {
             job,
             endpoint: None,
+            which: app::reconcile::Which::on_demand(),
         };
         self.spawn_outbound(move |runtime| {
             let outcome = runtime.block_on(app::reconcile::reconcile(

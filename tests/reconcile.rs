@@ -587,3 +587,72 @@ fn an_https_job_api_is_asked_with_the_projects_client() {
     assert_eq!(job["api_state"], "completed", "{job}");
     assert_eq!(api.times("/v1/jobs/job_1").len(), 1);
 }
+
+/// Issue 39.2: `reconcile` with no job named asks about every job seen in the last 24 hours,
+/// finished or not. A job whose webhook says `failed` while the API says `completed` is found
+/// without `--job`; a job whose webhooks all arrived is listed as `ok`; `--limit` and `--since`
+/// bound the pass and say what they left out; `--quiet-only` is the background pass's choice.
+#[test]
+fn reconcile_on_demand_checks_finished_jobs_too_and_lists_each_one() {
+    let api = api_with_jobs();
+    let dir = tempfile::tempdir().expect("tempdir");
+    configure(dir.path(), &api.url(), "");
+    webhooks(
+        dir.path(),
+        &[
+            ("job_1", "processing"),
+            ("job_1", "completed"),
+            ("job_2", "failed"),
+        ],
+    );
+    let out = run(dir.path(), &["reconcile"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let line_of = |job: &str| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("{job}  ")))
+            .unwrap_or_else(|| panic!("no line for {job}: {text}"))
+            .to_string()
+    };
+    assert_eq!(
+        line_of("job_1"),
+        "job_1  webhooks: completed  api: completed  ok"
+    );
+    assert!(
+        line_of("job_2").ends_with("api: completed  state_mismatch"),
+        "{text}"
+    );
+    assert!(
+        text.contains("A webhook says failed, and the job API says completed"),
+        "{text}"
+    );
+
+    // At most one job: the most recently seen (job_2), and a sentence for the one left out.
+    let limited = run(dir.path(), &["reconcile", "--limit", "1", "--json"]);
+    let jobs = lines(&limited);
+    assert_eq!(
+        jobs.iter().map(|j| j["job_id"].clone()).collect::<Vec<_>>(),
+        ["job_2"]
+    );
+    let said = String::from_utf8_lossy(&limited.stderr);
+    assert!(said.contains("1 more were seen within --since"), "{said}");
+
+    // Nothing was seen in the last second once a second has passed.
+    std::thread::sleep(Duration::from_millis(1100));
+    let recent = run(dir.path(), &["reconcile", "--since", "1s"]);
+    let text = String::from_utf8_lossy(&recent.stdout);
+    assert_eq!(recent.status.code(), Some(0), "{text}");
+    assert_eq!(
+        text.trim(),
+        "no job to reconcile: none was seen in the last 1 s, and no listing named a new one"
+    );
+
+    // The background pass's choice: both jobs have a terminal webhook, so neither is asked.
+    let quiet = run(dir.path(), &["reconcile", "--quiet-only", "--json"]);
+    assert_eq!(lines(&quiet).len(), 0);
+
+    let bad = run(dir.path(), &["reconcile", "--since", "0h"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&bad.stderr);
+    assert!(said.contains("takes a span of time such as 24h"), "{said}");
+}

@@ -68,10 +68,57 @@ impl Clients {
 /// What to reconcile.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReconcileRequest {
-    /// One job (default: every job without a terminal state past the stuck threshold).
+    /// One job (default: the jobs `which` says).
     pub job: Option<String>,
     /// One endpoint's API (default: every endpoint with `[endpoint.reconcile]`).
     pub endpoint: Option<String>,
+    /// Which jobs, when no job is named.
+    pub which: Which,
+}
+
+/// Which jobs a pass asks about when no job is named.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Which {
+    /// Every job without a terminal state (from webhooks or the API) past the stuck threshold:
+    /// the background pass, which spares the provider's rate limits.
+    #[default]
+    Quiet,
+    /// Every job seen within `since_ms`, terminal or not (a `succeeded` webhook the API says
+    /// `failed` is found only so), the `limit` most recently seen: reconciling on demand.
+    Seen {
+        /// How far back, in milliseconds.
+        since_ms: i64,
+        /// The most jobs to ask about.
+        limit: usize,
+    },
+}
+
+/// How far back reconciling on demand looks by default (`reconcile --since`): 24 hours.
+pub const ON_DEMAND_SINCE_MS: i64 = 24 * 3_600_000;
+/// The most jobs reconciling on demand asks about by default (`reconcile --limit`).
+pub const ON_DEMAND_LIMIT: usize = 500;
+
+impl Which {
+    /// Reconciling on demand with the defaults: every job of the last 24 hours, at most 500.
+    pub fn on_demand() -> Which {
+        Which::Seen {
+            since_ms: ON_DEMAND_SINCE_MS,
+            limit: ON_DEMAND_LIMIT,
+        }
+    }
+
+    /// The sentence for a pass that found no job to ask about.
+    pub fn nothing_found(&self) -> String {
+        match self {
+            Which::Quiet => {
+                "no job to reconcile: none went quiet without a terminal state, and no listing named a new one".into()
+            }
+            Which::Seen { since_ms, .. } => format!(
+                "no job to reconcile: none was seen in the last {}, and no listing named a new one",
+                crate::domain::fmt::human_duration((*since_ms).max(0) as u64 / 1000)
+            ),
+        }
+    }
 }
 
 /// One job to ask about, and the API to ask.
@@ -117,15 +164,15 @@ pub fn apis(settings: &Settings, only: Option<&str>) -> Result<Vec<(String, ApiC
     }
 }
 
-/// The jobs to ask about: the one asked for, else every recent job without a terminal state
-/// (from webhooks or the API) once it is older than `stuck_after_ms`.
+/// The jobs to ask about: the one asked for, else those `request.which` says; with how many
+/// jobs the window held beyond its limit.
 pub fn targets(
     settings: &Settings,
     reader: &Reader,
     request: &ReconcileRequest,
     now_ms: i64,
     stuck_after_ms: i64,
-) -> Result<Vec<Target>, AppError> {
+) -> Result<(Vec<Target>, usize), AppError> {
     let apis = apis(settings, request.endpoint.as_deref())?;
     let api_of = |job_id: &str| -> Result<Option<(String, ApiConfig)>, AppError> {
         let endpoint = reader.job_endpoint(job_id)?;
@@ -148,13 +195,43 @@ pub fn targets(
                 "job {job} belongs to no endpoint with a job API: name one with --endpoint"
             )));
         };
-        return Ok(vec![Target {
+        let target = Target {
             job_id: job.clone(),
             endpoint,
             api,
             first_seen_ms: now_ms,
-        }]);
+        };
+        return Ok((vec![target], 0));
     }
+    let (candidates, left_out) = match request.which {
+        Which::Quiet => (quiet_jobs(reader, now_ms, stuck_after_ms)?, 0),
+        Which::Seen { since_ms, limit } => {
+            let (jobs, total) = reader.jobs_seen_since(now_ms.saturating_sub(since_ms), limit)?;
+            let left_out = total.saturating_sub(jobs.len());
+            (jobs, left_out)
+        }
+    };
+    let mut out = Vec::new();
+    for (job_id, first_seen_ms) in candidates {
+        if let Some((endpoint, api)) = api_of(&job_id)? {
+            out.push(Target {
+                job_id,
+                endpoint,
+                api,
+                first_seen_ms,
+            });
+        }
+    }
+    Ok((out, left_out))
+}
+
+/// The recent jobs without a terminal state (from webhooks or the API) once they are older
+/// than `stuck_after_ms`, each with when it was first seen.
+fn quiet_jobs(
+    reader: &Reader,
+    now_ms: i64,
+    stuck_after_ms: i64,
+) -> Result<Vec<(String, i64)>, AppError> {
     let mut out = Vec::new();
     for job_id in reader.recent_jobs("", RECENT_JOBS)? {
         let timeline = analysed(reader, &job_id, now_ms, stuck_after_ms)?;
@@ -166,16 +243,8 @@ pub fn targets(
                 .rev()
                 .find(|p| p.answered())
                 .is_some_and(Poll::terminal);
-        if finished || !quiet {
-            continue;
-        }
-        if let Some((endpoint, api)) = api_of(&job_id)? {
-            out.push(Target {
-                job_id,
-                endpoint,
-                api,
-                first_seen_ms: timeline.first_seen_ms,
-            });
+        if quiet && !finished {
+            out.push((job_id, timeline.first_seen_ms));
         }
     }
     Ok(out)
@@ -382,6 +451,10 @@ pub struct Reconciled {
     pub timelines: Vec<JobTimeline>,
     /// A sentence per listing that failed.
     pub problems: Vec<String>,
+    /// How many more jobs the window held than the limit let be asked about.
+    pub left_out: usize,
+    /// The sentence for a pass that found no job to ask about.
+    pub nothing_found: String,
 }
 
 impl Reconciled {
@@ -399,7 +472,7 @@ impl Reconciled {
 pub fn summary(reconciled: &Reconciled) -> String {
     let n = reconciled.timelines.len();
     if n == 0 {
-        return "no job to reconcile: none went quiet without a terminal state".into();
+        return reconciled.nothing_found.clone();
     }
     let mut kinds: Vec<String> = reconciled
         .timelines
@@ -413,11 +486,17 @@ pub fn summary(reconciled: &Reconciled) -> String {
     let total = kinds.len();
     kinds.sort();
     kinds.dedup();
-    let jobs = if n == 1 {
+    let mut jobs = if n == 1 {
         "1 job".to_string()
     } else {
         format!("{n} jobs")
     };
+    if reconciled.left_out > 0 {
+        jobs.push_str(&format!(
+            " (the most recent; {} more were seen)",
+            reconciled.left_out
+        ));
+    }
     if total == 0 {
         format!("asked the job API about {jobs}: it agrees with the webhooks")
     } else {
@@ -437,7 +516,7 @@ pub async fn reconcile(
     request: &ReconcileRequest,
     stuck_after_ms: i64,
 ) -> Result<Reconciled, AppError> {
-    let targets = {
+    let (targets, left_out) = {
         let reader = Reader::open(store_path)?;
         targets(settings, &reader, request, now_ms(), stuck_after_ms)?
     };
@@ -465,6 +544,8 @@ pub async fn reconcile(
     Ok(Reconciled {
         timelines,
         problems,
+        left_out,
+        nothing_found: request.which.nothing_found(),
     })
 }
 
@@ -568,7 +649,7 @@ pub async fn background(
                     stuck_after_ms,
                 )
             });
-        if let Ok(targets) = found {
+        if let Ok((targets, _)) = found {
             let mut disagreements = 0;
             for target in targets {
                 let age = Duration::from_millis((now - target.first_seen_ms).max(0) as u64);

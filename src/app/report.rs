@@ -191,7 +191,7 @@ pub fn reconcile_line(timeline: &crate::domain::timeline::JobTimeline) -> String
         "{}  webhooks: {webhooks}  api: {api}  {}",
         timeline.job_id,
         if problems.is_empty() {
-            "agree".to_string()
+            "ok".to_string()
         } else {
             problems
                 .iter()

@@ -223,24 +223,28 @@ fn term_of(raw: &str, now_ms: i64, zone: &Zone) -> Result<Term, FilterError> {
     Ok(term)
 }
 
+/// A span of time as a number and a unit (`90s`, `15m`, `24h`, `2d`, `1w`), in milliseconds;
+/// `None` when it is not one.
+pub fn span_ms(value: &str) -> Option<i64> {
+    let unit = value.chars().last().filter(|c| c.is_ascii_alphabetic())?;
+    let secs: i64 = match unit {
+        's' => 1,
+        'm' => 60,
+        'h' => 3_600,
+        'd' => 86_400,
+        'w' => 604_800,
+        _ => return None,
+    };
+    let n: i64 = value[..value.len() - unit.len_utf8()].parse().ok()?;
+    Some(n.saturating_mul(secs).saturating_mul(1000))
+}
+
 /// A time for `after:` / `before:`: relative to now (`-90s`, `-15m`, `-1h`, `-2d`, `-1w`), a
 /// date (`2026-11-30`, midnight in `zone`), a date and time (`2026-11-30T14:35`, in `zone`), or
 /// RFC 3339 with its offset (`2026-11-30T14:35:00Z`). Unix milliseconds.
 fn time_bound(key: &str, value: &str, now_ms: i64, zone: &Zone) -> Result<i64, FilterError> {
-    let relative = value.strip_prefix('-').unwrap_or(value);
-    if let Some(unit) = relative.chars().last().filter(|c| c.is_ascii_alphabetic()) {
-        let amount = &relative[..relative.len() - unit.len_utf8()];
-        let secs: Option<i64> = match unit {
-            's' => Some(1),
-            'm' => Some(60),
-            'h' => Some(3_600),
-            'd' => Some(86_400),
-            'w' => Some(604_800),
-            _ => None,
-        };
-        if let (Some(secs), Ok(n)) = (secs, amount.parse::<i64>()) {
-            return Ok(now_ms.saturating_sub(n.saturating_mul(secs).saturating_mul(1000)));
-        }
+    if let Some(span) = span_ms(value.strip_prefix('-').unwrap_or(value)) {
+        return Ok(now_ms.saturating_sub(span));
     }
     if let Ok(ts) = value.parse::<jiff::Timestamp>() {
         return Ok(ts.as_millisecond());

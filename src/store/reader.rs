@@ -241,6 +241,30 @@ impl Reader {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// The jobs seen (a delivery, or a job API's listing) at or after `since_ms`, most recently
+    /// seen first, at most `limit`, each with when it was first seen; and how many there are.
+    pub fn jobs_seen_since(
+        &self,
+        since_ms: i64,
+        limit: usize,
+    ) -> Result<(Vec<(String, i64)>, usize), StoreError> {
+        let rows = self
+            .conn
+            .prepare_cached(
+                "SELECT job_id, first_seen_ms FROM jobs WHERE last_seen_ms >= ?1
+                 ORDER BY last_seen_ms DESC, job_id LIMIT ?2",
+            )?
+            .query_map(params![since_ms, limit as i64], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?
+            .collect::<Result<Vec<(String, i64)>, _>>()?;
+        let total: i64 = self
+            .conn
+            .prepare_cached("SELECT COUNT(*) FROM jobs WHERE last_seen_ms >= ?1")?
+            .query_row(params![since_ms], |r| r.get(0))?;
+        Ok((rows, total.max(0) as usize))
+    }
+
     /// Whether the store knows a job (from a delivery or a poll).
     pub fn has_job(&self, job_id: &str) -> Result<bool, StoreError> {
         Ok(self

@@ -1,7 +1,10 @@
 //! Payload advice: a fourth check that is never a failure. It says when a body is heavier than
 //! the thin-payload guideline, and when fields look like personal or health data that a
-//! webhook (retried, logged, forwarded) should not carry. Values are never repeated in the
-//! advice: only JSON pointers and what they look like.
+//! webhook (retried, logged, forwarded) should not carry: by their name, at any depth (inside a
+//! field already named like such data too), and by their value (a US SSN, a card number that
+//! passes Luhn, an e-mail address, an E.164 phone number, an IBAN whose checksum holds). Values
+//! are never repeated whole: only JSON pointers, what they look like, and a masked form
+//! (`***-**-6789`).
 
 use serde::{Deserialize, Serialize};
 
@@ -70,6 +73,10 @@ pub enum AdviceKind {
     CardNumber,
     /// A value that looks like a US social security number.
     Ssn,
+    /// A value that looks like a phone number in E.164 form (`+` and 8 to 15 digits).
+    Phone,
+    /// A value that looks like an IBAN whose ISO 7064 checksum holds.
+    Iban,
 }
 
 /// One piece of advice.
@@ -170,17 +177,20 @@ pub fn advise(delivery: &Delivery, json: Option<&Json<'_>>, rules: &Rules) -> Ad
             exact_size(rules.max_body_bytes)
         ),
         n => {
-            let fields = items.iter().filter(|i| i.pointer.is_some()).count();
+            // A field flagged by its name and by its value is one field.
+            let mut pointers: Vec<&str> = Vec::new();
+            for pointer in items.iter().filter_map(|i| i.pointer.as_deref()) {
+                if !pointers.contains(&pointer) {
+                    pointers.push(pointer);
+                }
+            }
+            let fields = pointers.len();
             let mut parts = Vec::new();
             if items.iter().any(|i| i.kind == AdviceKind::Size) {
                 parts.push("the body is heavier than a thin payload".to_string());
             }
             if fields > 0 {
-                let listed: Vec<&str> = items
-                    .iter()
-                    .filter_map(|i| i.pointer.as_deref())
-                    .take(4)
-                    .collect();
+                let listed: Vec<&str> = pointers.into_iter().take(4).collect();
                 let more = if fields > 4 { ", …" } else { "" };
                 parts.push(format!(
                     "{} look{} like personal or health data ({}{more}); keep payloads thin and minimum-necessary, and let the receiver fetch details with its own credentials",
@@ -229,9 +239,9 @@ fn walk(value: &Json<'_>, pointer: &mut String, items: &mut Vec<AdviceItem>) {
                             "`{pointer}` is named like {what}; a webhook that carries it spreads it to every retry, log and proxy on the way."
                         ),
                     });
-                } else {
-                    walk(child, pointer, items);
                 }
+                // Inside too: `{"patient": {"ssn": "…"}}` is `/patient` and `/patient/ssn`.
+                walk(child, pointer, items);
                 pointer.truncate(len);
             }
         }
@@ -245,28 +255,67 @@ fn walk(value: &Json<'_>, pointer: &mut String, items: &mut Vec<AdviceItem>) {
             }
         }
         Json::String(text) => {
-            let found = if looks_like_email(text) {
-                Some((AdviceKind::Email, "an e-mail address"))
-            } else if looks_like_card(text) {
-                Some((
-                    AdviceKind::CardNumber,
-                    "a payment card number (it passes the Luhn check)",
-                ))
-            } else if looks_like_ssn(text) {
-                Some((AdviceKind::Ssn, "a US social security number"))
-            } else {
-                None
-            };
-            if let Some((kind, what)) = found {
+            if let Some((kind, what)) = value_kind(text) {
                 items.push(AdviceItem {
                     kind,
                     pointer: Some(pointer.clone()),
-                    detail: format!("The value at `{pointer}` looks like {what}."),
+                    detail: format!(
+                        "The value at `{pointer}` looks like {what} ({}).",
+                        masked(kind, text.trim())
+                    ),
                 });
             }
         }
         _ => {}
     }
+}
+
+/// What a string value looks like, when it is personal data by its shape.
+fn value_kind(text: &str) -> Option<(AdviceKind, &'static str)> {
+    if looks_like_email(text) {
+        Some((AdviceKind::Email, "an e-mail address"))
+    } else if looks_like_card(text) {
+        Some((
+            AdviceKind::CardNumber,
+            "a payment card number (it passes the Luhn check)",
+        ))
+    } else if looks_like_ssn(text) {
+        Some((AdviceKind::Ssn, "a US social security number"))
+    } else if looks_like_phone(text) {
+        Some((AdviceKind::Phone, "a phone number (E.164)"))
+    } else if looks_like_iban(text) {
+        Some((AdviceKind::Iban, "an IBAN (its checksum holds)"))
+    } else {
+        None
+    }
+}
+
+/// A value as the advice may show it: an e-mail address keeps its first letter and its domain
+/// (`a***@example.org`); anything else keeps its last four letters or digits and its separators
+/// (`***-**-6789`, `**** **** **** 4242`, `+*******0123`).
+fn masked(kind: AdviceKind, text: &str) -> String {
+    if kind == AdviceKind::Email
+        && let Some((local, domain)) = text.split_once('@')
+    {
+        let first: String = local.chars().take(1).collect();
+        let hidden = "*".repeat(local.chars().count().saturating_sub(1).max(3));
+        return format!("{first}{hidden}@{domain}");
+    }
+    let shown_from = text
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .count()
+        .saturating_sub(4);
+    let mut seen = 0;
+    text.chars()
+        .map(|c| {
+            if !c.is_ascii_alphanumeric() {
+                return c;
+            }
+            seen += 1;
+            if seen > shown_from { c } else { '*' }
+        })
+        .collect()
 }
 
 /// What a field name usually holds, when it is one of [`SENSITIVE_NAMES`]: compared in lower
@@ -363,6 +412,49 @@ fn looks_like_ssn(text: &str) -> bool {
         && &b[4..6] != b"00"
 }
 
+/// E.164: `+`, a country code that does not start with 0, 8 to 15 digits in all; spaces
+/// between groups allowed.
+fn looks_like_phone(text: &str) -> bool {
+    let Some(rest) = text.strip_prefix('+') else {
+        return false;
+    };
+    if !rest.chars().all(|c| c.is_ascii_digit() || c == ' ') || rest.starts_with(['0', ' ']) {
+        return false;
+    }
+    let digits = rest.chars().filter(char::is_ascii_digit).count();
+    (8..=15).contains(&digits)
+}
+
+/// An IBAN (ISO 13616): a country's two letters, two check digits and up to 30 letters or
+/// digits (spaces between groups of four allowed), whose ISO 7064 mod-97 checksum is 1.
+fn looks_like_iban(text: &str) -> bool {
+    let compact: Vec<u8> = text.bytes().filter(|b| *b != b' ').collect();
+    if !(15..=34).contains(&compact.len())
+        || !compact[..2].iter().all(u8::is_ascii_uppercase)
+        || !compact[2..4].iter().all(u8::is_ascii_digit)
+        || !compact[4..]
+            .iter()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+    {
+        return false;
+    }
+    // The first four characters move to the end; letters count as 10 to 35.
+    let mut remainder: u32 = 0;
+    for b in compact[4..].iter().chain(&compact[..4]) {
+        let value = if b.is_ascii_digit() {
+            u32::from(b - b'0')
+        } else {
+            u32::from(b - b'A') + 10
+        };
+        remainder = if value >= 10 {
+            (remainder * 100 + value) % 97
+        } else {
+            (remainder * 10 + value) % 97
+        };
+    }
+    remainder == 1
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -430,10 +522,90 @@ mod tests {
             "Ann",
             "1990-01-01",
             "ann@example.org",
-            "4242",
+            "4242 4242 4242 4242",
             "078-05-1120",
         ] {
             assert!(!text.contains(value), "{value} leaked into {text}");
+        }
+        // A value's sentence shows it masked, enough to recognise, never whole.
+        for shown in ["a***@example.org", "**** **** **** 4242", "***-**-1120"] {
+            assert!(text.contains(shown), "{shown} missing from {text}");
+        }
+    }
+
+    /// Issue 39.3: advice looks inside a field already named like sensitive data, and flags a
+    /// field by its name and by its value, each item with its pointer and the kind of data.
+    #[test]
+    fn nested_fields_are_flagged_by_name_and_by_value_with_the_value_masked() {
+        let advice = advise_body(
+            &delivery(
+                r#"{"patient":{"ssn":"123-45-6789","contact":{"phone":"+14155550123","iban":"GB82 WEST 1234 5698 7654 32"}}}"#,
+            ),
+            &Rules::default(),
+        );
+        let found: Vec<(AdviceKind, &str)> = advice
+            .items
+            .iter()
+            .map(|i| (i.kind, i.pointer.as_deref().unwrap_or("")))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                (AdviceKind::SensitiveField, "/patient"),
+                (AdviceKind::SensitiveField, "/patient/ssn"),
+                (AdviceKind::Ssn, "/patient/ssn"),
+                (AdviceKind::Phone, "/patient/contact/phone"),
+                (AdviceKind::Iban, "/patient/contact/iban"),
+            ]
+        );
+        let ssn = &advice.items[2].detail;
+        assert!(ssn.contains("***-**-6789"), "{ssn}");
+        let text = serde_json::to_string(&advice).expect("json");
+        for whole in ["123-45-6789", "+14155550123", "GB82 WEST 1234 5698 7654 32"] {
+            assert!(!text.contains(whole), "{whole} leaked into {text}");
+        }
+        assert!(text.contains("+*******0123"), "{text}");
+        assert!(text.contains("**** **** **** **** **54 32"), "{text}");
+        // Four fields, not five: /patient/ssn is one field flagged twice.
+        assert!(advice.detail.contains("some fields"), "{}", advice.detail);
+        assert!(
+            advice.detail.contains(
+                "(/patient, /patient/ssn, /patient/contact/phone, /patient/contact/iban)"
+            ),
+            "{}",
+            advice.detail
+        );
+    }
+
+    #[test]
+    fn phone_numbers_and_ibans_are_told_from_near_misses() {
+        // IBANs from the ISO 13616 registry's examples; then a changed check digit.
+        for iban in [
+            "GB82WEST12345698765432",
+            "DE89 3704 0044 0532 0130 00",
+            "FR1420041010050500013M02606",
+        ] {
+            assert!(looks_like_iban(iban), "{iban}");
+        }
+        for not in [
+            "GB82WEST12345698765433",
+            "gb82west12345698765432",
+            "GB8XWEST12345698765432",
+            "GB82",
+        ] {
+            assert!(!looks_like_iban(not), "{not}");
+        }
+        for phone in ["+14155550123", "+44 20 7946 0958", "+4915123456789"] {
+            assert!(looks_like_phone(phone), "{phone}");
+        }
+        for not in [
+            "14155550123",
+            "+0123456789",
+            "+1234567",
+            "+1234567890123456",
+            "+1-415-555-0123",
+        ] {
+            assert!(!looks_like_phone(not), "{not}");
         }
     }
 

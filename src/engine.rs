@@ -48,6 +48,8 @@ pub enum Command {
         /// How many rows.
         limit: usize,
     },
+    /// Count every stored delivery, whatever the view shows (the status line).
+    CountStored,
     /// List the most recently active jobs whose id starts with `prefix`, with their timelines.
     Jobs {
         /// Echoed back, so stale answers can be told apart.
@@ -146,6 +148,8 @@ pub enum Event {
         /// What went wrong.
         message: String,
     },
+    /// How many deliveries are stored, for [`Command::CountStored`].
+    Stored(i64),
     /// Timelines for [`Command::Jobs`], most recently active first.
     Jobs {
         /// The query's generation.
@@ -458,6 +462,10 @@ impl Engine {
                 });
             }
             Command::Resend(request) => self.resend(request),
+            Command::CountStored => match self.reader.count() {
+                Ok(n) => self.emit(Event::Stored(n)),
+                Err(e) => self.emit(Event::Error(e.to_string())),
+            },
             Command::Attempts { id } => {
                 let result = self.reader.attempts_for(id).map_err(AppError::from);
                 self.emit_result(result, |attempts| Event::Attempts {

@@ -145,6 +145,22 @@ struct ListCache {
     settling: bool,
 }
 
+/// How many deliveries the store holds, whatever the view: the status line's count.
+#[derive(Debug, Default)]
+struct StoredCount {
+    /// The last answer (`None` before the first).
+    total: Option<i64>,
+    /// The store changed since it was counted.
+    stale: bool,
+    /// A count is waiting for its answer.
+    in_flight: bool,
+    /// When the last count was asked for.
+    asked_at: Option<Instant>,
+}
+
+/// The least time between two counts while deliveries keep arriving.
+const COUNT_EVERY: Duration = Duration::from_millis(250);
+
 impl ListCache {
     fn row_at(&self, position: usize) -> Option<&ListRow> {
         position
@@ -220,7 +236,10 @@ pub struct HookscopeApp {
     paused: bool,
     paused_at_id: i64,
     seen_latest: i64,
+    /// The newest id when the store was last counted.
+    stored_latest: i64,
     list: ListCache,
+    stored: StoredCount,
     jobs: jobs::JobsState,
     simulate: simulate::SimulateForm,
     export: export::ExportForm,
@@ -284,7 +303,12 @@ impl HookscopeApp {
             paused: false,
             paused_at_id: latest,
             seen_latest: latest,
+            stored_latest: latest,
             list: ListCache::default(),
+            stored: StoredCount {
+                stale: true,
+                ..StoredCount::default()
+            },
             jobs: jobs::JobsState::default(),
             simulate: simulate::SimulateForm::default(),
             export: export::ExportForm::default(),
@@ -342,6 +366,11 @@ impl HookscopeApp {
             self.apply(event);
         }
         let latest = self.engine.latest_id.load(Ordering::SeqCst);
+        if latest != self.stored_latest {
+            // Counted whether or not the list is paused: the status line says what is stored.
+            self.stored_latest = latest;
+            self.stored.stale = true;
+        }
         if latest != self.seen_latest && !self.paused {
             self.seen_latest = latest;
             self.list.stale = true;
@@ -388,6 +417,10 @@ impl HookscopeApp {
                     self.list.in_flight = false;
                     self.list.error = Some(message);
                 }
+            }
+            Event::Stored(total) => {
+                self.stored.in_flight = false;
+                self.stored.total = Some(total);
             }
             Event::Jobs {
                 generation,
@@ -450,6 +483,7 @@ impl HookscopeApp {
             }
             Event::HistoryChanged => {
                 self.list.stale = true;
+                self.stored.stale = true;
                 self.jobs.fresh = false;
                 if let Some(id) = self.selected {
                     self.send(Command::Load { id });
@@ -515,6 +549,23 @@ impl HookscopeApp {
         self.state.view = View::Jobs;
         self.state.filter = job_id.clone();
         self.jobs.selected = Some(job_id);
+    }
+
+    /// Counts the store again when it changed, at most one count at a time and one per
+    /// [`COUNT_EVERY`], in every view.
+    fn request_count(&mut self, ctx: &egui::Context) {
+        if !self.stored.stale || self.stored.in_flight {
+            return;
+        }
+        let since = self.stored.asked_at.map(|at| at.elapsed());
+        if let Some(since) = since.filter(|s| *s < COUNT_EVERY) {
+            ctx.request_repaint_after(COUNT_EVERY - since);
+            return;
+        }
+        self.stored.stale = false;
+        self.stored.in_flight = true;
+        self.stored.asked_at = Some(Instant::now());
+        self.send(Command::CountStored);
     }
 
     /// Asks the engine for the rows the list needs, at most one query at a time.
@@ -743,6 +794,7 @@ impl HookscopeApp {
     pub fn draw(&mut self, ui: &mut egui::Ui) {
         let ctx = ui.ctx().clone();
         self.drain_events();
+        self.request_count(&ctx);
         self.keyboard(&ctx);
 
         egui::Panel::top("top_bar").show(ui, |ui| top_bar::top_bar_ui(self, ui));
@@ -846,19 +898,35 @@ impl HookscopeApp {
         self.about_open = open;
     }
 
-    fn status_line_ui(&mut self, ui: &mut egui::Ui) {
-        ui.horizontal(|ui| {
-            let shown = if self.list.total == 1 {
+    /// What the status line counts: in the deliveries view the list (and, under a filter, of
+    /// how many); in every other view what the store holds, which the list there does not
+    /// follow.
+    fn count_sentence(&self) -> String {
+        let deliveries = |n: i64| {
+            if n == 1 {
                 "1 delivery".to_string()
             } else {
-                format!("{} deliveries", self.list.total)
-            };
-            let scope = if self.state.filter.trim().is_empty() {
-                ""
-            } else {
-                " match the filter"
-            };
-            ui.label(format!("{shown}{scope}"));
+                format!("{n} deliveries")
+            }
+        };
+        let listed = self.list.total as i64;
+        let filtered = !self.state.filter.trim().is_empty();
+        match (self.state.view, self.stored.total) {
+            (View::Deliveries, Some(stored)) if filtered => {
+                format!("{listed} of {} match the filter", deliveries(stored))
+            }
+            (View::Deliveries, None) if filtered => {
+                format!("{} match the filter", deliveries(listed))
+            }
+            (View::Deliveries, _) => deliveries(listed),
+            (_, Some(stored)) => format!("{} stored", deliveries(stored)),
+            (_, None) => format!("{} stored", deliveries(listed)),
+        }
+    }
+
+    fn status_line_ui(&mut self, ui: &mut egui::Ui) {
+        ui.horizontal(|ui| {
+            ui.label(self.count_sentence());
             if self.paused {
                 let waiting = self.engine.latest_id.load(Ordering::SeqCst) - self.paused_at_id;
                 ui.separator();

@@ -248,11 +248,11 @@ fn the_filter_sig_fail_narrows_the_list() {
     });
     assert!(harness.query_by_label("evt_b").is_some());
     assert!(harness.query_by_label("evt_d").is_some());
-    assert!(
-        harness
-            .query_by_label_contains("2 deliveries match the filter")
+    // The status line says of how many (the store is counted apart from the list).
+    wait_until(&mut harness, "the filtered count", |h| {
+        h.query_by_label_contains("2 of 4 deliveries match the filter")
             .is_some()
-    );
+    });
 }
 
 #[test]
@@ -501,6 +501,41 @@ fn re_check_decides_a_stored_verdict_again_under_todays_rules() {
             .query_by_label_contains("First delivery of event msg_b on /hooks/b")
             .is_some()
     );
+}
+
+/// Issue 39.4: the status line counts what is stored in every view: deliveries that arrive
+/// while the Jobs or Simulate view is open are counted there, not only once the list is back.
+#[test]
+fn the_status_line_counts_what_is_stored_in_every_view() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut harness = harness(dir.path());
+    let addr = receiver_addr(&mut harness);
+    assert_eq!(post_signed(addr, "/hooks/a", "msg_0", "{}", false), 200);
+    wait_until(&mut harness, "the first row", |h| {
+        h.query_by_label("1 delivery").is_some()
+    });
+    harness.state_mut().state.view = super::View::Jobs;
+    for n in 1..=3 {
+        assert_eq!(
+            post_signed(addr, "/hooks/a", &format!("msg_{n}"), "{}", false),
+            200
+        );
+    }
+    wait_until(&mut harness, "4 counted in the jobs view", |h| {
+        h.query_by_label("4 deliveries stored").is_some()
+    });
+    harness.state_mut().state.view = super::View::Simulate;
+    assert_eq!(post_signed(addr, "/hooks/a", "msg_4", "{}", false), 200);
+    wait_until(&mut harness, "5 counted in the simulate view", |h| {
+        h.query_by_label("5 deliveries stored").is_some()
+    });
+    // Back in the list, under a filter: of how many.
+    harness.state_mut().state.view = super::View::Deliveries;
+    harness.state_mut().state.filter = "msg_4".into();
+    wait_until(&mut harness, "the filtered count", |h| {
+        h.query_by_label("1 of 5 deliveries match the filter")
+            .is_some()
+    });
 }
 
 /// How long the calling thread has been on a CPU, and how long it has waited, ready, for one

@@ -717,6 +717,7 @@ impl Engine {
             job,
             endpoint: None,
             which: app::reconcile::Which::on_demand(),
+            front: app::Front::Window,
         };
         self.spawn_outbound(move |runtime| {
             let outcome = runtime.block_on(app::reconcile::reconcile(

@@ -376,6 +376,6 @@ fn mirror_response_passes_the_handlers_failure_to_the_sender() {
         stored
             .note
             .as_deref()
-            .is_some_and(|n| n.contains("--mirror-response"))
+            .is_some_and(|n| n.contains("Answered 503, the forwarded handler's status"))
     );
 }

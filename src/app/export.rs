@@ -27,6 +27,8 @@ pub struct ExportRequest {
     pub snippets: bool,
     /// The file, or for fixtures a directory (ending in `/`).
     pub out: PathBuf,
+    /// Who asks, for the words of a refusal.
+    pub front: crate::app::Front,
 }
 
 /// What an export wrote.
@@ -82,7 +84,14 @@ pub fn export(
         &options,
         request.snippets,
         &request.out,
-    )?;
+    )
+    .map_err(|e| match e {
+        crate::export::ExportError::NoScheme(id) => AppError::Usage(request.front.says(
+            format!("delivery #{id} has no scheme to re-sign with: pass one (--scheme)"),
+            format!("delivery #{id} has no scheme to re-sign with: give its endpoint a scheme in Endpoints & secrets, or export it as captured"),
+        )),
+        other => other.into(),
+    })?;
     Ok(Exported {
         deliveries: selected.len(),
         files,

@@ -33,6 +33,27 @@ pub mod verify;
 
 pub use error::AppError;
 
+/// Which front end asks: a message names an input the way that front end shows it, a flag on
+/// the command line (`give --secret: …`), a field in the window (`enter the secret …`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Front {
+    /// The command line (and scripts).
+    #[default]
+    Cli,
+    /// The window.
+    Window,
+}
+
+impl Front {
+    /// The sentence for this front end: `cli` in its flags' terms, `window` in its fields'.
+    pub fn says(self, cli: impl Into<String>, window: impl Into<String>) -> String {
+        match self {
+            Front::Cli => cli.into(),
+            Front::Window => window.into(),
+        }
+    }
+}
+
 /// A small single-threaded runtime for one outbound call from synchronous code (the CLI, the
 /// engine's sender threads).
 pub fn small_runtime() -> Result<tokio::runtime::Runtime, AppError> {

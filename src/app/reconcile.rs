@@ -74,6 +74,8 @@ pub struct ReconcileRequest {
     pub endpoint: Option<String>,
     /// Which jobs, when no job is named.
     pub which: Which,
+    /// Who asks, for the words of a refusal.
+    pub front: crate::app::Front,
 }
 
 /// Which jobs a pass asks about when no job is named.
@@ -191,8 +193,9 @@ pub fn targets(
     };
     if let Some(job) = &request.job {
         let Some((endpoint, api)) = api_of(job)? else {
-            return Err(AppError::Usage(format!(
-                "job {job} belongs to no endpoint with a job API: name one with --endpoint"
+            return Err(AppError::Usage(request.front.says(
+                format!("job {job} belongs to no endpoint with a job API: name one with --endpoint"),
+                format!("job {job} belongs to no endpoint with a job API: give its endpoint [endpoint.reconcile] with job_url in config.toml"),
             )));
         };
         let target = Target {

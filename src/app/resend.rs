@@ -36,6 +36,8 @@ pub struct ResendRequest {
     pub timeout: Duration,
     /// Accept any TLS certificate (`--insecure`): a self-signed development certificate.
     pub insecure: bool,
+    /// Who asks, for the words of a refusal.
+    pub front: crate::app::Front,
 }
 
 impl ResendRequest {
@@ -51,6 +53,7 @@ impl ResendRequest {
             body: None,
             timeout: client::DEFAULT_TIMEOUT,
             insecure: false,
+            front: crate::app::Front::Cli,
         }
     }
 }
@@ -141,8 +144,8 @@ fn resign_with(
     let defaults = resign_defaults(settings, stored);
     let scheme_name = request.scheme.clone().or(defaults.scheme);
     let scheme = match scheme_name.as_deref() {
-        Some(name) => scheme_named(file, name).map_err(|_| no_scheme(Some(name)))?,
-        None => return Err(no_scheme(None)),
+        Some(name) => scheme_named(file, name).map_err(|_| no_scheme(request.front, Some(name)))?,
+        None => return Err(no_scheme(request.front, None)),
     };
     let secrets: Vec<Secret> = if request.secrets.is_empty() {
         defaults.secrets
@@ -150,19 +153,25 @@ fn resign_with(
         request.secrets.iter().map(Secret::new).collect()
     };
     if secrets.is_empty() {
-        return Err(AppError::Usage(format!(
-            "--resign needs a secret: endpoint {} has none; pass --secret",
-            settings.endpoint_for(&stored.delivery.path).path
+        let endpoint = &settings.endpoint_for(&stored.delivery.path).path;
+        return Err(AppError::Usage(request.front.says(
+            format!("--resign needs a secret: endpoint {endpoint} has none; pass --secret"),
+            format!("re-signing needs a secret: endpoint {endpoint} has none; enter one in the Secret field"),
         )));
     }
     Ok((scheme, secrets))
 }
 
-fn no_scheme(name: Option<&str>) -> AppError {
-    AppError::Usage(format!(
-        "--resign needs a scheme: the delivery has {}; pass --scheme ({})",
-        name.unwrap_or("none"),
-        preset_names()
+fn no_scheme(front: crate::app::Front, name: Option<&str>) -> AppError {
+    let name = name.unwrap_or("none");
+    AppError::Usage(front.says(
+        format!(
+            "--resign needs a scheme: the delivery has {name}; pass --scheme ({})",
+            preset_names()
+        ),
+        format!(
+            "re-signing needs a scheme: the delivery has {name}; choose one in the Scheme list"
+        ),
     ))
 }
 

@@ -92,7 +92,7 @@ pub struct ApiScenario {
 }
 
 /// A simulate request, as the command line or the window gives it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct SimulateRequest {
     /// Where webhooks go (required with `jobs`; else a client's `callback_url` decides).
     pub target: Option<String>,
@@ -128,6 +128,8 @@ pub struct SimulateRequest {
     pub seed: u64,
     /// Accept any certificate of an https target.
     pub insecure: bool,
+    /// Who asks, for the words of a refusal.
+    pub front: crate::app::Front,
 }
 
 /// Chaos knobs from the command line.
@@ -233,30 +235,35 @@ pub fn prepare(file: &ConfigFile, request: &SimulateRequest) -> Result<Prepared,
     } else {
         request.secrets.iter().map(Secret::new).collect()
     };
+    let front = request.front;
     if secrets.is_empty() {
-        return Err(AppError::Usage(format!(
-            "give --secret: the secret your handler verifies {} signatures with (two during a rotation)",
-            scheme.label
+        let label = &scheme.label;
+        return Err(AppError::Usage(front.says(
+            format!("give --secret: the secret your handler verifies {label} signatures with (two during a rotation)"),
+            format!("enter the secret your handler verifies {label} signatures with in the Secret field"),
         )));
     }
     for secret in &secrets {
-        scheme
-            .key(secret)
-            .map_err(|e| AppError::Usage(format!("--secret: {e}")))?;
+        scheme.key(secret).map_err(|e| {
+            AppError::Usage(front.says(format!("--secret: {e}"), format!("the Secret field: {e}")))
+        })?;
     }
     let mut chaos = scenario.chaos.unwrap_or_default();
     let c = request.chaos;
     chaos.duplicate_rate = rate(
-        "--duplicate-rate",
+        &front.says("--duplicate-rate", "Duplicates"),
         c.duplicate_rate.unwrap_or(chaos.duplicate_rate),
     )?;
     chaos.reorder_rate = rate(
-        "--reorder-rate",
+        &front.says("--reorder-rate", "Reorders"),
         c.reorder_rate.unwrap_or(chaos.reorder_rate),
     )?;
-    chaos.drop_rate = rate("--drop-rate", c.drop_rate.unwrap_or(chaos.drop_rate))?;
+    chaos.drop_rate = rate(
+        &front.says("--drop-rate", "Drops"),
+        c.drop_rate.unwrap_or(chaos.drop_rate),
+    )?;
     chaos.late_retry_rate = rate(
-        "--late-retry-rate",
+        &front.says("--late-retry-rate", "Late retries"),
         c.late_retry_rate.unwrap_or(chaos.late_retry_rate),
     )?;
     chaos.max_delay_secs = c.max_delay_secs.unwrap_or(chaos.max_delay_secs);
@@ -265,18 +272,21 @@ pub fn prepare(file: &ConfigFile, request: &SimulateRequest) -> Result<Prepared,
         .or(scenario.delivery.time_scale)
         .unwrap_or(1.0);
     if !(time_scale.is_finite() && time_scale > 0.0) {
-        return Err(AppError::Usage(format!(
-            "--time-scale {time_scale} must be above 0"
+        return Err(AppError::Usage(front.says(
+            format!("--time-scale {time_scale} must be above 0"),
+            format!("the Time scale ({time_scale}) must be above 0"),
         )));
     }
     let jobs = request.jobs.or(scenario.delivery.jobs).unwrap_or(0);
     if let Some(target) = &request.target {
-        crate::net::client::check_url(target)
-            .map_err(|e| AppError::Usage(format!("--target {e}")))?;
+        crate::net::client::check_url(target).map_err(|e| {
+            AppError::Usage(front.says(format!("--target {e}"), format!("the Target {e}")))
+        })?;
     } else if jobs > 0 {
-        return Err(AppError::Usage(
-            "--jobs needs --target: the handler the webhooks go to".into(),
-        ));
+        return Err(AppError::Usage(front.says(
+            "--jobs needs --target: the handler the webhooks go to",
+            "enter a Target: the handler the webhooks go to",
+        )));
     }
     let api = &scenario.api;
     Ok(Prepared {
@@ -625,5 +635,78 @@ pub fn scorecard_json(checks: &[Check], progress: &Progress) -> serde_json::Valu
 pub fn read_scenario(path: &Path) -> Result<(String, String), AppError> {
     std::fs::read_to_string(path)
         .map(|text| (text, path.display().to_string()))
-        .map_err(|e| AppError::Usage(format!("cannot read --scenario {}: {e}", path.display())))
+        .map_err(|e| {
+            AppError::Usage(format!(
+                "cannot read the scenario file {}: {e}",
+                path.display()
+            ))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::Front;
+
+    /// Issue 39.5: every refusal the Simulate view can get names the window's fields, never a
+    /// command-line flag; the command line keeps its flags.
+    #[test]
+    fn the_window_is_refused_in_its_own_terms() {
+        let file = ConfigFile::default();
+        let ok = SimulateRequest {
+            target: Some("http://127.0.0.1:9/hooks".into()),
+            jobs: Some(1),
+            secrets: vec!["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".into()],
+            ..SimulateRequest::default()
+        };
+        let bad: Vec<SimulateRequest> = vec![
+            SimulateRequest {
+                secrets: Vec::new(),
+                ..ok.clone()
+            },
+            SimulateRequest {
+                secrets: vec!["not base64 !".into()],
+                ..ok.clone()
+            },
+            SimulateRequest {
+                target: None,
+                ..ok.clone()
+            },
+            SimulateRequest {
+                target: Some("ftp://x".into()),
+                ..ok.clone()
+            },
+            SimulateRequest {
+                time_scale: Some(0.0),
+                ..ok.clone()
+            },
+            SimulateRequest {
+                chaos: ChaosOverrides {
+                    duplicate_rate: Some(1.5),
+                    ..ChaosOverrides::default()
+                },
+                ..ok.clone()
+            },
+        ];
+        assert!(prepare(&file, &ok).is_ok());
+        for request in bad {
+            let cli = prepare(&file, &request).expect_err("refused").to_string();
+            assert!(cli.contains("--"), "the command line names its flag: {cli}");
+            let window = SimulateRequest {
+                front: Front::Window,
+                ..request
+            };
+            let said = prepare(&file, &window).expect_err("refused").to_string();
+            assert!(!said.contains("--"), "a flag in the window: {said}");
+        }
+        let none = SimulateRequest {
+            secrets: Vec::new(),
+            front: Front::Window,
+            ..ok
+        };
+        assert_eq!(
+            prepare(&file, &none).expect_err("no secret").to_string(),
+            "enter the secret your handler verifies Standard Webhooks signatures with in the Secret field"
+        );
+    }
 }

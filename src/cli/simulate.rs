@@ -131,6 +131,7 @@ pub fn run(common: &Common, args: SimulateArgs) -> Result<ExitCode, AppError> {
         poll_gap: args.rate_limit_gap_ms.map(Duration::from_millis),
         seed: args.seed,
         insecure: args.insecure,
+        front: hookscope::app::Front::Cli,
     };
     let prepared = simulate::prepare(&file, &request)?;
     let store = Store::open(&paths.store_file())?;

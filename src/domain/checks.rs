@@ -454,7 +454,7 @@ fn not_verified(
     let (detail, name) = match detected {
         Some(s) => (
             format!(
-                "Looks like {} (a {} header is present), but no secret is configured for {path}, so it was not verified: add an [[endpoint]] for this path with scheme = \"{}\" and its secret, or pass --scheme and --secret.",
+                "Looks like {} (a {} header is present), but no secret is configured for {path}, so it was not verified: add an endpoint for this path with scheme {} and its secret (Endpoints & secrets in the window, [[endpoint]] in config.toml).",
                 s.label,
                 s.signature_header,
                 s.name.split(' ').next().unwrap_or(&s.name)

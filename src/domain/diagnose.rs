@@ -823,9 +823,9 @@ fn public_url(attempt: &mut Attempt, ctx: &Context<'_>) -> Option<Found> {
                 }
                 let fix = match twilio::origin(&url) {
                     Some((proto, host)) => format!(
-                        "set this endpoint's public_url to \"{proto}://{host}\" (or pass --url)"
+                        "set this endpoint's public URL (public_url) to \"{proto}://{host}\""
                     ),
-                    None => "set this endpoint's public_url (or pass --url)".to_string(),
+                    None => "set this endpoint's public URL (public_url)".to_string(),
                 };
                 return Some(Found {
                     cause: Cause::PublicUrlMismatch,

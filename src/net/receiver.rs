@@ -31,7 +31,7 @@ use crate::store::{Maintenance, NewRecord, StoreWriter, StoredDelivery};
 pub enum ReceiverError {
     /// Another program already listens on the port.
     #[error(
-        "port {port} is already in use on {ip}: stop the other program or choose another port (--port 0 picks a free one)"
+        "port {port} is already in use on {ip}: stop the other program or choose another port (port 0 picks a free one)"
     )]
     PortInUse {
         /// The address.
@@ -526,7 +526,7 @@ async fn forward(shared: &Shared, stored: &StoredDelivery, status: u16) -> u16 {
             id,
             status: mirrored,
             note: format!(
-                "Answered {mirrored}, the forwarded handler's status (--mirror-response)."
+                "Answered {mirrored}, the forwarded handler's status (the answer mirrors the handler's)."
             ),
         };
         if let Err(e) = shared.writer.maintain(task).await {

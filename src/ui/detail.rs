@@ -336,7 +336,7 @@ fn request_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery
         ui.add_enabled_ui(json.is_some(), |ui| {
             ui.selectable_value(view, BodyView::Tree, "Tree")
                 .on_hover_text(
-                    "Click a key to copy its JSON pointer (for --redact, job_id_pointer…)",
+                    "Click a key to copy its JSON pointer (to redact a field on export, or for job_id_pointer…)",
                 );
         });
         ui.add_enabled_ui(form.is_some(), |ui| {

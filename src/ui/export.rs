@@ -155,6 +155,7 @@ pub fn export_window(app: &mut HookscopeApp, ctx: &egui::Context) {
                 redact: if form.resign { form.redact.split_whitespace().map(str::to_string).collect() } else { Vec::new() },
                 snippets: form.format == Format::Fixture && form.snippets,
                 out: PathBuf::from(form.out.trim()),
+                front: hookscope::app::Front::Window,
             }));
         }
     });

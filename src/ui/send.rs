@@ -208,6 +208,7 @@ pub fn resend_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDeliv
         new_id: form.new_id,
         insecure: form.insecure && form.url.trim().starts_with("https://"),
         body: form.edit_body.then(|| form.body.clone().into_bytes()),
+        front: hookscope::app::Front::Window,
         ..ResendRequest::as_captured(stored.id, form.url.trim())
     });
     let ready = !form.resign || !secret.is_empty() || form.default_secrets > 0;

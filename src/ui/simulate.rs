@@ -192,6 +192,7 @@ pub fn simulate_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, own_url: Option<St
                         poll_gap: None,
                         seed: form.seed,
                         insecure: false,
+                        front: hookscope::app::Front::Window,
                     };
                     app.send(Command::StartSimulation(Box::new(request)));
                 }

@@ -1177,6 +1177,7 @@ fn bench_gui_while_simulating() {
         poll_gap: None,
         seed: 1,
         insecure: false,
+        front: hookscope::app::Front::Window,
     };
     let started = Instant::now();
     harness

@@ -983,10 +983,51 @@ impl eframe::App for HookscopeApp {
     }
 }
 
-/// Opens the window on the given data dir and runs until it is closed.
+/// Closes the window the way its close button does when the process is asked to terminate
+/// (SIGTERM: a logout, `systemctl`, a task manager; SIGINT: Ctrl+C in the terminal that started
+/// it): eframe saves the window's state and [`run`] returns, so hookscope exits 0. Where there
+/// are no such signals (Windows), the system closes the window through its own messages.
+fn close_on_terminate(ctx: egui::Context) {
+    #[cfg(unix)]
+    {
+        let watch = move || {
+            use tokio::signal::unix::{SignalKind, signal};
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                .enable_io()
+                .build()
+            else {
+                return;
+            };
+            runtime.block_on(async {
+                let (Ok(mut term), Ok(mut int)) = (
+                    signal(SignalKind::terminate()),
+                    signal(SignalKind::interrupt()),
+                ) else {
+                    return;
+                };
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = int.recv() => {}
+                }
+                ctx.send_viewport_cmd(egui::ViewportCommand::Close);
+                ctx.request_repaint();
+            });
+        };
+        if let Err(e) = std::thread::Builder::new()
+            .name("hookscope-signals".into())
+            .spawn(watch)
+        {
+            eprintln!("hookscope: cannot watch for SIGTERM ({e}); the window state is saved when it is closed");
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctx;
+}
+
 /// The file in the data dir where the window keeps its layout, filter and tabs.
 pub const WINDOW_STATE_FILE: &str = "window.ron";
 
+/// Opens the window on the given data dir and runs until it is closed.
 pub fn run(options: EngineOptions) -> anyhow::Result<()> {
     if std::env::var_os("DISPLAY").is_none() && std::env::var_os("WAYLAND_DISPLAY").is_none() {
         anyhow::bail!(
@@ -1019,6 +1060,7 @@ pub fn run(options: EngineOptions) -> anyhow::Result<()> {
                 .and_then(|s| eframe::get_value(s, eframe::APP_KEY))
                 .unwrap_or_default();
             let app = HookscopeApp::new(&cc.egui_ctx, options, state)?;
+            close_on_terminate(cc.egui_ctx.clone());
             Ok(Box::new(app))
         }),
     )

@@ -643,10 +643,139 @@ pub fn read_scenario(path: &Path) -> Result<(String, String), AppError> {
         })
 }
 
+/// When a simulation's `target` is this hookscope's own receiver (listening on `own_port` on
+/// loopback), the config with an endpoint that verifies what the simulator sends: the target's
+/// path, the simulator's scheme and secret (added to an endpoint at that exact path, or a new
+/// one), with that path. `None` when the target is elsewhere, no secret is given, or the endpoint the receiver
+/// would use already verifies it. Without it every simulated delivery shows *sig skipped*.
+pub fn own_receiver_endpoint(
+    file: &ConfigFile,
+    target: &str,
+    own_port: u16,
+    scheme: &str,
+    secret: &str,
+) -> Option<(String, ConfigFile)> {
+    let secret = secret.trim();
+    let rest = target.trim().strip_prefix("http://")?;
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let (host, port) = authority.rsplit_once(':')?;
+    if secret.is_empty()
+        || port.parse::<u16>().ok() != Some(own_port)
+        || !matches!(host, "127.0.0.1" | "localhost" | "[::1]")
+    {
+        return None;
+    }
+    let path = path
+        .split(['?', '#'])
+        .next()
+        .filter(|p| !p.is_empty())
+        .unwrap_or("/");
+    let settings =
+        crate::config::Settings::resolve(file, &crate::config::Overrides::default()).ok()?;
+    let endpoint = settings.endpoint_for(path);
+    let verifies = endpoint.scheme.as_ref().is_none_or(|s| s.name == scheme)
+        && endpoint.secrets.iter().any(|s| s.expose() == secret);
+    if verifies {
+        return None;
+    }
+    let mut fresh = file.clone();
+    let at = match fresh.endpoints.iter().position(|e| e.path == path) {
+        Some(at) => at,
+        None => {
+            fresh
+                .endpoints
+                .push(crate::config::EndpointConfig::new(path));
+            fresh.endpoints.len() - 1
+        }
+    };
+    let added = &mut fresh.endpoints[at];
+    added.scheme = Some(scheme.to_string());
+    if !added.secrets.iter().any(|s| s.expose() == secret) {
+        added.secrets.push(Secret::new(secret));
+    }
+    Some((path.to_string(), fresh))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::app::Front;
+
+    /// Issue 39.6: a simulation aimed at the window's own receiver gets an endpoint for its
+    /// path with the simulator's scheme and secret, so the receiver verifies what it is sent.
+    #[test]
+    fn the_own_receiver_is_offered_an_endpoint_that_verifies_the_simulation() {
+        use crate::config::Settings;
+        use crate::domain::checks::{SignatureStatus, evaluate};
+        let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+        let file = ConfigFile::default();
+        let target = "http://127.0.0.1:7878/hooks/sim";
+        assert!(
+            own_receiver_endpoint(
+                &file,
+                "http://127.0.0.1:3000/hooks/sim",
+                7878,
+                "standard-webhooks",
+                secret
+            )
+            .is_none(),
+            "another port is another handler"
+        );
+        assert!(
+            own_receiver_endpoint(
+                &file,
+                "http://example.com:7878/hooks/sim",
+                7878,
+                "standard-webhooks",
+                secret
+            )
+            .is_none()
+        );
+        assert!(own_receiver_endpoint(&file, target, 7878, "standard-webhooks", " ").is_none());
+        let (path, fixed) = own_receiver_endpoint(&file, target, 7878, "standard-webhooks", secret)
+            .expect("offered");
+        assert_eq!(path, "/hooks/sim");
+        let added = &fixed.endpoints[0];
+        assert_eq!(
+            (added.path.as_str(), added.scheme.as_deref()),
+            ("/hooks/sim", Some("standard-webhooks"))
+        );
+        // The receiver, resolving the new config, verifies what the simulator signs.
+        let scheme = Scheme::preset("standard-webhooks").expect("preset");
+        let now = now_secs();
+        let body = br#"{"type":"job.completed"}"#;
+        let delivery = crate::domain::delivery::Delivery {
+            received_at_ms: now * 1000,
+            method: "POST".into(),
+            path: "/hooks/sim".into(),
+            query: String::new(),
+            headers: scheme
+                .sign(&[Secret::new(secret)], "msg_1", now, body)
+                .expect("signs"),
+            body: body.to_vec(),
+            body_size: body.len() as u64,
+            body_complete: true,
+            remote_addr: None,
+        };
+        let before =
+            Settings::resolve(&file, &crate::config::Overrides::default()).expect("settings");
+        assert_eq!(
+            evaluate(&delivery, before.endpoint_for("/hooks/sim"), now)
+                .signature
+                .status,
+            SignatureStatus::Skipped
+        );
+        let after =
+            Settings::resolve(&fixed, &crate::config::Overrides::default()).expect("settings");
+        assert_eq!(
+            evaluate(&delivery, after.endpoint_for("/hooks/sim"), now)
+                .signature
+                .status,
+            SignatureStatus::Pass
+        );
+        // Once it verifies, nothing more is offered.
+        assert!(own_receiver_endpoint(&fixed, target, 7878, "standard-webhooks", secret).is_none());
+    }
 
     /// Issue 39.5: every refusal the Simulate view can get names the window's fields, never a
     /// command-line flag; the command line keeps its flags.

@@ -1017,7 +1017,9 @@ fn close_on_terminate(ctx: egui::Context) {
             .name("hookscope-signals".into())
             .spawn(watch)
         {
-            eprintln!("hookscope: cannot watch for SIGTERM ({e}); the window state is saved when it is closed");
+            eprintln!(
+                "hookscope: cannot watch for SIGTERM ({e}); the window state is saved when it is closed"
+            );
         }
     }
     #[cfg(not(unix))]

@@ -10,7 +10,7 @@ use hookscope::app::simulate::{ChaosOverrides, SimulateRequest};
 use hookscope::domain::fmt::short_time;
 use hookscope::domain::sim::world::WorkKind;
 use hookscope::domain::sim::{Verdict, lifecycles, schedules};
-use hookscope::engine::{Command, SimulationView};
+use hookscope::engine::{Command, ReceiverState, SimulationView};
 
 use super::{HookscopeApp, widgets};
 
@@ -147,6 +147,9 @@ pub fn simulate_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, own_url: Option<St
                         ui.end_row();
                     });
             });
+            if !running {
+                own_receiver_offer(app, ui);
+            }
             ui.add_space(8.0);
             ui.horizontal(|ui| {
                 if running {
@@ -204,6 +207,39 @@ pub fn simulate_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, own_url: Option<St
     egui::CentralPanel::default().show(ui, |ui| report_ui(app, ui));
     if running {
         ui.ctx().request_repaint_after(Duration::from_millis(250));
+    }
+}
+
+/// Aimed at this window's own receiver, which does not know the simulator's secret, every
+/// delivery would show *sig skipped*: offers the endpoint that verifies them.
+fn own_receiver_offer(app: &mut HookscopeApp, ui: &mut egui::Ui) {
+    let ReceiverState::Running { addr } = &app.receiver else {
+        return;
+    };
+    let form = &app.simulate;
+    let Some((path, fixed)) = hookscope::app::simulate::own_receiver_endpoint(
+        app.endpoints.saved_config(),
+        &form.target,
+        addr.port(),
+        &form.scheme,
+        &form.secret,
+    ) else {
+        return;
+    };
+    ui.add_space(6.0);
+    ui.colored_label(
+        widgets::WARN,
+        format!("This window's receiver has no endpoint for {path} with this secret: every simulated delivery would show sig skipped."),
+    );
+    if ui
+        .button(format!(
+            "Add endpoint {path} ({}, this secret)",
+            form.scheme
+        ))
+        .on_hover_text("Saved to config.toml, as the Endpoints & secrets panel saves it")
+        .clicked()
+    {
+        app.send(Command::SaveConfig(Box::new(fixed)));
     }
 }
 

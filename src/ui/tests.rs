@@ -538,6 +538,48 @@ fn the_status_line_counts_what_is_stored_in_every_view() {
     });
 }
 
+/// Issue 39.6: the Simulate view aimed at this window's own receiver offers the endpoint that
+/// makes its deliveries verify; one click saves it, and a delivery signed as the simulator
+/// signs then passes instead of showing *sig skipped*.
+#[test]
+fn simulating_against_the_own_receiver_offers_the_endpoint_that_verifies() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut harness = harness(dir.path());
+    let addr = receiver_addr(&mut harness);
+    harness.state_mut().state.view = super::View::Simulate;
+    harness.run_steps(2);
+    // The target defaults to this receiver's /hooks/sim; the user types the secret.
+    let secret = harness.get_by_role_and_label(egui::accesskit::Role::PasswordInput, "Secret");
+    secret.focus();
+    secret.type_text(SECRET);
+    harness.run_steps(2);
+    wait_until(&mut harness, "the offer", |h| {
+        h.query_by_label_contains("Add endpoint /hooks/sim")
+            .is_some()
+    });
+    harness
+        .get_by_label_contains("Add endpoint /hooks/sim")
+        .click();
+    wait_until(&mut harness, "the offer to go once saved", |h| {
+        h.query_by_label_contains("Add endpoint /hooks/sim")
+            .is_none()
+    });
+    let saved = std::fs::read_to_string(dir.path().join("config.toml")).expect("config written");
+    assert!(
+        saved.contains("/hooks/sim") && saved.contains(SECRET),
+        "{saved}"
+    );
+    assert_eq!(post_signed(addr, "/hooks/sim", "msg_sim", "{}", false), 200);
+    harness.state_mut().state.view = super::View::Deliveries;
+    wait_until(&mut harness, "the verified row", |h| {
+        h.state()
+            .list
+            .rows
+            .iter()
+            .any(|r| r.checks.signature.status == SignatureStatus::Pass)
+    });
+}
+
 /// How long the calling thread has been on a CPU, and how long it has waited, ready, for one
 /// (Linux: `/proc/thread-self/schedstat`; `None` elsewhere).
 fn on_cpu() -> Option<(Duration, Duration)> {

@@ -87,8 +87,10 @@ pub fn request_url(url: &str, body: &[u8]) -> String {
     // Only a form's fields are signed: a body that parses as a form without any field (`&`),
     // or only with empty ones (`=`), would have no byte covered, so it goes by its hash like
     // any other non-form body.
-    let fields = form_fields(body)
-        .is_some_and(|f| f.iter().any(|(name, value)| !name.is_empty() || !value.is_empty()));
+    let fields = form_fields(body).is_some_and(|f| {
+        f.iter()
+            .any(|(name, value)| !name.is_empty() || !value.is_empty())
+    });
     if body.is_empty() || fields {
         return url.to_string();
     }

@@ -171,15 +171,18 @@ fn check_row(ui: &mut egui::Ui, name: &str, color: Color32, word: &str, detail: 
 
 fn checks_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery) {
     let checks = &stored.checks;
-    if ui
-        .button("Re-check")
-        .on_hover_text(
-            "Run the checks again with the endpoints, secrets and rules in force now, at the time the delivery was received",
-        )
-        .clicked()
-    {
-        app.send(Command::Recheck { id: stored.id });
-    }
+    ui.horizontal(|ui| {
+        ui.weak("As checked when it arrived, or when last re-checked.");
+        if ui
+            .small_button("Re-check")
+            .on_hover_text(
+                "Run the checks again with the endpoints, secrets and rules in force now, at the time the delivery was received",
+            )
+            .clicked()
+        {
+            app.send(Command::Recheck { id: stored.id });
+        }
+    });
     ui.add_space(4.0);
     egui::Grid::new("checks_grid")
         .num_columns(3)

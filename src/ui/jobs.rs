@@ -136,12 +136,12 @@ pub fn jobs_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
         ui.horizontal(|ui| {
             if ui
                 .button("Check now")
-                .on_hover_text("Ask the job API about every job that went quiet, and read its in-flight listing")
+                .on_hover_text("Ask the job API about every job seen in the last 24 hours, finished or not (the 500 most recent), and read its in-flight listing")
                 .clicked()
             {
                 app.send(Command::Reconcile { job: None });
             }
-            ui.weak("hookscope also asks at start-up and every minute about jobs past the stuck threshold.");
+            ui.weak("Every job of the last 24 hours, finished or not. On its own, hookscope asks at start-up and every minute about jobs past the stuck threshold.");
         });
         ui.add_space(4.0);
     }
@@ -234,13 +234,22 @@ pub fn jobs_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
                 });
                 row.col(|ui| {
                     // Hints hold for any job with several events: not a badge in the list.
+                    // One badge per kind, with how many ("out of order ×5"); the first's
+                    // sentence on hover, the rest in the timeline below.
+                    let mut kinds: Vec<(FlagKind, usize, &str)> = Vec::new();
                     for flag in job.problems() {
-                        widgets::badge(
-                            ui,
-                            &flag_name(flag.kind),
-                            flag_color(flag.kind),
-                            &flag.detail,
-                        );
+                        match kinds.iter_mut().find(|(k, _, _)| *k == flag.kind) {
+                            Some((_, n, _)) => *n += 1,
+                            None => kinds.push((flag.kind, 1, &flag.detail)),
+                        }
+                    }
+                    for (kind, n, detail) in kinds {
+                        let name = if n > 1 {
+                            format!("{} ×{n}", flag_name(kind))
+                        } else {
+                            flag_name(kind)
+                        };
+                        widgets::badge(ui, &name, flag_color(kind), detail);
                     }
                 });
                 if row.response().clicked() {

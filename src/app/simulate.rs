@@ -187,86 +187,11 @@ pub fn prepare(file: &ConfigFile, request: &SimulateRequest) -> Result<Prepared,
             .map_err(|e| AppError::Usage(format!("scenario {name}: {}", e.message())))?,
         None => Scenario::default(),
     };
-    let preset = request
-        .preset
-        .clone()
-        .or(scenario.preset.clone())
-        .unwrap_or_else(|| "render".into());
-    let lifecycle = match (&request.preset, &scenario.lifecycle) {
-        (None, Some(own)) => own.clone(),
-        _ => sim::lifecycle(&preset).ok_or_else(|| {
-            let names: Vec<String> = sim::lifecycles().into_iter().map(|l| l.name).collect();
-            AppError::Usage(format!(
-                "unknown preset \"{preset}\": one of {}",
-                names.join(", ")
-            ))
-        })?,
-    };
-    if lifecycle.outcomes.is_empty() {
-        return Err(AppError::Usage(
-            "the lifecycle has no terminal outcome".into(),
-        ));
-    }
-    let schedule = match (&request.schedule, &scenario.delivery.schedule_secs) {
-        (None, Some(secs)) => secs.iter().map(|s| Duration::from_secs(*s)).collect(),
-        _ => {
-            let name = request
-                .schedule
-                .clone()
-                .or(scenario.delivery.schedule.clone())
-                .unwrap_or_else(|| "standard-webhooks".into());
-            sim::schedule(&name).ok_or_else(|| {
-                let names: Vec<&str> = sim::schedules().iter().map(|(n, _)| *n).collect();
-                AppError::Usage(format!(
-                    "unknown schedule \"{name}\": one of {}",
-                    names.join(", ")
-                ))
-            })?
-        }
-    };
-    let scheme_name = request
-        .scheme
-        .clone()
-        .or(scenario.signing.scheme.clone())
-        .unwrap_or_else(|| "standard-webhooks".into());
-    let scheme = scheme_named(file, &scheme_name)?;
-    let secrets: Vec<Secret> = if request.secrets.is_empty() {
-        scenario.signing.secrets.iter().map(Secret::new).collect()
-    } else {
-        request.secrets.iter().map(Secret::new).collect()
-    };
+    let lifecycle = lifecycle_of(request, &scenario)?;
+    let schedule = schedule_of(request, &scenario)?;
+    let (scheme, secrets) = signing_of(file, request, &scenario)?;
+    let chaos = chaos_of(request, &scenario)?;
     let front = request.front;
-    if secrets.is_empty() {
-        let label = &scheme.label;
-        return Err(AppError::Usage(front.says(
-            format!("give --secret: the secret your handler verifies {label} signatures with (two during a rotation)"),
-            format!("enter the secret your handler verifies {label} signatures with in the Secret field"),
-        )));
-    }
-    for secret in &secrets {
-        scheme.key(secret).map_err(|e| {
-            AppError::Usage(front.says(format!("--secret: {e}"), format!("the Secret field: {e}")))
-        })?;
-    }
-    let mut chaos = scenario.chaos.unwrap_or_default();
-    let c = request.chaos;
-    chaos.duplicate_rate = rate(
-        &front.says("--duplicate-rate", "Duplicates"),
-        c.duplicate_rate.unwrap_or(chaos.duplicate_rate),
-    )?;
-    chaos.reorder_rate = rate(
-        &front.says("--reorder-rate", "Reorders"),
-        c.reorder_rate.unwrap_or(chaos.reorder_rate),
-    )?;
-    chaos.drop_rate = rate(
-        &front.says("--drop-rate", "Drops"),
-        c.drop_rate.unwrap_or(chaos.drop_rate),
-    )?;
-    chaos.late_retry_rate = rate(
-        &front.says("--late-retry-rate", "Late retries"),
-        c.late_retry_rate.unwrap_or(chaos.late_retry_rate),
-    )?;
-    chaos.max_delay_secs = c.max_delay_secs.unwrap_or(chaos.max_delay_secs);
     let time_scale = request
         .time_scale
         .or(scenario.delivery.time_scale)
@@ -321,6 +246,110 @@ pub fn prepare(file: &ConfigFile, request: &SimulateRequest) -> Result<Prepared,
             api_url: String::new(),
         },
     })
+}
+
+/// The lifecycle: the scenario's own, else the named preset (default `render`).
+fn lifecycle_of(request: &SimulateRequest, scenario: &Scenario) -> Result<Lifecycle, AppError> {
+    let preset = request
+        .preset
+        .clone()
+        .or(scenario.preset.clone())
+        .unwrap_or_else(|| "render".into());
+    let lifecycle = match (&request.preset, &scenario.lifecycle) {
+        (None, Some(own)) => own.clone(),
+        _ => sim::lifecycle(&preset).ok_or_else(|| {
+            let names: Vec<String> = sim::lifecycles().into_iter().map(|l| l.name).collect();
+            AppError::Usage(format!(
+                "unknown preset \"{preset}\": one of {}",
+                names.join(", ")
+            ))
+        })?,
+    };
+    if lifecycle.outcomes.is_empty() {
+        return Err(AppError::Usage(
+            "the lifecycle has no terminal outcome".into(),
+        ));
+    }
+    Ok(lifecycle)
+}
+
+/// The retry schedule: the scenario's own delays, else the named one (default
+/// `standard-webhooks`).
+fn schedule_of(request: &SimulateRequest, scenario: &Scenario) -> Result<Vec<Duration>, AppError> {
+    if let (None, Some(secs)) = (&request.schedule, &scenario.delivery.schedule_secs) {
+        return Ok(secs.iter().map(|s| Duration::from_secs(*s)).collect());
+    }
+    let name = request
+        .schedule
+        .clone()
+        .or(scenario.delivery.schedule.clone())
+        .unwrap_or_else(|| "standard-webhooks".into());
+    sim::schedule(&name).ok_or_else(|| {
+        let names: Vec<&str> = sim::schedules().iter().map(|(n, _)| *n).collect();
+        AppError::Usage(format!(
+            "unknown schedule \"{name}\": one of {}",
+            names.join(", ")
+        ))
+    })
+}
+
+/// The scheme and the secrets the webhooks are signed with, each secret checked against the
+/// scheme's key format.
+fn signing_of(
+    file: &ConfigFile,
+    request: &SimulateRequest,
+    scenario: &Scenario,
+) -> Result<(Scheme, Vec<Secret>), AppError> {
+    let scheme_name = request
+        .scheme
+        .clone()
+        .or(scenario.signing.scheme.clone())
+        .unwrap_or_else(|| "standard-webhooks".into());
+    let scheme = scheme_named(file, &scheme_name)?;
+    let secrets: Vec<Secret> = if request.secrets.is_empty() {
+        scenario.signing.secrets.iter().map(Secret::new).collect()
+    } else {
+        request.secrets.iter().map(Secret::new).collect()
+    };
+    let front = request.front;
+    if secrets.is_empty() {
+        let label = &scheme.label;
+        return Err(AppError::Usage(front.says(
+            format!("give --secret: the secret your handler verifies {label} signatures with (two during a rotation)"),
+            format!("enter the secret your handler verifies {label} signatures with in the Secret field"),
+        )));
+    }
+    for secret in &secrets {
+        scheme.key(secret).map_err(|e| {
+            AppError::Usage(front.says(format!("--secret: {e}"), format!("the Secret field: {e}")))
+        })?;
+    }
+    Ok((scheme, secrets))
+}
+
+/// The chaos knobs: the request's over the scenario's, each a probability.
+fn chaos_of(request: &SimulateRequest, scenario: &Scenario) -> Result<Chaos, AppError> {
+    let front = request.front;
+    let mut chaos = scenario.chaos.unwrap_or_default();
+    let c = request.chaos;
+    chaos.duplicate_rate = rate(
+        &front.says("--duplicate-rate", "Duplicates"),
+        c.duplicate_rate.unwrap_or(chaos.duplicate_rate),
+    )?;
+    chaos.reorder_rate = rate(
+        &front.says("--reorder-rate", "Reorders"),
+        c.reorder_rate.unwrap_or(chaos.reorder_rate),
+    )?;
+    chaos.drop_rate = rate(
+        &front.says("--drop-rate", "Drops"),
+        c.drop_rate.unwrap_or(chaos.drop_rate),
+    )?;
+    chaos.late_retry_rate = rate(
+        &front.says("--late-retry-rate", "Late retries"),
+        c.late_retry_rate.unwrap_or(chaos.late_retry_rate),
+    )?;
+    chaos.max_delay_secs = c.max_delay_secs.unwrap_or(chaos.max_delay_secs);
+    Ok(chaos)
 }
 
 /// Counts of a run so far.

@@ -254,7 +254,7 @@ impl DuplicateCheck {
 /// Where an event id is unique: two providers' ids are never the same event, so a duplicate is a
 /// repeat within one endpoint and one scheme, and on the catch-all endpoint (`/`, which every
 /// unconfigured path falls under) within one path too. Also the sentence's words:
-/// `/hooks/stripe (stripe)`. `store::writer::SCOPE_SQL` computes the same from a stored row.
+/// `/hooks/stripe (stripe)`. `store::maintain::SCOPE_SQL` computes the same from a stored row.
 pub fn duplicate_scope(endpoint: &str, path: &str, scheme: Option<&str>) -> String {
     let place = if endpoint == "/" { path } else { endpoint };
     format!("{place} ({})", scheme.unwrap_or("no scheme"))

@@ -181,6 +181,10 @@ pub(crate) fn maintain(
     Ok(touched)
 }
 
+/// `checks::duplicate_scope` of a stored row, in SQL over `deliveries`' columns: the migration that
+/// scoped the event ids and *Re-check* read the scope of rows already stored with it.
+pub(crate) const SCOPE_SQL: &str = "(CASE WHEN endpoint = '/' THEN path ELSE endpoint END || ' (' || COALESCE(scheme, 'no scheme') || ')')";
+
 /// Replaces a delivery's signature and timestamp verdicts and its advice, and decides its
 /// duplicate verdict again by today's rule (an event id is unique within its scope).
 fn recheck(
@@ -244,7 +248,7 @@ fn redecide_duplicate(
     let earlier: Vec<(i64, String)> = tx
         .prepare_cached(&format!(
             "SELECT id, sig_status FROM deliveries WHERE event_id = ?1 AND id < ?2 AND {} = ?3 ORDER BY id",
-            crate::store::writer::SCOPE_SQL
+            SCOPE_SQL
         ))?
         .query_map(params![event_id, id, scope], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<Result<_, _>>()?;

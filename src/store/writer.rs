@@ -455,10 +455,6 @@ enum EventEffect {
     Count,
 }
 
-/// [`duplicate_scope`] of a stored row, in SQL over `deliveries`' columns: the migration that
-/// scoped the event ids and *Re-check* read the scope of rows already stored with it.
-pub(crate) const SCOPE_SQL: &str = "(CASE WHEN endpoint = '/' THEN path ELSE endpoint END || ' (' || COALESCE(scheme, 'no scheme') || ')')";
-
 /// The duplicate verdict of a delivery about to get `id`, decided against the unique index on
 /// (scope, event id) inside the write transaction, so it is exact across processes too.
 fn decide_duplicate(

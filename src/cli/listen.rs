@@ -9,9 +9,10 @@ use hookscope::app::{self, AppError, report};
 use hookscope::config::{Overrides, Settings};
 use hookscope::domain::clock::now_ms;
 use hookscope::domain::endpoint::Endpoint;
+use hookscope::domain::fmt::Zone;
 use hookscope::domain::scheme::Secret;
 use hookscope::net::receiver::{Controls, Receiver};
-use hookscope::store::{CaptureLock, Store};
+use hookscope::store::{CaptureLock, Store, StoredDelivery};
 
 use super::{Common, load_config};
 
@@ -59,45 +60,14 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
     let paths = common.paths()?;
     let zone = common.zone();
     let file = load_config(&paths)?.file;
-    let overrides = Overrides {
-        scheme: args.scheme.clone(),
-        secrets: args
-            .secret_sources
-            .with(&args.secrets)?
-            .into_iter()
-            .map(Secret::new)
-            .collect(),
-        tolerance_secs: args.tolerance,
-        respond_status: args.respond_status,
-        respond_delay_ms: args.respond_delay_ms,
-    };
-    let settings = Settings::resolve(&file, &overrides)?;
+    let settings = Settings::resolve(&file, &overrides(&args)?)?;
     let bind = app::paths::bind_address(args.bind, &file, &paths.config_path)?;
     let port = app::paths::port(args.port, &file);
-
-    let controls = Arc::new(Controls::default());
-    if let Some(url) = &args.forward_to {
-        controls
-            .set_forward(Some(url))
-            .map_err(|e| AppError::Usage(format!("--forward-to {e}")))?;
-        controls
-            .mirror_response
-            .store(args.mirror_response, std::sync::atomic::Ordering::SeqCst);
-        controls
-            .forward_insecure
-            .store(args.insecure, std::sync::atomic::Ordering::SeqCst);
-    }
+    let controls = controls(&args)?;
 
     // One capturing hookscope per data dir; the lock is held until this function returns.
     let lock = CaptureLock::acquire(&paths.data_dir)?;
-    let (store, recovered) = Store::open_capturing(&paths.store_file(), &lock)?;
-    if let Some(sentence) = recovered {
-        eprintln!("hookscope: {sentence}");
-    }
-    let retained = app::history::apply_retention(&store.writer(), &file.retention, now_ms())?;
-    if retained > 0 {
-        eprintln!("hookscope: retention removed {retained} old deliveries");
-    }
+    let store = open_store(&paths.store_file(), &lock, &file.retention)?;
     let (events_tx, mut events_rx) = tokio::sync::mpsc::channel(EVENTS_WAITING);
     let shared = Arc::new(RwLock::new(Arc::new(settings.clone())));
     let receiver = Receiver::start(
@@ -112,7 +82,6 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
     print_banner(&args, bind, receiver.local_addr(), &settings, store.path());
 
     let runtime = app::small_runtime()?;
-    let json = args.json;
     // Start-up reconciliation, then a pass a minute, when an endpoint has a job API; it ends
     // with the loop below (dropping its store handle before the store shuts down).
     let reconciler = app::reconcile::background(
@@ -123,68 +92,139 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
         app::reconcile::BACKGROUND_EVERY,
         |sentence| eprintln!("hookscope: {sentence}"),
     );
-    runtime.block_on(async {
-        let mut stdout = std::io::stdout();
-        tokio::pin!(reconciler);
-        // Without a job API the reconciler returns at once: never poll it again.
-        let mut reconciling = true;
-        // The store's health, said once per change (not once per refused delivery).
-        let writer = store.writer();
-        let mut said = writer.health().changes;
-        let mut health_tick = tokio::time::interval(std::time::Duration::from_millis(250));
-        // Made once: a signal listener made anew for each delivery cost a registration each
-        // time, and a SIGTERM that came between two of them was lost.
-        let ctrl_c = tokio::signal::ctrl_c();
-        tokio::pin!(ctrl_c);
-        let term = terminated();
-        tokio::pin!(term);
-        let mut lines = String::new();
-        loop {
-            tokio::select! {
-                () = &mut reconciler, if reconciling => reconciling = false,
-                _ = health_tick.tick() => {
-                    let health = writer.health();
-                    if health.changes != said {
-                        said = health.changes;
-                        eprintln!("hookscope: {}", health_sentence(&health, store.path()));
-                    }
-                }
-                event = events_rx.recv() => {
-                    let Some(stored) = event else { break };
-                    let printed = print_waiting(
-                        stored,
-                        || events_rx.try_recv().ok(),
-                        |stored, lines| {
-                            if json {
-                                lines.push_str(&report::delivery_json(stored).to_string());
-                            } else {
-                                lines.push_str(&report::human_lines(stored, &zone));
-                            }
-                        },
-                        &mut stdout,
-                        &mut lines,
-                    );
-                    // A closed stdout (e.g. `| head`) ends the command rather than panicking.
-                    let Ok(emptied) = printed else { break };
-                    // Let the next deliveries gather before waiting again: a receiver that
-                    // finds this loop asleep on the channel must wake it (a system call on the
-                    // answer's path), one that finds it here does not. Idle, the loop still
-                    // waits on the channel and prints a lone delivery at once. When more were
-                    // waiting than a turn prints, the next turn comes at once (after a look at
-                    // Ctrl-C and the store's health).
-                    if emptied {
-                        tokio::time::sleep(LINES_GATHER).await;
-                    }
-                }
-                _ = &mut ctrl_c => break,
-                _ = &mut term => break,
-            }
-        }
-    });
+    runtime.block_on(print_until_stopped(
+        &store,
+        &mut events_rx,
+        reconciler,
+        args.json,
+        &zone,
+    ));
     drop(events_rx);
     receiver.stop();
     store.shutdown();
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the flags override in the config: the scheme, the secrets, the tolerance, the answer.
+fn overrides(args: &ListenArgs) -> Result<Overrides, AppError> {
+    Ok(Overrides {
+        scheme: args.scheme.clone(),
+        secrets: args
+            .secret_sources
+            .with(&args.secrets)?
+            .into_iter()
+            .map(Secret::new)
+            .collect(),
+        tolerance_secs: args.tolerance,
+        respond_status: args.respond_status,
+        respond_delay_ms: args.respond_delay_ms,
+    })
+}
+
+/// The receiver's controls: forwarding, its mirrored answer and its TLS check, as the flags ask.
+fn controls(args: &ListenArgs) -> Result<Arc<Controls>, AppError> {
+    let controls = Arc::new(Controls::default());
+    if let Some(url) = &args.forward_to {
+        controls
+            .set_forward(Some(url))
+            .map_err(|e| AppError::Usage(format!("--forward-to {e}")))?;
+        controls
+            .mirror_response
+            .store(args.mirror_response, std::sync::atomic::Ordering::SeqCst);
+        controls
+            .forward_insecure
+            .store(args.insecure, std::sync::atomic::Ordering::SeqCst);
+    }
+    Ok(controls)
+}
+
+/// Opens the store to capture into (under the data dir's `lock`), says what its recovery found,
+/// and applies the retention.
+fn open_store(
+    store_file: &std::path::Path,
+    lock: &CaptureLock,
+    retention: &hookscope::config::RetentionSection,
+) -> Result<Store, AppError> {
+    let (store, recovered) = Store::open_capturing(store_file, lock)?;
+    if let Some(sentence) = recovered {
+        eprintln!("hookscope: {sentence}");
+    }
+    let retained = app::history::apply_retention(&store.writer(), retention, now_ms())?;
+    if retained > 0 {
+        eprintln!("hookscope: retention removed {retained} old deliveries");
+    }
+    Ok(store)
+}
+
+/// Prints each delivery as it arrives (JSON or human lines), says when the store's health
+/// changes, and drives the `reconciler`, until the receiver stops, stdout closes, Ctrl-C or
+/// SIGTERM.
+async fn print_until_stopped(
+    store: &Store,
+    events_rx: &mut tokio::sync::mpsc::Receiver<StoredDelivery>,
+    reconciler: impl std::future::Future<Output = ()>,
+    json: bool,
+    zone: &Zone,
+) {
+    let mut stdout = std::io::stdout();
+    tokio::pin!(reconciler);
+    // Without a job API the reconciler returns at once: never poll it again.
+    let mut reconciling = true;
+    // The store's health, said once per change (not once per refused delivery).
+    let writer = store.writer();
+    let mut said = writer.health().changes;
+    let mut health_tick = tokio::time::interval(std::time::Duration::from_millis(250));
+    // Made once: a signal listener made anew for each delivery cost a registration each
+    // time, and a SIGTERM that came between two of them was lost.
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+    let term = terminated();
+    tokio::pin!(term);
+    let mut lines = String::new();
+    loop {
+        tokio::select! {
+            () = &mut reconciler, if reconciling => reconciling = false,
+            _ = health_tick.tick() => {
+                let health = writer.health();
+                if health.changes != said {
+                    said = health.changes;
+                    eprintln!("hookscope: {}", health_sentence(&health, store.path()));
+                }
+            }
+            event = events_rx.recv() => {
+                let Some(stored) = event else { break };
+                let printed = print_waiting(
+                    stored,
+                    || events_rx.try_recv().ok(),
+                    |stored, lines| render_delivery(stored, json, zone, lines),
+                    &mut stdout,
+                    &mut lines,
+                );
+                // A closed stdout (e.g. `| head`) ends the command rather than panicking.
+                let Ok(emptied) = printed else { break };
+                // Let the next deliveries gather before waiting again: a receiver that
+                // finds this loop asleep on the channel must wake it (a system call on the
+                // answer's path), one that finds it here does not. Idle, the loop still
+                // waits on the channel and prints a lone delivery at once. When more were
+                // waiting than a turn prints, the next turn comes at once (after a look at
+                // Ctrl-C and the store's health).
+                if emptied {
+                    tokio::time::sleep(LINES_GATHER).await;
+                }
+            }
+            _ = &mut ctrl_c => break,
+            _ = &mut term => break,
+        }
+    }
+}
+
+/// Adds a delivery's line to `lines`: one JSON object with `--json`, else the human lines.
+fn render_delivery(stored: &StoredDelivery, json: bool, zone: &Zone, lines: &mut String) {
+    if json {
+        lines.push_str(&report::delivery_json(stored).to_string());
+    } else {
+        lines.push_str(&report::human_lines(stored, zone));
+    }
 }
 
 /// Prints `first` and the deliveries already waiting (`next`), a line each (`render`), in writes

@@ -431,24 +431,7 @@ pub fn diagnose(
         .header(&scheme.signature_header)
         .map(|v| String::from_utf8_lossy(v).into_owned());
     let (event_id, timestamp) = signing_inputs(scheme, delivery);
-    let expected_payload = match scheme.family {
-        Family::Twilio => scheme
-            .signed_strings(delivery)
-            .ok()
-            .and_then(|s| s.into_iter().next())
-            .unwrap_or_default(),
-        _ => scheme.signed_payload(&event_id, &timestamp, &delivery.body),
-    };
-    let first_key = secrets.first().and_then(|s| scheme.key(s).ok());
-    let expected = first_key.as_ref().and_then(|k| match k {
-        Key::Mac(k) => Some(header_form(
-            scheme,
-            &scheme.mac(k, &expected_payload, Some(delivery)),
-            false,
-        )),
-        Key::Signing(k) => Some(header_form(scheme, &k.sign(&expected_payload), true)),
-        Key::Public(_) | Key::Token(_) => None,
-    });
+    let expected_payload = expected_payload(scheme, delivery, &event_id, &timestamp);
     let mut diagnosis = Diagnosis {
         cause: Cause::Unknown,
         detail: String::new(),
@@ -458,7 +441,7 @@ pub fn diagnose(
             .signs_body()
             .then(|| escape_folded(&expected_payload, 400)),
         sender_signed: None,
-        expected,
+        expected: expected_signature(scheme, delivery, secrets, &expected_payload),
         received: header.as_deref().map(|h| received_form(scheme, h)),
         secret: (!secrets.is_empty()).then(|| "secret #1".to_string()),
     };
@@ -466,16 +449,6 @@ pub fn diagnose(
         tokens: Tokens::from_header(header.as_deref().unwrap_or("")),
         tried: Vec::new(),
     };
-    let keys = secrets
-        .iter()
-        .enumerate()
-        .filter_map(|(i, s)| {
-            scheme
-                .key(s)
-                .ok()
-                .map(|k| (format!("secret #{}", i + 1), k))
-        })
-        .collect();
     let context = Context {
         scheme,
         delivery,
@@ -484,7 +457,7 @@ pub fn diagnose(
         event_id: &event_id,
         timestamp: &timestamp,
         payload: expected_payload,
-        keys,
+        keys: labelled_keys(scheme, secrets),
     };
     let found = find_cause(&mut attempt, &context, header.is_some());
     diagnosis.tried = attempt.tried;
@@ -494,28 +467,81 @@ pub fn diagnose(
             diagnosis.detail = found.detail;
             diagnosis.sender_signed = found.sender_signed.map(|p| escape_folded(&p, 400));
         }
-        None => {
-            let (kinds, secret) = match scheme.family {
-                Family::Twilio => (
-                    "other URLs (the local one, http and https, other hosts, with and without the port), the body's hash, other secrets, other schemes, encodings",
-                    "the auth token differs from the sender's, or the form parameters differ from what was signed",
-                ),
-                Family::Token => (
-                    "whitespace around the token, other secrets, other schemes",
-                    "the token set at the sender differs from this endpoint's",
-                ),
-                _ => (
-                    "re-serialised bodies, key derivations, encodings, templates, millisecond timestamps, newlines, line endings, other schemes, other secrets, other algorithms",
-                    "the secret differs from the sender's, or the bytes differ from what was signed in a way no common mistake explains",
-                ),
-            };
-            diagnosis.detail = format!(
-                "None of {} hypotheses reproduces the received signature ({kinds}): {secret}.",
-                diagnosis.tried.len()
-            );
-        }
+        None => diagnosis.detail = nothing_reproduces(scheme, diagnosis.tried.len()),
     }
     Some(diagnosis)
+}
+
+/// The string the scheme signs, as hookscope computes it (for Twilio, the first URL form it
+/// tries).
+fn expected_payload(
+    scheme: &Scheme,
+    delivery: &Delivery,
+    event_id: &str,
+    timestamp: &str,
+) -> Vec<u8> {
+    match scheme.family {
+        Family::Twilio => scheme
+            .signed_strings(delivery)
+            .ok()
+            .and_then(|s| s.into_iter().next())
+            .unwrap_or_default(),
+        _ => scheme.signed_payload(event_id, timestamp, &delivery.body),
+    }
+}
+
+/// The signature the first secret makes over `payload`, as the header writes it (`None` when it
+/// is not a usable key, or is a public key or a token, which cannot sign).
+fn expected_signature(
+    scheme: &Scheme,
+    delivery: &Delivery,
+    secrets: &[Secret],
+    payload: &[u8],
+) -> Option<String> {
+    let first_key = secrets.first().and_then(|s| scheme.key(s).ok());
+    first_key.as_ref().and_then(|k| match k {
+        Key::Mac(k) => Some(header_form(
+            scheme,
+            &scheme.mac(k, payload, Some(delivery)),
+            false,
+        )),
+        Key::Signing(k) => Some(header_form(scheme, &k.sign(payload), true)),
+        Key::Public(_) | Key::Token(_) => None,
+    })
+}
+
+/// Each secret the scheme can turn into a key, with its label (`secret #1`, …).
+fn labelled_keys(scheme: &Scheme, secrets: &[Secret]) -> Vec<(String, Key)> {
+    secrets
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| {
+            scheme
+                .key(s)
+                .ok()
+                .map(|k| (format!("secret #{}", i + 1), k))
+        })
+        .collect()
+}
+
+/// The sentence when none of the `tried` hypotheses reproduces the received signature: what
+/// was tried, and what is left for the scheme's family.
+fn nothing_reproduces(scheme: &Scheme, tried: usize) -> String {
+    let (kinds, secret) = match scheme.family {
+        Family::Twilio => (
+            "other URLs (the local one, http and https, other hosts, with and without the port), the body's hash, other secrets, other schemes, encodings",
+            "the auth token differs from the sender's, or the form parameters differ from what was signed",
+        ),
+        Family::Token => (
+            "whitespace around the token, other secrets, other schemes",
+            "the token set at the sender differs from this endpoint's",
+        ),
+        _ => (
+            "re-serialised bodies, key derivations, encodings, templates, millisecond timestamps, newlines, line endings, other schemes, other secrets, other algorithms",
+            "the secret differs from the sender's, or the bytes differ from what was signed in a way no common mistake explains",
+        ),
+    };
+    format!("None of {tried} hypotheses reproduces the received signature ({kinds}): {secret}.")
 }
 
 /// What every hypothesis reads: the delivery, the scheme, the secrets and the signed parts.

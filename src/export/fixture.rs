@@ -113,66 +113,7 @@ pub fn fixture(stored: &StoredDelivery, options: &FixtureOptions) -> Result<Valu
         })?;
     }
     let signing = if options.resign_with_test_secret {
-        let scheme = options
-            .scheme
-            .clone()
-            .or_else(|| {
-                stored
-                    .scheme
-                    .as_deref()
-                    .and_then(|n| Scheme::preset(n.split(' ').next().unwrap_or(n)))
-            })
-            .ok_or(ExportError::NoScheme(stored.id))?;
-        let mut scheme = scheme;
-        if scheme.public_url.is_none() {
-            // Twilio signs the URL: the capture's own, as its headers tell it.
-            scheme.public_url = Some(scheme.signed_url(d));
-        }
-        if let Some(url) = &scheme.public_url {
-            let sent_to = scheme.request_url(url, &body);
-            query = sent_to
-                .split_once('?')
-                .map(|(_, q)| q.split('#').next().unwrap_or(q).to_string())
-                .unwrap_or(query);
-        }
-        // A capture signed only with ed25519 (`v1a`) is re-signed the same way.
-        let asymmetric = d
-            .header(&scheme.signature_header)
-            .and_then(|v| scheme.parse_header(v).ok())
-            .is_some_and(|p| {
-                !p.signatures.is_empty()
-                    && p.signatures
-                        .iter()
-                        .all(|(kind, _)| *kind == crate::domain::scheme::SigKind::Ed25519)
-            });
-        let secret = test_secret(&scheme, asymmetric);
-        let timestamp = d.received_at_ms.div_euclid(1000);
-        let event_id = stored.event_id.clone().unwrap_or_else(new_event_id);
-        let mut drop = vec![scheme.signature_header.clone()];
-        drop.extend(scheme.timestamp_header.clone());
-        drop.extend(scheme.event_id_header.clone());
-        headers.retain(|h| !drop.iter().any(|n| n.eq_ignore_ascii_case(&h.name)));
-        headers.extend(scheme.sign(std::slice::from_ref(&secret), &event_id, timestamp, &body)?);
-        let mut signing = json!({
-            "mode": "test_secret",
-            "scheme": scheme_json(&scheme),
-            "secret": secret.expose(),
-            "timestamp": timestamp,
-            "event_id": event_id,
-        });
-        if scheme.family == Family::Twilio
-            && let (Some(url), Some(obj)) = (&scheme.public_url, signing.as_object_mut())
-        {
-            // The URL Twilio's signature covers, for tests that verify it.
-            obj.insert("url".into(), json!(scheme.request_url(url, &body)));
-        }
-        if let (Ok(crate::domain::scheme::Key::Signing(key)), Some(obj)) =
-            (scheme.key(&secret), signing.as_object_mut())
-        {
-            // The ed25519 public key, in hex, for tests that verify without deriving it.
-            obj.insert("public_key".into(), json!(hex::encode(key.public().0)));
-        }
-        signing
+        resign(stored, options, &mut headers, &body, &mut query)?
     } else {
         json!({
             "mode": "as_captured",
@@ -183,16 +124,9 @@ pub fn fixture(stored: &StoredDelivery, options: &FixtureOptions) -> Result<Valu
     // A captured credential (GitLab's token) is the endpoint's secret: never written. A test
     // token written by re-signing is the fixture's own and stays.
     if !options.resign_with_test_secret {
-        for h in headers.iter_mut().filter(|h| h.is_credential()) {
-            h.value = h.shown_lossy().into_bytes();
-        }
+        hide_credentials(&mut headers);
     }
-    // The length header must describe the body as exported.
-    for h in headers.iter_mut() {
-        if h.name == "content-length" {
-            h.value = body.len().to_string().into_bytes();
-        }
-    }
+    set_content_length(&mut headers, body.len());
     Ok(json!({
         "hookscope_fixture": 1,
         "source_delivery_id": stored.id,
@@ -210,6 +144,124 @@ pub fn fixture(stored: &StoredDelivery, options: &FixtureOptions) -> Result<Valu
         "signing": signing,
         "redacted": options.redact,
     }))
+}
+
+/// Re-signs the (redacted) `body` with a new test secret at the recorded time: replaces the
+/// signature headers in `headers`, sets `query` to the one the scheme sends to, and answers the
+/// fixture's `signing` field.
+fn resign(
+    stored: &StoredDelivery,
+    options: &FixtureOptions,
+    headers: &mut Vec<Header>,
+    body: &[u8],
+    query: &mut String,
+) -> Result<Value, ExportError> {
+    let d = &stored.delivery;
+    let scheme = resigning_scheme(stored, options)?;
+    if let Some(url) = &scheme.public_url {
+        let sent_to = scheme.request_url(url, body);
+        if let Some(sent_query) = sent_to
+            .split_once('?')
+            .map(|(_, q)| q.split('#').next().unwrap_or(q).to_string())
+        {
+            *query = sent_query;
+        }
+    }
+    // A capture signed only with ed25519 (`v1a`) is re-signed the same way.
+    let asymmetric = signed_only_with_ed25519(&scheme, d);
+    let secret = test_secret(&scheme, asymmetric);
+    let timestamp = d.received_at_ms.div_euclid(1000);
+    let event_id = stored.event_id.clone().unwrap_or_else(new_event_id);
+    let mut drop = vec![scheme.signature_header.clone()];
+    drop.extend(scheme.timestamp_header.clone());
+    drop.extend(scheme.event_id_header.clone());
+    headers.retain(|h| !drop.iter().any(|n| n.eq_ignore_ascii_case(&h.name)));
+    headers.extend(scheme.sign(std::slice::from_ref(&secret), &event_id, timestamp, body)?);
+    Ok(test_secret_signing(
+        &scheme, &secret, timestamp, &event_id, body,
+    ))
+}
+
+/// The scheme a fixture is re-signed with: the one asked for, else the preset the capture was
+/// checked as; with no public URL, the capture's own URL, as its headers tell it.
+fn resigning_scheme(
+    stored: &StoredDelivery,
+    options: &FixtureOptions,
+) -> Result<Scheme, ExportError> {
+    let mut scheme = options
+        .scheme
+        .clone()
+        .or_else(|| {
+            stored
+                .scheme
+                .as_deref()
+                .and_then(|n| Scheme::preset(n.split(' ').next().unwrap_or(n)))
+        })
+        .ok_or(ExportError::NoScheme(stored.id))?;
+    if scheme.public_url.is_none() {
+        // Twilio signs the URL: the capture's own, as its headers tell it.
+        scheme.public_url = Some(scheme.signed_url(&stored.delivery));
+    }
+    Ok(scheme)
+}
+
+/// Whether the delivery's signature header holds signatures, all of them ed25519 (`v1a`).
+fn signed_only_with_ed25519(scheme: &Scheme, d: &Delivery) -> bool {
+    d.header(&scheme.signature_header)
+        .and_then(|v| scheme.parse_header(v).ok())
+        .is_some_and(|p| {
+            !p.signatures.is_empty()
+                && p.signatures
+                    .iter()
+                    .all(|(kind, _)| *kind == crate::domain::scheme::SigKind::Ed25519)
+        })
+}
+
+/// A re-signed fixture's `signing` field: the scheme, the test secret, the timestamp and event
+/// id signed, and for Twilio the URL signed, for ed25519 the public key.
+fn test_secret_signing(
+    scheme: &Scheme,
+    secret: &Secret,
+    timestamp: i64,
+    event_id: &str,
+    body: &[u8],
+) -> Value {
+    let mut signing = json!({
+        "mode": "test_secret",
+        "scheme": scheme_json(scheme),
+        "secret": secret.expose(),
+        "timestamp": timestamp,
+        "event_id": event_id,
+    });
+    if scheme.family == Family::Twilio
+        && let (Some(url), Some(obj)) = (&scheme.public_url, signing.as_object_mut())
+    {
+        // The URL Twilio's signature covers, for tests that verify it.
+        obj.insert("url".into(), json!(scheme.request_url(url, body)));
+    }
+    if let (Ok(crate::domain::scheme::Key::Signing(key)), Some(obj)) =
+        (scheme.key(secret), signing.as_object_mut())
+    {
+        // The ed25519 public key, in hex, for tests that verify without deriving it.
+        obj.insert("public_key".into(), json!(hex::encode(key.public().0)));
+    }
+    signing
+}
+
+/// Writes captured credential headers (GitLab's token) as they are shown, masked.
+fn hide_credentials(headers: &mut [Header]) {
+    for h in headers.iter_mut().filter(|h| h.is_credential()) {
+        h.value = h.shown_lossy().into_bytes();
+    }
+}
+
+/// Makes the length header describe the body as exported.
+fn set_content_length(headers: &mut [Header], body_len: usize) {
+    for h in headers.iter_mut() {
+        if h.name == "content-length" {
+            h.value = body_len.to_string().into_bytes();
+        }
+    }
 }
 
 /// Several fixtures in one file.

@@ -49,6 +49,14 @@ pub(crate) fn unix_ms() -> u64 {
     hookscope::domain::clock::now_ms().max(0) as u64
 }
 
+/// The `q` quantile of sorted times, in milliseconds (0 when there are none).
+pub(crate) fn percentile(sorted: &[Duration], q: f64) -> f64 {
+    sorted
+        .get(((sorted.len().max(1) - 1) as f64 * q).round() as usize)
+        .map(|d| d.as_secs_f64() * 1000.0)
+        .unwrap_or(0.0)
+}
+
 /// What one kind of synced write took, each time.
 #[derive(Default)]
 struct Recorded {
@@ -74,7 +82,7 @@ impl Recorded {
 fn summarise(mut times: Vec<Duration>, slow: Vec<(u64, f64)>) -> Timings {
     let writes = times.len();
     times.sort();
-    let at = |q: f64| crate::load::percentile(&times, q);
+    let at = |q: f64| percentile(&times, q);
     Timings {
         writes,
         p50_ms: at(0.5),

@@ -9,6 +9,8 @@ use serde::Serialize;
 
 use hookscope::domain::scheme::{Scheme, Secret};
 
+use crate::disk_probe::{percentile, unix_ms};
+
 /// What a load run measured.
 #[derive(Debug, Clone, Serialize)]
 pub struct LoadReport {
@@ -142,22 +144,59 @@ fn body_of(n: u64, size: usize) -> Vec<u8> {
 
 /// Runs the load and reports.
 pub async fn run(options: LoadOptions) -> Result<LoadReport, String> {
-    hookscope::net::client::install_tls_provider();
-    let client = reqwest::Client::builder()
-        .pool_max_idle_per_host(options.connections)
-        .timeout(Duration::from_secs(30))
-        .build()
-        .map_err(|e| e.to_string())?;
+    let client = client(options.connections)?;
     let counter = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
-    let started_unix_ms = crate::disk_probe::unix_ms();
+    let started_unix_ms = unix_ms();
     let deadline = started + options.duration;
     let per_connection_interval = (options.rate > 0)
         .then(|| Duration::from_secs_f64(options.connections as f64 / options.rate as f64));
     // Bounded: a sample that finds it full is dropped (the watcher reads far faster than 1 in 10
     // acknowledgements arrive).
     let (samples, watched) = std::sync::mpsc::sync_channel::<(i64, Instant)>(65_536);
-    let watcher = options
+    let watcher = start_watcher(&options, watched)?;
+    let mut tasks = Vec::new();
+    for index in 0..options.connections {
+        let connection = Connection {
+            index,
+            client: client.clone(),
+            counter: Arc::clone(&counter),
+            options: options.clone(),
+            samples: samples.clone(),
+            started,
+            deadline,
+            interval: per_connection_interval,
+        };
+        tasks.push(tokio::spawn(connection.send_until_deadline()));
+    }
+    let tally = gather(tasks).await?;
+    let seconds = started.elapsed().as_secs_f64();
+    drop(samples);
+    let visible = visibility(watcher)?;
+    Ok(report(tally, seconds, visible, started_unix_ms))
+}
+
+/// The HTTP client of a run: a keep-alive connection kept for each of `connections`, 30 s to
+/// answer.
+fn client(connections: usize) -> Result<reqwest::Client, String> {
+    hookscope::net::client::install_tls_provider();
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(connections)
+        .timeout(Duration::from_secs(30))
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// The store watcher's thread and the times it measured (see [`watch_visibility`]).
+type Watcher = std::thread::JoinHandle<Result<Vec<Duration>, String>>;
+
+/// With `--watch-store`, starts the thread that times when sampled acknowledgements become
+/// visible in the store (`None` without it).
+fn start_watcher(
+    options: &LoadOptions,
+    watched: std::sync::mpsc::Receiver<(i64, Instant)>,
+) -> Result<Option<Watcher>, String> {
+    options
         .watch_store
         .clone()
         .map(|store| {
@@ -166,148 +205,233 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport, String> {
                 .spawn(move || watch_visibility(store, watched))
         })
         .transpose()
-        .map_err(|e| format!("cannot start the store watcher: {e}"))?;
-    let mut tasks = Vec::new();
-    for connection in 0..options.connections {
-        let samples = samples.clone();
-        let client = client.clone();
-        let counter = Arc::clone(&counter);
-        let options = options.clone();
-        tasks.push(tokio::spawn(async move {
-            let mut latencies = Vec::new();
-            let mut slow = Vec::new();
-            let (mut refused, mut errors, mut sent) = (0u64, 0u64, 0u64);
-            // Spread the connections' first sends over one interval.
-            let mut next = Instant::now()
-                + per_connection_interval
-                    .map(|i| i.mul_f64(connection as f64 / options.connections as f64))
-                    .unwrap_or_default();
-            while Instant::now() < deadline {
-                // Paced (open loop): each request has its moment on a fixed schedule, and its
-                // latency counts from that moment, not from when a connection that was held up
-                // got round to sending it (wrk2's correction for coordinated omission).
-                let mut scheduled = None;
-                if let Some(interval) = per_connection_interval {
-                    let now = Instant::now();
-                    if next > now {
-                        tokio::time::sleep(next - now).await;
+        .map_err(|e| format!("cannot start the store watcher: {e}"))
+}
+
+/// What one connection (or a whole run) counted.
+#[derive(Default)]
+struct Tally {
+    /// The latency of each acknowledged request.
+    latencies: Vec<Duration>,
+    /// The acknowledgements slower than [`STALL`]: scheduled moment since the start, how long.
+    slow: Vec<(Duration, Duration)>,
+    /// Answered otherwise than 2xx.
+    refused: u64,
+    /// No answer.
+    errors: u64,
+    /// Requests sent.
+    sent: u64,
+}
+
+impl Tally {
+    /// Adds what another connection counted.
+    fn add(&mut self, other: Tally) {
+        self.latencies.extend(other.latencies);
+        self.slow.extend(other.slow);
+        self.refused += other.refused;
+        self.errors += other.errors;
+        self.sent += other.sent;
+    }
+}
+
+/// One connection of a run: its number, and what it shares with the others.
+struct Connection {
+    /// Which connection, from 0: where its first send falls in the interval.
+    index: usize,
+    /// The run's client.
+    client: reqwest::Client,
+    /// The run's count of requests, across connections: each request's sequence number.
+    counter: Arc<AtomicU64>,
+    /// The run's options.
+    options: LoadOptions,
+    /// Where sampled acknowledgements go for the store watcher: delivery id, when answered.
+    samples: std::sync::mpsc::SyncSender<(i64, Instant)>,
+    /// When the run started.
+    started: Instant,
+    /// When it stops sending.
+    deadline: Instant,
+    /// The time between two of this connection's sends (`None`: as fast as possible).
+    interval: Option<Duration>,
+}
+
+impl Connection {
+    /// Sends until the deadline, paced when the run has a rate, and counts the answers.
+    async fn send_until_deadline(self) -> Result<Tally, String> {
+        let mut tally = Tally::default();
+        // Spread the connections' first sends over one interval.
+        let mut next = Instant::now()
+            + self
+                .interval
+                .map(|i| i.mul_f64(self.index as f64 / self.options.connections as f64))
+                .unwrap_or_default();
+        while Instant::now() < self.deadline {
+            // Paced (open loop): each request has its moment on a fixed schedule, and its
+            // latency counts from that moment, not from when a connection that was held up
+            // got round to sending it (wrk2's correction for coordinated omission).
+            let scheduled = self.wait_for_turn(&mut next).await;
+            let sequence = self.counter.fetch_add(1, Ordering::Relaxed);
+            let request = self.request(sequence)?;
+            let t = scheduled.unwrap_or_else(Instant::now);
+            tally.sent += 1;
+            self.send(request, sequence, t, &mut tally).await;
+        }
+        Ok(tally)
+    }
+
+    /// With a rate, sleeps until `next`, this connection's next moment on the schedule, moves
+    /// `next` on by one interval and answers the moment slept until (`None`: unpaced).
+    async fn wait_for_turn(&self, next: &mut Instant) -> Option<Instant> {
+        let interval = self.interval?;
+        let now = Instant::now();
+        if *next > now {
+            tokio::time::sleep(*next - now).await;
+        }
+        let scheduled = *next;
+        *next += interval;
+        Some(scheduled)
+    }
+
+    /// The request numbered `sequence`: a new event, or a retry of the previous one, signed
+    /// (or with its signature spoiled) as the options ask.
+    fn request(&self, sequence: u64) -> Result<reqwest::RequestBuilder, String> {
+        // A retry repeats the previous event whole; bad signatures are a separate
+        // band of the same hundred, so the two mixes do not overlap.
+        let n = if sequence > 0 && sequence % 100 < self.options.duplicate_pct {
+            sequence - 1
+        } else {
+            sequence
+        };
+        let spoil = (50..50 + self.options.bad_signature_pct).contains(&(sequence % 100));
+        let body = body_of(n, self.options.body_size);
+        let mut request = self
+            .client
+            .post(&self.options.url)
+            .header("content-type", "application/json");
+        if let Some((scheme, secret)) = &self.options.signing {
+            for h in signature_headers(scheme, secret, n, &body, spoil)? {
+                request = request.header(h.name, h.value);
+            }
+        }
+        Ok(request.body(body))
+    }
+
+    /// Sends a request scheduled at `t` and counts its answer; every tenth acknowledged one
+    /// goes to the store watcher, when there is one.
+    async fn send(
+        &self,
+        request: reqwest::RequestBuilder,
+        sequence: u64,
+        t: Instant,
+        tally: &mut Tally,
+    ) {
+        let since_start = t.saturating_duration_since(self.started);
+        match request.send().await {
+            Ok(response) => {
+                let ok = response.status().is_success();
+                let answer = response.bytes().await;
+                if ok {
+                    let took = t.elapsed();
+                    tally.latencies.push(took);
+                    if took > STALL {
+                        tally.slow.push((since_start, took));
                     }
-                    scheduled = Some(next);
-                    next += interval;
-                }
-                let sequence = counter.fetch_add(1, Ordering::Relaxed);
-                // A retry repeats the previous event whole; bad signatures are a separate
-                // band of the same hundred, so the two mixes do not overlap.
-                let n = if sequence > 0 && sequence % 100 < options.duplicate_pct {
-                    sequence - 1
+                    if self.options.watch_store.is_some()
+                        && sequence.is_multiple_of(10)
+                        && let Some(id) = answer.ok().and_then(|a| delivery_id(&a))
+                    {
+                        let _ = self.samples.try_send((id, Instant::now()));
+                    }
                 } else {
-                    sequence
-                };
-                let spoil = (50..50 + options.bad_signature_pct).contains(&(sequence % 100));
-                let body = body_of(n, options.body_size);
-                let mut request = client
-                    .post(&options.url)
-                    .header("content-type", "application/json");
-                if let Some((scheme, secret)) = &options.signing {
-                    let now = hookscope::domain::clock::now_secs();
-                    match scheme.sign(
-                        std::slice::from_ref(secret),
-                        &format!("msg_{n}"),
-                        now,
-                        &body,
-                    ) {
-                        Ok(headers) => {
-                            for mut h in headers {
-                                if spoil
-                                    && h.name.contains("signature")
-                                    && let Some(last) =
-                                        h.value.iter_mut().rev().find(|b| b.is_ascii_alphanumeric())
-                                {
-                                    *last = if *last == b'A' { b'B' } else { b'A' };
-                                }
-                                request = request.header(h.name, h.value);
-                            }
-                        }
-                        Err(e) => return Err(e.to_string()),
-                    }
-                }
-                let t = scheduled.unwrap_or_else(Instant::now);
-                let since_start = t.saturating_duration_since(started);
-                sent += 1;
-                match request.body(body).send().await {
-                    Ok(response) => {
-                        let ok = response.status().is_success();
-                        let answer = response.bytes().await;
-                        if ok {
-                            let took = t.elapsed();
-                            latencies.push(took);
-                            if took > STALL {
-                                slow.push((since_start, took));
-                            }
-                            if options.watch_store.is_some()
-                                && sequence.is_multiple_of(10)
-                                && let Some(id) = answer.ok().and_then(|a| {
-                                    serde_json::from_slice::<serde_json::Value>(&a)
-                                        .ok()?
-                                        .get("delivery_id")?
-                                        .as_i64()
-                                })
-                            {
-                                let _ = samples.try_send((id, Instant::now()));
-                            }
-                        } else {
-                            refused += 1;
-                        }
-                    }
-                    Err(_) => errors += 1,
+                    tally.refused += 1;
                 }
             }
-            Ok((latencies, slow, refused, errors, sent))
-        }));
-    }
-    let mut latencies = Vec::new();
-    let mut slow = Vec::new();
-    let (mut refused, mut errors, mut sent) = (0, 0, 0);
-    for task in tasks {
-        let (l, w, r, e, s) = task.await.map_err(|e| e.to_string())??;
-        latencies.extend(l);
-        slow.extend(w);
-        refused += r;
-        errors += e;
-        sent += s;
-    }
-    let seconds = started.elapsed().as_secs_f64();
-    drop(samples);
-    let visible = match watcher {
-        Some(thread) => {
-            let mut times = thread
-                .join()
-                .map_err(|_| "the store watcher panicked".to_string())??;
-            times.sort();
-            Some(Visibility {
-                samples: times.len(),
-                p50_ms: percentile(&times, 0.5),
-                p99_ms: percentile(&times, 0.99),
-                max_ms: percentile(&times, 1.0),
-            })
+            Err(_) => tally.errors += 1,
         }
-        None => None,
+    }
+}
+
+/// The headers signing event `n`'s body, signed now; `spoil` changes the last letter or digit
+/// of each signature header.
+fn signature_headers(
+    scheme: &Scheme,
+    secret: &Secret,
+    n: u64,
+    body: &[u8],
+    spoil: bool,
+) -> Result<Vec<hookscope::domain::delivery::Header>, String> {
+    let now = hookscope::domain::clock::now_secs();
+    let mut headers = scheme
+        .sign(std::slice::from_ref(secret), &format!("msg_{n}"), now, body)
+        .map_err(|e| e.to_string())?;
+    for h in &mut headers {
+        if spoil
+            && h.name.contains("signature")
+            && let Some(last) = h.value.iter_mut().rev().find(|b| b.is_ascii_alphanumeric())
+        {
+            *last = if *last == b'A' { b'B' } else { b'A' };
+        }
+    }
+    Ok(headers)
+}
+
+/// The `delivery_id` of a receiver's JSON answer, if it has one.
+fn delivery_id(answer: &[u8]) -> Option<i64> {
+    serde_json::from_slice::<serde_json::Value>(answer)
+        .ok()?
+        .get("delivery_id")?
+        .as_i64()
+}
+
+/// Waits for every connection and adds up what they counted.
+async fn gather(
+    tasks: Vec<tokio::task::JoinHandle<Result<Tally, String>>>,
+) -> Result<Tally, String> {
+    let mut tally = Tally::default();
+    for task in tasks {
+        tally.add(task.await.map_err(|e| e.to_string())??);
+    }
+    Ok(tally)
+}
+
+/// Waits for the store watcher and sums up the times it measured (`None` without one).
+fn visibility(watcher: Option<Watcher>) -> Result<Option<Visibility>, String> {
+    let Some(thread) = watcher else {
+        return Ok(None);
     };
-    latencies.sort();
-    let at = |q: f64| percentile(&latencies, q);
-    Ok(LoadReport {
-        sent,
-        acknowledged: latencies.len() as u64,
-        refused,
-        errors,
+    let mut times = thread
+        .join()
+        .map_err(|_| "the store watcher panicked".to_string())??;
+    times.sort();
+    Ok(Some(Visibility {
+        samples: times.len(),
+        p50_ms: percentile(&times, 0.5),
+        p99_ms: percentile(&times, 0.99),
+        max_ms: percentile(&times, 1.0),
+    }))
+}
+
+/// The report of a run that took `seconds`, from what its connections counted.
+fn report(
+    mut tally: Tally,
+    seconds: f64,
+    visible: Option<Visibility>,
+    started_unix_ms: u64,
+) -> LoadReport {
+    tally.latencies.sort();
+    let at = |q: f64| percentile(&tally.latencies, q);
+    LoadReport {
+        sent: tally.sent,
+        acknowledged: tally.latencies.len() as u64,
+        refused: tally.refused,
+        errors: tally.errors,
         seconds,
-        per_second: latencies.len() as f64 / seconds,
+        per_second: tally.latencies.len() as f64 / seconds,
         p50_ms: at(0.5),
         p99_ms: at(0.99),
         max_ms: at(1.0),
         visible,
-        stalls: stalls(started_unix_ms, slow),
-    })
+        stalls: stalls(started_unix_ms, tally.slow),
+    }
 }
 
 /// Groups slow acknowledgements (scheduled moment since the start, how long) by 100 ms.
@@ -333,12 +457,4 @@ fn stalls(started_unix_ms: u64, mut slow: Vec<(Duration, Duration)>) -> Vec<Stal
         }
     }
     out
-}
-
-/// The `q` quantile of sorted times, in milliseconds (0 when there are none).
-pub(crate) fn percentile(sorted: &[Duration], q: f64) -> f64 {
-    sorted
-        .get(((sorted.len().max(1) - 1) as f64 * q).round() as usize)
-        .map(|d| d.as_secs_f64() * 1000.0)
-        .unwrap_or(0.0)
 }

@@ -475,116 +475,127 @@ impl Scheme {
     /// Takes the signature header apart. Entries that cannot be decoded are kept in `ignored`
     /// rather than failing the whole header, as the official libraries skip them.
     pub fn parse_header(&self, value: &[u8]) -> Result<ParsedSignature, HeaderError> {
-        let name = &self.signature_header;
-        let text = std::str::from_utf8(value).map_err(|_| HeaderError::NotText(name.clone()))?;
-        let malformed = |reason: &str| HeaderError::Malformed {
-            header: name.clone(),
-            reason: reason.to_string(),
-        };
+        let text = std::str::from_utf8(value)
+            .map_err(|_| HeaderError::NotText(self.signature_header.clone()))?;
         if self.family == Family::Token {
-            // A token is compared as sent, spaces included: a stray newline is a real mismatch.
-            if text.is_empty() {
-                return Err(malformed("it is empty"));
-            }
-            let mut parsed = ParsedSignature::default();
-            parsed
-                .signatures
-                .push((SigKind::Token, text.as_bytes().to_vec()));
-            return Ok(parsed);
+            return self.parse_token(text);
         }
         let text = text.trim();
         if text.is_empty() {
-            return Err(malformed("it is empty"));
+            return Err(self.malformed("it is empty"));
         }
-        let mut parsed = ParsedSignature::default();
         match self.family {
-            Family::StandardWebhooks => {
-                for entry in text.split_ascii_whitespace() {
-                    let decoded = match entry.split_once(',') {
-                        Some(("v1", sig)) => BASE64.decode(sig).ok().map(|b| (SigKind::Mac, b)),
-                        Some(("v1a", sig)) => BASE64
-                            .decode(sig)
-                            .ok()
-                            .filter(|b| b.len() == 64)
-                            .map(|b| (SigKind::Ed25519, b)),
-                        _ => None,
-                    };
-                    match decoded {
-                        Some(sig) => parsed.signatures.push(sig),
-                        None => parsed.ignored.push(entry.to_string()),
-                    }
-                }
-                if parsed.signatures.is_empty() {
-                    return Err(malformed(
-                        "it has no `v1,<base64>` or `v1a,<base64>` signature",
-                    ));
-                }
-            }
-            Family::Stripe | Family::Paddle => {
-                let (separator, ts_key, sig_key) = if self.family == Family::Stripe {
-                    (',', "t", "v1")
-                } else {
-                    (';', "ts", "h1")
-                };
-                for entry in text.split(separator) {
-                    let entry = entry.trim();
-                    match entry.split_once('=') {
-                        Some((k, v)) if k == ts_key => parsed.timestamp = Some(v.to_string()),
-                        Some((k, v)) if k == sig_key => match decode_hex(v) {
-                            Some(bytes) => parsed.signatures.push((SigKind::Mac, bytes)),
-                            None => parsed.ignored.push(entry.to_string()),
-                        },
-                        _ => parsed.ignored.push(entry.to_string()),
-                    }
-                }
-                if parsed.timestamp.is_none() {
-                    return Err(malformed(&format!("it has no `{ts_key}=` timestamp")));
-                }
-                if parsed.signatures.is_empty() {
-                    return Err(malformed(&format!("it has no `{sig_key}=<hex>` signature")));
-                }
-            }
+            Family::StandardWebhooks => self.parse_standard_webhooks(text),
+            Family::Stripe | Family::Paddle => self.parse_keyed_entries(text),
             Family::Slack => match text.strip_prefix("v0=").and_then(decode_hex) {
-                Some(bytes) => parsed.signatures.push((SigKind::Mac, bytes)),
-                None => return Err(malformed("it is not of the form `v0=<hex>`")),
+                Some(bytes) => Ok(one_signature(SigKind::Mac, bytes)),
+                None => Err(self.malformed("it is not of the form `v0=<hex>`")),
             },
             Family::Twilio => match BASE64.decode(text) {
-                Ok(bytes) => parsed.signatures.push((SigKind::Mac, bytes)),
-                Err(_) => return Err(malformed("the signature is not base64")),
+                Ok(bytes) => Ok(one_signature(SigKind::Mac, bytes)),
+                Err(_) => Err(self.malformed("the signature is not base64")),
             },
             Family::Discord => match decode_hex(text).filter(|b| b.len() == 64) {
-                Some(bytes) => parsed.signatures.push((SigKind::Ed25519, bytes)),
+                Some(bytes) => Ok(one_signature(SigKind::Ed25519, bytes)),
                 None => {
-                    return Err(malformed(
-                        "it is not a 64-byte ed25519 signature in hex (128 digits)",
-                    ));
+                    Err(self.malformed("it is not a 64-byte ed25519 signature in hex (128 digits)"))
                 }
             },
-            Family::HmacBody => {
-                let Some(encoded) = text.strip_prefix(self.prefix.as_str()) else {
-                    return Err(malformed(&format!(
-                        "it does not start with `{}`",
-                        self.prefix
-                    )));
-                };
-                let decoded = match self.encoding {
-                    Encoding::Hex => decode_hex(encoded),
-                    Encoding::Base64 => BASE64.decode(encoded).ok(),
-                };
-                match decoded {
-                    Some(bytes) => parsed.signatures.push((SigKind::Mac, bytes)),
-                    None => {
-                        let what = match self.encoding {
-                            Encoding::Hex => "hex",
-                            Encoding::Base64 => "base64",
-                        };
-                        return Err(malformed(&format!("the signature is not {what}")));
-                    }
-                }
-            }
+            Family::HmacBody => self.parse_prefixed(text),
             Family::Token => unreachable!("handled above"),
         }
+    }
+
+    /// The error for a signature header that cannot be taken apart, and why.
+    fn malformed(&self, reason: &str) -> HeaderError {
+        HeaderError::Malformed {
+            header: self.signature_header.clone(),
+            reason: reason.to_string(),
+        }
+    }
+
+    /// A token header (GitLab's): the token itself, compared as sent.
+    fn parse_token(&self, text: &str) -> Result<ParsedSignature, HeaderError> {
+        // A token is compared as sent, spaces included: a stray newline is a real mismatch.
+        if text.is_empty() {
+            return Err(self.malformed("it is empty"));
+        }
+        Ok(one_signature(SigKind::Token, text.as_bytes().to_vec()))
+    }
+
+    /// A Standard Webhooks header: space-separated `v1,<base64>` (HMAC) and `v1a,<base64>`
+    /// (ed25519) entries.
+    fn parse_standard_webhooks(&self, text: &str) -> Result<ParsedSignature, HeaderError> {
+        let mut parsed = ParsedSignature::default();
+        for entry in text.split_ascii_whitespace() {
+            let decoded = match entry.split_once(',') {
+                Some(("v1", sig)) => BASE64.decode(sig).ok().map(|b| (SigKind::Mac, b)),
+                Some(("v1a", sig)) => BASE64
+                    .decode(sig)
+                    .ok()
+                    .filter(|b| b.len() == 64)
+                    .map(|b| (SigKind::Ed25519, b)),
+                _ => None,
+            };
+            match decoded {
+                Some(sig) => parsed.signatures.push(sig),
+                None => parsed.ignored.push(entry.to_string()),
+            }
+        }
+        if parsed.signatures.is_empty() {
+            return Err(self.malformed("it has no `v1,<base64>` or `v1a,<base64>` signature"));
+        }
         Ok(parsed)
+    }
+
+    /// A Stripe header (`t=…,v1=<hex>,…`) or a Paddle one (`ts=…;h1=<hex>;…`): a timestamp and
+    /// hex signatures, by key.
+    fn parse_keyed_entries(&self, text: &str) -> Result<ParsedSignature, HeaderError> {
+        let (separator, ts_key, sig_key) = if self.family == Family::Stripe {
+            (',', "t", "v1")
+        } else {
+            (';', "ts", "h1")
+        };
+        let mut parsed = ParsedSignature::default();
+        for entry in text.split(separator) {
+            let entry = entry.trim();
+            match entry.split_once('=') {
+                Some((k, v)) if k == ts_key => parsed.timestamp = Some(v.to_string()),
+                Some((k, v)) if k == sig_key => match decode_hex(v) {
+                    Some(bytes) => parsed.signatures.push((SigKind::Mac, bytes)),
+                    None => parsed.ignored.push(entry.to_string()),
+                },
+                _ => parsed.ignored.push(entry.to_string()),
+            }
+        }
+        if parsed.timestamp.is_none() {
+            return Err(self.malformed(&format!("it has no `{ts_key}=` timestamp")));
+        }
+        if parsed.signatures.is_empty() {
+            return Err(self.malformed(&format!("it has no `{sig_key}=<hex>` signature")));
+        }
+        Ok(parsed)
+    }
+
+    /// An HMAC-of-the-body header: the scheme's prefix, then the signature in its encoding.
+    fn parse_prefixed(&self, text: &str) -> Result<ParsedSignature, HeaderError> {
+        let Some(encoded) = text.strip_prefix(self.prefix.as_str()) else {
+            return Err(self.malformed(&format!("it does not start with `{}`", self.prefix)));
+        };
+        let decoded = match self.encoding {
+            Encoding::Hex => decode_hex(encoded),
+            Encoding::Base64 => BASE64.decode(encoded).ok(),
+        };
+        match decoded {
+            Some(bytes) => Ok(one_signature(SigKind::Mac, bytes)),
+            None => {
+                let what = match self.encoding {
+                    Encoding::Hex => "hex",
+                    Encoding::Base64 => "base64",
+                };
+                Err(self.malformed(&format!("the signature is not {what}")))
+            }
+        }
     }
 
     /// The event id as the scheme carries it in a header, if it does.
@@ -892,6 +903,14 @@ fn twilio_sha256(delivery: Option<&Delivery>) -> bool {
 
 fn decode_hex(text: &str) -> Option<Vec<u8>> {
     hex::decode(text.trim()).ok()
+}
+
+/// A header taken apart into one signature, of `kind`.
+fn one_signature(kind: SigKind, bytes: Vec<u8>) -> ParsedSignature {
+    ParsedSignature {
+        signatures: vec![(kind, bytes)],
+        ..ParsedSignature::default()
+    }
 }
 
 /// Whether a header carries a signature (or a scheme's shared token): a preset's signature

@@ -231,6 +231,13 @@ pub struct EndpointConfig {
     /// `[endpoint.reconcile]`: how to ask the job API what webhooks missed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reconcile: Option<ReconcileConfig>,
+    /// Which handshakes this endpoint answers: `auto` (default, every provider's), `off`, or
+    /// one provider's name (`slack`, `meta`, `event-grid`…).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handshake: Option<String>,
+    /// Meta's Verify token: `hub.verify_token` must equal it for the challenge to be answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify_token: Option<Secret>,
 }
 
 /// `[endpoint.reconcile]`: the job API hookscope asks about jobs that went quiet. The API key
@@ -297,6 +304,8 @@ impl EndpointConfig {
             public_url: None,
             advice: None,
             reconcile: None,
+            handshake: None,
+            verify_token: None,
         }
     }
 }
@@ -605,6 +614,25 @@ fn resolve_endpoint(file: &ConfigFile, config: &EndpointConfig) -> Result<Endpoi
             });
         }
     }
+    let handshake = match &config.handshake {
+        None => crate::domain::handshake::Accept::Any,
+        Some(text) => crate::domain::handshake::Accept::parse(text).map_err(|reason| {
+            ConfigError::InvalidEndpoint {
+                path: config.path.clone(),
+                reason,
+            }
+        })?,
+    };
+    if config
+        .verify_token
+        .as_ref()
+        .is_some_and(|t| t.expose().trim().is_empty())
+    {
+        return Err(ConfigError::InvalidEndpoint {
+            path: config.path.clone(),
+            reason: "verify_token is empty".into(),
+        });
+    }
     Ok(Endpoint {
         path: config.path.clone(),
         scheme,
@@ -626,6 +654,8 @@ fn resolve_endpoint(file: &ConfigFile, config: &EndpointConfig) -> Result<Endpoi
             .as_ref()
             .map(|r| reconcile_api(&config.path, r))
             .transpose()?,
+        handshake,
+        verify_token: config.verify_token.clone(),
         other_secrets: std::sync::Arc::from(Vec::new()),
     })
 }
@@ -680,6 +710,7 @@ pub fn build_scheme(config: &SchemeConfig) -> Result<Scheme, ConfigError> {
         Family::Twilio => "twilio",
         Family::Token => "gitlab",
         Family::Discord => "discord",
+        Family::Twitch => "twitch",
     };
     let mut scheme = Scheme::preset(base).ok_or_else(|| ConfigError::InvalidScheme {
         name: config.name.clone(),
@@ -726,7 +757,7 @@ pub fn build_scheme(config: &SchemeConfig) -> Result<Scheme, ConfigError> {
     if let Some(h) = &config.timestamp_header {
         if !matches!(
             config.family,
-            Family::StandardWebhooks | Family::Slack | Family::Discord
+            Family::StandardWebhooks | Family::Slack | Family::Discord | Family::Twitch
         ) {
             return Err(ConfigError::InvalidScheme {
                 name: config.name.clone(),

@@ -41,6 +41,8 @@ pub fn delivery_json(stored: &StoredDelivery) -> Value {
         "checks": stored.checks,
         "job": stored.job,
         "response": {"status": stored.response_status, "latency_ms": stored.latency_ms},
+        "handshake": stored.handshake,
+        "cloudevent": crate::domain::cloudevents::read(d),
     });
     if let (Some(note), Some(obj)) = (&stored.note, value.as_object_mut()) {
         obj.insert("note".into(), json!(note));
@@ -118,6 +120,19 @@ pub fn human_lines(stored: &StoredDelivery, zone: &Zone) -> String {
         status = stored.response_status,
         size = d.body_size,
     );
+    if let Some(handshake) = &stored.handshake {
+        out.push_str(&format!(
+            "\n    handshake ({}): {}",
+            handshake.outcome.as_str(),
+            handshake.detail
+        ));
+        if let Some(url) = &handshake.confirm_url {
+            out.push_str(&format!(
+                "\n    confirm: {url} (`hookscope confirm {}` makes the one GET)",
+                stored.id
+            ));
+        }
+    }
     if checks.signature.status == SignatureStatus::Fail {
         out.push_str(&format!("\n    signature: {}", checks.signature.detail));
         if let Some(diagnosis) = &checks.signature.diagnosis {

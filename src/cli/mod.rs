@@ -11,6 +11,7 @@ use hookscope::app::AppError;
 use hookscope::app::paths::{LoadedConfig, Paths};
 use hookscope::domain::fmt::Zone;
 
+mod confirm;
 mod export;
 mod import;
 mod jobs;
@@ -82,6 +83,8 @@ pub enum Command {
     Simulate(simulate::SimulateArgs),
     /// Send a captured delivery again to a handler, as captured or re-signed
     Resend(resend::ResendArgs),
+    /// Confirm a subscription a provider asked to be confirmed (AWS SNS, Event Grid's manual validation): the one GET of its URL
+    Confirm(confirm::ConfirmArgs),
     /// Export deliveries as test fixtures, HAR 1.2 or curl commands
     Export(export::ExportArgs),
     /// Import the requests of a HAR file into the store, checked like any delivery
@@ -113,6 +116,7 @@ pub fn run(common: &Common, command: Command) -> ExitCode {
         Command::Follow(args) => reconcile::follow(common, args),
         Command::Simulate(args) => simulate::run(common, args),
         Command::Resend(args) => resend::run(common, args),
+        Command::Confirm(args) => confirm::run(common, args),
         Command::Export(args) => export::run(common, args),
         Command::Import(args) => import::run(common, args),
         Command::Probe(args) => probe::run(common, args),

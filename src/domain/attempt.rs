@@ -19,6 +19,8 @@ pub enum AttemptKind {
     Poll,
     /// A webhook the provider simulator sent (`hookscope simulate`).
     Simulate,
+    /// The GET that confirms a subscription (`hookscope confirm`: SNS, Event Grid).
+    Confirm,
 }
 
 impl AttemptKind {
@@ -30,6 +32,7 @@ impl AttemptKind {
             AttemptKind::Probe => "probe",
             AttemptKind::Poll => "poll",
             AttemptKind::Simulate => "simulate",
+            AttemptKind::Confirm => "confirm",
         }
     }
 
@@ -40,6 +43,7 @@ impl AttemptKind {
             "probe" => AttemptKind::Probe,
             "poll" => AttemptKind::Poll,
             "simulate" => AttemptKind::Simulate,
+            "confirm" => AttemptKind::Confirm,
             _ => AttemptKind::Resend,
         }
     }

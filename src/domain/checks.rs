@@ -8,10 +8,12 @@
 use serde::{Deserialize, Serialize};
 
 use crate::domain::advice::{self, AdviceCheck};
+use crate::domain::cloudevents;
 use crate::domain::delivery::Delivery;
 use crate::domain::diagnose::{self, Diagnosis, LabelledSecret};
 use crate::domain::endpoint::Endpoint;
 use crate::domain::fmt::human_duration;
+use crate::domain::handshake::{self, Handshake};
 use crate::domain::job::{JobRef, extract_job, first_text};
 use crate::domain::scheme::{self, Family, FuturePolicy, HeaderError, Scheme, Verification};
 
@@ -201,6 +203,11 @@ pub struct Evaluation {
     pub timestamp: TimestampCheck,
     /// The payload advice.
     pub advice: AdviceCheck,
+    /// A CloudEvent's `source`: its id is unique within it, so it joins the duplicate scope.
+    pub event_source: Option<String>,
+    /// The handshake this request is (a provider's challenge), answered or refused; a
+    /// handshake is neither a job event nor a duplicate.
+    pub handshake: Option<Handshake>,
 }
 
 impl DuplicateCheck {
@@ -241,6 +248,15 @@ impl DuplicateCheck {
         }
     }
 
+    /// The verdict of a handshake: not an event, so never a duplicate.
+    pub fn handshake() -> Self {
+        Self {
+            status: DuplicateStatus::Skipped,
+            first_id: None,
+            detail: "A handshake, not an event: it is not judged as a duplicate.".into(),
+        }
+    }
+
     /// The verdict when there is no event id.
     pub fn skipped() -> Self {
         Self {
@@ -254,10 +270,18 @@ impl DuplicateCheck {
 /// Where an event id is unique: two providers' ids are never the same event, so a duplicate is a
 /// repeat within one endpoint and one scheme, and on the catch-all endpoint (`/`, which every
 /// unconfigured path falls under) within one path too. Also the sentence's words:
-/// `/hooks/stripe (stripe)`. `store::maintain::SCOPE_SQL` computes the same from a stored row.
-pub fn duplicate_scope(endpoint: &str, path: &str, scheme: Option<&str>) -> String {
+/// `/hooks/stripe (stripe)`. A CloudEvent's id is unique within its `source`, which joins the
+/// scope: `/hooks/ce (no scheme) from /storage`. `store::maintain::SCOPE_SQL` computes the same
+/// from a stored row.
+pub fn duplicate_scope(
+    endpoint: &str,
+    path: &str,
+    scheme: Option<&str>,
+    source: Option<&str>,
+) -> String {
     let place = if endpoint == "/" { path } else { endpoint };
-    format!("{place} ({})", scheme.unwrap_or("no scheme"))
+    let from = source.map(|s| format!(" from {s}")).unwrap_or_default();
+    format!("{place} ({}){from}", scheme.unwrap_or("no scheme"))
 }
 
 /// Runs the signature and timestamp checks and extracts the event facts. `now_secs` is the
@@ -308,52 +332,81 @@ pub fn evaluate_with(
         check
     };
     let timestamp = timestamp_check(delivery, active, endpoint.tolerance_secs, now_secs);
+    let handshake = handshake::respond(
+        delivery,
+        &handshake::Context {
+            accept: endpoint.handshake,
+            secrets: &endpoint.secrets,
+            verify_token: endpoint.verify_token.as_ref(),
+            path: &endpoint.path,
+        },
+        match signature.status {
+            SignatureStatus::Pass => handshake::Signed::Verified,
+            SignatureStatus::Fail => handshake::Signed::Failed,
+            SignatureStatus::Skipped => handshake::Signed::NotChecked,
+        },
+    );
+    let cloudevent = cloudevents::read(delivery);
 
-    let event_id = active
-        .and_then(|s| s.event_id_from_headers(delivery))
-        .map(str::to_string)
+    let event_id = cloudevent.as_ref().map(|e| e.id.clone()).or_else(|| {
+        active
+            .and_then(|s| s.event_id_from_headers(delivery))
+            .map(str::to_string)
+            .or_else(|| {
+                body_json
+                    .as_ref()
+                    .and_then(|j| first_text(j, &["/id", "/event_id"]))
+            })
+            .or_else(|| {
+                // With no scheme, still recognise the common id headers so duplicates are caught.
+                [
+                    "webhook-id",
+                    "svix-id",
+                    "x-github-delivery",
+                    "x-shopify-webhook-id",
+                    "x-event-id",
+                    "i-twilio-idempotency-token",
+                    "idempotency-key",
+                ]
+                .iter()
+                .find_map(|h| delivery.header_str(h))
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+            })
+    });
+    let event_type = cloudevent
+        .as_ref()
+        .map(|e| e.event_type.clone())
+        .filter(|t| !t.is_empty())
         .or_else(|| {
-            body_json
-                .as_ref()
-                .and_then(|j| first_text(j, &["/id", "/event_id"]))
-        })
-        .or_else(|| {
-            // With no scheme, still recognise the common id headers so duplicates are caught.
-            [
-                "webhook-id",
-                "svix-id",
-                "x-github-delivery",
-                "x-shopify-webhook-id",
-                "x-event-id",
-                "i-twilio-idempotency-token",
-                "idempotency-key",
-            ]
-            .iter()
-            .find_map(|h| delivery.header_str(h))
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-        });
-    let event_type = active
-        .and_then(|s| s.event_type_header.as_deref())
-        .and_then(|h| delivery.header_str(h))
-        .map(str::to_string)
-        .or_else(|| {
-            body_json
-                .as_ref()
-                .and_then(|j| first_text(j, &["/type", "/event_type", "/event"]))
+            active
+                .and_then(|s| s.event_type_header.as_deref())
+                .and_then(|h| delivery.header_str(h))
+                .map(str::to_string)
+                .or_else(|| {
+                    body_json
+                        .as_ref()
+                        .and_then(|j| first_text(j, &["/type", "/event_type", "/event"]))
+                })
         });
     let job = body_json
         .as_ref()
         .and_then(|j| extract_job(j, event_type.as_deref(), &endpoint.job_pointers));
+    // A handshake is neither an event of a job nor a copy of one.
+    let is_handshake = handshake.is_some();
 
     Evaluation {
         scheme: active.map(|s| s.name.clone()),
-        event_id,
+        event_id: event_id.filter(|_| !is_handshake),
         event_type,
-        job,
+        job: job.filter(|_| !is_handshake),
         signature,
         timestamp,
         advice: advice::advise(delivery, body_json.as_ref(), &endpoint.advice),
+        event_source: cloudevent
+            .map(|e| e.source)
+            .filter(|s| !s.is_empty() && !is_handshake),
+        handshake,
     }
 }
 
@@ -663,7 +716,13 @@ fn timestamp_check(
         );
     };
     let shown: String = text.chars().take(40).collect();
-    let Ok(raw) = text.parse::<i64>() else {
+    // Twitch writes its timestamp in RFC 3339; every other scheme in Unix seconds.
+    let rfc3339 = || {
+        time::OffsetDateTime::parse(&text, &time::format_description::well_known::Rfc3339)
+            .ok()
+            .map(|t| t.unix_timestamp())
+    };
+    let Some(raw) = text.parse::<i64>().ok().or_else(rfc3339) else {
         let reason = if text.parse::<f64>().is_ok() && text.len() < 40 {
             "is not a whole number of seconds"
         } else {

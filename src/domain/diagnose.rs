@@ -248,7 +248,7 @@ fn header_form(scheme: &Scheme, mac: &[u8], ed25519: bool) -> String {
         Family::Stripe => format!("v1={encoded}"),
         Family::Paddle => format!("h1={encoded}"),
         Family::Slack => format!("v0={encoded}"),
-        Family::HmacBody => format!("{}{encoded}", scheme.prefix),
+        Family::HmacBody | Family::Twitch => format!("{}{encoded}", scheme.prefix),
     }
 }
 
@@ -258,7 +258,7 @@ fn received_form(scheme: &Scheme, header: &str) -> String {
         Family::StandardWebhooks => (char::is_whitespace, "v1,"),
         Family::Stripe => (|c| c == ',', "v1="),
         Family::Paddle => (|c| c == ';', "h1="),
-        Family::Slack | Family::HmacBody | Family::Twilio | Family::Discord => {
+        Family::Slack | Family::HmacBody | Family::Twilio | Family::Discord | Family::Twitch => {
             return header.trim().to_string();
         }
         // A GitLab token is the secret itself: never shown.
@@ -1163,6 +1163,7 @@ fn template_name(family: Family) -> &'static str {
         Family::Discord => "`{timestamp}{body}`",
         Family::Twilio => "the URL followed by the sorted form parameters",
         Family::Token => "nothing (a token is sent as it is)",
+        Family::Twitch => "`{message id}{timestamp}{body}`",
     }
 }
 

@@ -34,6 +34,10 @@ pub struct Endpoint {
     pub advice: advice::Rules,
     /// The job API to reconcile with, when `[endpoint.reconcile]` is set.
     pub reconcile: Option<crate::domain::reconcile::ApiConfig>,
+    /// Which providers' handshakes it answers (`handshake = …`; every one by default).
+    pub handshake: crate::domain::handshake::Accept,
+    /// Meta's verify token, which its `hub.verify_token` must equal.
+    pub verify_token: Option<Secret>,
     /// The other endpoints' secrets, labelled, for the diagnosis of a failed signature
     /// ("another endpoint's secret"); computed once when the settings are resolved.
     pub other_secrets: std::sync::Arc<[LabelledSecret]>,
@@ -55,6 +59,8 @@ impl Endpoint {
             public_url: None,
             advice: advice::Rules::default(),
             reconcile: None,
+            handshake: crate::domain::handshake::Accept::Any,
+            verify_token: None,
             other_secrets: std::sync::Arc::from(Vec::new()),
         }
     }

@@ -55,6 +55,8 @@ pub enum Term {
     ReceivedFrom(i64),
     /// Received before this time, Unix milliseconds (`before:`).
     ReceivedBefore(i64),
+    /// The request was a provider's handshake (`handshake:yes`) or not (`handshake:no`).
+    Handshake(bool),
     /// The term does not hold (`-term`).
     Not(Box<Term>),
 }
@@ -65,10 +67,11 @@ pub enum Term {
 pub struct FilterError(pub String);
 
 /// The keys the filter understands, for help texts.
-pub const KEYS: &str = "sig:pass|fail|skipped  ts:pass|warn|fail|skipped  dup:yes|no  type:T  job:ID  event:ID  path:/prefix  method:M  status:CODE  after:DATE|-1h  before:DATE  -term";
+pub const KEYS: &str = "sig:pass|fail|skipped  ts:pass|warn|fail|skipped  dup:yes|no  handshake:yes|no  type:T  job:ID  event:ID  path:/prefix  method:M  status:CODE  after:DATE|-1h  before:DATE  -term";
 
 /// The keys by name, for the error on an unknown one.
-const KEY_NAMES: &str = "sig, ts, dup, type, job, event, path, method, status, after, before";
+const KEY_NAMES: &str =
+    "sig, ts, dup, handshake, type, job, event, path, method, status, after, before";
 
 fn split_terms(text: &str) -> Vec<String> {
     let mut terms = Vec::new();
@@ -176,6 +179,7 @@ fn term_of(raw: &str, now_ms: i64, zone: &Zone) -> Result<Term, FilterError> {
                 value: value.into(),
             }
         }
+        "handshake" => Term::Handshake(one_of(&["yes", "no"])? == "yes"),
         "type" => Term::Is {
             field: Field::EventType,
             value,

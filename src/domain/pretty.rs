@@ -182,7 +182,9 @@ pub fn form_fields(body: &[u8]) -> Option<Vec<(String, String)>> {
         .collect()
 }
 
-fn percent_decode(text: &str) -> Option<String> {
+/// `text` with `+` as a space and `%XX` as a byte, as a form or a query writes it; `None` when a
+/// `%` is not followed by two hex digits or the bytes are not UTF-8.
+pub fn percent_decode(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

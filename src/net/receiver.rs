@@ -293,6 +293,24 @@ async fn handle(
         Err(response) => return response,
     };
     let endpoint = settings.endpoint_for(&delivery.path);
+    // A provider's challenge is answered from the request alone, at once: no delay, no forced
+    // failure, no forward (the handler is not asked to answer for hookscope).
+    if captured.forced_status.is_none()
+        && let Some(reply) = evaluation.handshake.as_ref().and_then(|h| h.answer.clone())
+    {
+        let record = NewRecord {
+            endpoint: endpoint.path.clone(),
+            delivery,
+            evaluation,
+            response_status: reply.status,
+            latency_ms: started.elapsed().as_millis() as u64,
+            note: None,
+        };
+        return match store(&shared, record).await {
+            Ok(stored) => answer_handshake(&shared, stored, reply).await,
+            Err(response) => response,
+        };
+    }
     let (forced_status, note) = match (captured.forced_status, shared.controls.take_failure()) {
         (None, Some(left)) => (
             Some(500u16),
@@ -332,6 +350,36 @@ async fn handle(
         limit: settings.body_limit,
     };
     answer(&shared, stored, answer_as).await
+}
+
+/// Reports a stored handshake to the front end, then sends the provider exactly the answer
+/// its handshake expects: the status, the content type, the headers and the body.
+async fn answer_handshake(
+    shared: &Shared,
+    stored: StoredDelivery,
+    reply: crate::domain::handshake::Reply,
+) -> Response {
+    let id = stored.id;
+    if let Some(events) = &shared.events {
+        let _ = events.send(stored).await;
+    }
+    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::OK);
+    let mut response = (status, reply.body).into_response();
+    let headers = response.headers_mut();
+    headers.remove(header::CONTENT_TYPE);
+    let content_type = reply.content_type.iter().map(|t| ("content-type", t));
+    for (name, value) in content_type.chain(reply.headers.iter().map(|(n, v)| (n.as_str(), v))) {
+        if let (Ok(name), Ok(value)) = (
+            axum::http::HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            headers.insert(name, value);
+        }
+    }
+    if let Ok(value) = HeaderValue::from_str(&id.to_string()) {
+        headers.insert("x-hookscope-delivery-id", value);
+    }
+    response
 }
 
 /// How to answer: the status, and the endpoint's own body and headers when it has them.

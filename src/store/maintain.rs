@@ -183,7 +183,7 @@ pub(crate) fn maintain(
 
 /// `checks::duplicate_scope` of a stored row, in SQL over `deliveries`' columns: the migration that
 /// scoped the event ids and *Re-check* read the scope of rows already stored with it.
-pub(crate) const SCOPE_SQL: &str = "(CASE WHEN endpoint = '/' THEN path ELSE endpoint END || ' (' || COALESCE(scheme, 'no scheme') || ')')";
+pub(crate) const SCOPE_SQL: &str = "(CASE WHEN endpoint = '/' THEN path ELSE endpoint END || ' (' || COALESCE(scheme, 'no scheme') || ')' || COALESCE(' from ' || event_source, ''))";
 
 /// Replaces a delivery's signature and timestamp verdicts and its advice, and decides its
 /// duplicate verdict again by today's rule (an event id is unique within its scope).
@@ -195,9 +195,10 @@ fn recheck(
     timestamp: &TimestampCheck,
     advice: &crate::domain::advice::AdviceCheck,
 ) -> Result<usize, rusqlite::Error> {
-    let stored: Option<(Option<Checks>, String, String, Option<String>)> = tx
+    #[allow(clippy::type_complexity)]
+    let stored: Option<(Option<Checks>, String, String, Option<String>, Option<String>, bool)> = tx
         .query_row(
-            "SELECT checks_json, endpoint, path, event_id FROM deliveries WHERE id = ?1",
+            "SELECT checks_json, endpoint, path, event_id, event_source, handshake IS NOT NULL FROM deliveries WHERE id = ?1",
             params![id],
             |r| {
                 Ok((
@@ -205,18 +206,24 @@ fn recheck(
                     r.get(1)?,
                     r.get(2)?,
                     r.get(3)?,
+                    r.get::<_, Option<String>>(4)?,
+                    r.get::<_, bool>(5)?,
                 ))
             },
         )
         .optional()?;
-    let Some((Some(mut checks), endpoint, path, event_id)) = stored else {
+    let Some((Some(mut checks), endpoint, path, event_id, source, handshake)) = stored else {
         return Ok(0);
     };
-    let scope = crate::domain::checks::duplicate_scope(&endpoint, &path, scheme);
+    let scope = crate::domain::checks::duplicate_scope(&endpoint, &path, scheme, source.as_deref());
     checks.signature = signature.clone();
     checks.timestamp = timestamp.clone();
     checks.advice = advice.clone();
-    checks.duplicate = redecide_duplicate(tx, id, event_id.as_deref(), &scope, signature.status)?;
+    checks.duplicate = if handshake {
+        DuplicateCheck::handshake()
+    } else {
+        redecide_duplicate(tx, id, event_id.as_deref(), &scope, signature.status)?
+    };
     let json = crate::store::records::checks_column(&checks)?;
     tx.execute(
         "UPDATE deliveries SET scheme = ?2, sig_status = ?3, ts_status = ?4, dup_status = ?5, first_id = ?6, checks_json = ?7 WHERE id = ?1",

@@ -107,6 +107,9 @@ fn clause(term: &Term, params: &mut Vec<String>) -> String {
             params.push(ms.to_string());
             format!("received_at_ms < CAST(?{} AS INTEGER)", params.len())
         }
+        // `handshake IS NOT NULL` is the partial index's own condition (schema v16).
+        Term::Handshake(true) => "handshake IS NOT NULL".into(),
+        Term::Handshake(false) => "handshake IS NULL".into(),
         // `IS NOT` rather than `NOT (… = …)`, so a delivery with no value (no event type, no
         // job) is kept by `-type:…`, as a person means it.
         Term::Not(inner) => match inner.as_ref() {

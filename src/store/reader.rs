@@ -24,7 +24,7 @@ pub struct Reader {
 
 const SELECT_COLUMNS: &str = "id, received_at_ms, method, path, query, headers, body, body_size, body_complete,
     remote_addr, endpoint, scheme, event_id, event_type, job_id, job_status, checks_json, response_status,
-    latency_ms, note, job_created_at_ms";
+    latency_ms, note, job_created_at_ms, event_source, handshake";
 
 impl Reader {
     /// Opens a read connection to a store. A store that does not exist yet, or comes from an

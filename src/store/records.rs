@@ -4,6 +4,7 @@
 use crate::domain::advice::AdviceCheck;
 use crate::domain::checks::{Checks, DuplicateCheck, Evaluation, SignatureCheck, TimestampCheck};
 use crate::domain::delivery::{Delivery, decode_headers};
+use crate::domain::handshake::Handshake;
 use crate::domain::job::JobRef;
 use crate::store::error::StoreError;
 
@@ -58,6 +59,8 @@ impl NewRecord {
             delivery,
             endpoint,
             scheme: evaluation.scheme,
+            event_source: evaluation.event_source,
+            handshake: evaluation.handshake,
             event_id: evaluation.event_id,
             event_type: evaluation.event_type,
             job: evaluation.job,
@@ -85,6 +88,10 @@ pub struct StoredDelivery {
     pub endpoint: String,
     /// The scheme used or detected.
     pub scheme: Option<String>,
+    /// A CloudEvent's `source` (its id is unique within it).
+    pub event_source: Option<String>,
+    /// The provider's handshake this request was, and what was answered.
+    pub handshake: Option<Handshake>,
     /// The event id.
     pub event_id: Option<String>,
     /// The event type.
@@ -124,9 +131,17 @@ pub struct ListRow {
     pub body_size: u64,
     /// The status hookscope answered.
     pub response_status: u16,
+    /// The handshake this request was, when it was one.
+    pub handshake: Option<Handshake>,
 }
 
-pub(crate) const LIST_COLUMNS: &str = "id, received_at_ms, method, path, event_type, event_id, job_id, checks_json, body_size, response_status";
+pub(crate) const LIST_COLUMNS: &str = "id, received_at_ms, method, path, event_type, event_id, job_id, checks_json, body_size, response_status, handshake";
+
+/// A handshake column's JSON, read leniently: a value no hookscope wrote is no handshake.
+fn handshake_at(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Option<Handshake>> {
+    let text: Option<String> = row.get(index)?;
+    Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
+}
 
 /// A line of the list from its row (the columns of [`LIST_COLUMNS`]); a row whose checks cannot
 /// be read is `Damaged`, not a failed query.
@@ -147,6 +162,7 @@ pub(crate) fn list_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<ListR
         checks,
         body_size: row.get::<_, i64>(8)?.max(0) as u64,
         response_status: row.get::<_, i64>(9)?.clamp(0, u16::MAX as i64) as u16,
+        handshake: handshake_at(row, 10)?,
     }))
 }
 
@@ -186,6 +202,8 @@ pub(crate) fn read_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RowResult> {
         },
         endpoint: row.get(10)?,
         scheme: row.get(11)?,
+        event_source: row.get(21)?,
+        handshake: handshake_at(row, 22)?,
         event_id: row.get(12)?,
         event_type: row.get(13)?,
         job: job_id.map(|job_id| JobRef {

@@ -201,6 +201,13 @@ pub const MIGRATIONS: &[&str] = &[
         ORDER BY e.first_delivery_id;
     DROP TABLE event_ids;
     ALTER TABLE event_scopes RENAME TO event_ids;",
+    // v16: handshakes and CloudEvents. `handshake` holds what a provider's challenge asked and
+    // what was answered (JSON), NULL for a delivery; `handshake:yes` walks its partial index.
+    // `event_source` is a CloudEvent's `source`, which joins its duplicate scope (its id is
+    // unique within the source). Older rows have neither, so their scopes are unchanged.
+    "ALTER TABLE deliveries ADD COLUMN event_source TEXT;
+    ALTER TABLE deliveries ADD COLUMN handshake TEXT;
+    CREATE INDEX deliveries_handshake ON deliveries(id) WHERE handshake IS NOT NULL;",
 ];
 
 /// The schema version whose migration retires the capture journal and the packed rows.

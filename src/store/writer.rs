@@ -464,6 +464,9 @@ fn decide_duplicate(
     id: i64,
 ) -> Result<(DuplicateCheck, EventEffect), rusqlite::Error> {
     let evaluation = &record.evaluation;
+    if evaluation.handshake.is_some() {
+        return Ok((DuplicateCheck::handshake(), EventEffect::None));
+    }
     let Some(event_id) = &evaluation.event_id else {
         return Ok((DuplicateCheck::skipped(), EventEffect::None));
     };
@@ -507,7 +510,18 @@ fn write_row(
 ) -> Result<DuplicateCheck, rusqlite::Error> {
     let d = &record.delivery;
     let e = &record.evaluation;
-    let scope = duplicate_scope(&record.endpoint, &d.path, e.scheme.as_deref());
+    let scope = duplicate_scope(
+        &record.endpoint,
+        &d.path,
+        e.scheme.as_deref(),
+        e.event_source.as_deref(),
+    );
+    let handshake = e
+        .handshake
+        .as_ref()
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(|err| rusqlite::Error::ToSqlConversionFailure(Box::new(err)))?;
     let (duplicate, effect) = decide_duplicate(conn, record, &scope, id)?;
     let checks =
         crate::store::records::checks_column_of(&e.signature, &e.timestamp, &duplicate, &e.advice)?;
@@ -516,8 +530,8 @@ fn write_row(
         "INSERT INTO deliveries (id, received_at_ms, method, path, query, headers, body, body_size,
             body_complete, remote_addr, endpoint, scheme, event_id, event_type, job_id, job_status,
             sig_status, ts_status, dup_status, first_id, checks_json, response_status, latency_ms, note,
-            job_created_at_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
+            job_created_at_ms, event_source, handshake)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)",
     )?
     .execute(params![
         id,
@@ -545,6 +559,8 @@ fn write_row(
         record.latency_ms as i64,
         record.note,
         job.and_then(|j| j.created_at_ms),
+        e.event_source,
+        handshake,
     ])?;
     match (effect, &e.event_id) {
         // The primary key on (scope, event_id) is what makes this the only `first`.

@@ -47,6 +47,9 @@ pub enum Family {
     Token,
     /// `{ts}{body}`, ed25519 under the application's public key in hex, header `<hex>`.
     Discord,
+    /// `{id}{ts}{body}` (Twitch EventSub: the message id, the RFC 3339 timestamp, the body),
+    /// the secret as UTF-8, header `sha256=<hex>`.
+    Twitch,
 }
 
 impl Family {
@@ -61,11 +64,12 @@ impl Family {
             Family::Twilio => "twilio",
             Family::Token => "token",
             Family::Discord => "discord",
+            Family::Twitch => "twitch",
         }
     }
 
     /// Every family, for listings and tests.
-    pub const ALL: [Family; 8] = [
+    pub const ALL: [Family; 9] = [
         Family::StandardWebhooks,
         Family::Stripe,
         Family::HmacBody,
@@ -74,6 +78,7 @@ impl Family {
         Family::Twilio,
         Family::Token,
         Family::Discord,
+        Family::Twitch,
     ];
 }
 
@@ -425,6 +430,10 @@ impl Scheme {
                 out.push(b':');
             }
             Family::Discord => out.extend_from_slice(timestamp.as_bytes()),
+            Family::Twitch => {
+                out.extend_from_slice(event_id.as_bytes());
+                out.extend_from_slice(timestamp.as_bytes());
+            }
             Family::HmacBody | Family::Twilio | Family::Token => {}
         }
         out.extend_from_slice(body);
@@ -441,7 +450,22 @@ impl Scheme {
 
     /// Whether the signed string includes the event id (so it must come from a header).
     pub fn signs_event_id(&self) -> bool {
-        matches!(self.family, Family::StandardWebhooks)
+        matches!(self.family, Family::StandardWebhooks | Family::Twitch)
+    }
+
+    /// A Unix time as this scheme writes it in its timestamp header: seconds, or RFC 3339 for
+    /// Twitch.
+    pub fn timestamp_string(&self, timestamp: i64) -> String {
+        if self.family == Family::Twitch {
+            return time::OffsetDateTime::from_unix_timestamp(timestamp)
+                .ok()
+                .and_then(|t| {
+                    t.format(&time::format_description::well_known::Rfc3339)
+                        .ok()
+                })
+                .unwrap_or_else(|| timestamp.to_string());
+        }
+        timestamp.to_string()
     }
 
     /// Whether this scheme's signature covers the body (GitLab's token does not).
@@ -501,7 +525,7 @@ impl Scheme {
                     Err(self.malformed("it is not a 64-byte ed25519 signature in hex (128 digits)"))
                 }
             },
-            Family::HmacBody => self.parse_prefixed(text),
+            Family::HmacBody | Family::Twitch => self.parse_prefixed(text),
             Family::Token => unreachable!("handled above"),
         }
     }
@@ -784,7 +808,7 @@ impl Scheme {
         timestamp: i64,
         body: &[u8],
     ) -> Result<Vec<Header>, KeyError> {
-        let ts = timestamp.to_string();
+        let ts = self.timestamp_string(timestamp);
         let keys = secrets
             .iter()
             .map(|s| self.key(s))
@@ -850,7 +874,7 @@ impl Scheme {
             (Family::Paddle, None) => format!("h1={}", hex::encode(mac())),
             (Family::Slack, None) => format!("v0={}", hex::encode(mac())),
             (Family::Twilio, None) => BASE64.encode(mac()),
-            (Family::HmacBody, None) => match self.encoding {
+            (Family::HmacBody | Family::Twitch, None) => match self.encoding {
                 Encoding::Hex => format!("{}{}", self.prefix, hex::encode(mac())),
                 Encoding::Base64 => format!("{}{}", self.prefix, BASE64.encode(mac())),
             },
@@ -1046,6 +1070,53 @@ pub fn presets() -> Vec<Scheme> {
             public_url: None,
         },
         Scheme {
+            name: "zoom".into(),
+            label: "Zoom".into(),
+            // Zoom signs `v0:{x-zm-request-timestamp}:{body}` as Slack does, in its own headers.
+            family: Family::Slack,
+            signature_header: "x-zm-signature".into(),
+            timestamp_header: Some("x-zm-request-timestamp".into()),
+            event_id_header: None,
+            event_type_header: None,
+            encoding: Encoding::Hex,
+            prefix: "v0=".into(),
+            tolerance_secs: Some(300),
+            future: FuturePolicy::Reject,
+            public_url: None,
+        },
+        Scheme {
+            name: "twitch".into(),
+            label: "Twitch".into(),
+            family: Family::Twitch,
+            signature_header: "twitch-eventsub-message-signature".into(),
+            timestamp_header: Some("twitch-eventsub-message-timestamp".into()),
+            // Twitch keeps the message id the same when it resends a notification.
+            event_id_header: Some("twitch-eventsub-message-id".into()),
+            event_type_header: Some("twitch-eventsub-subscription-type".into()),
+            encoding: Encoding::Hex,
+            prefix: "sha256=".into(),
+            // Twitch: reject messages older than 10 minutes.
+            tolerance_secs: Some(600),
+            future: FuturePolicy::Reject,
+            public_url: None,
+        },
+        Scheme {
+            name: "meta".into(),
+            label: "Meta".into(),
+            // Meta (WhatsApp, Instagram, Messenger) signs the body as GitHub does, keyed by
+            // the app secret; the event lives in the body.
+            family: Family::HmacBody,
+            signature_header: "x-hub-signature-256".into(),
+            timestamp_header: None,
+            event_id_header: None,
+            event_type_header: None,
+            encoding: Encoding::Hex,
+            prefix: "sha256=".into(),
+            tolerance_secs: None,
+            future: FuturePolicy::Reject,
+            public_url: None,
+        },
+        Scheme {
             name: "discord".into(),
             label: "Discord".into(),
             family: Family::Discord,
@@ -1069,7 +1140,12 @@ pub fn presets() -> Vec<Scheme> {
 /// Stripe's `t=…,v1=…` layout is taken as a Stripe-style provider with that header name.
 pub fn detect(delivery: &Delivery) -> Option<Scheme> {
     for preset in presets() {
-        if delivery.header(&preset.signature_header).is_some() {
+        // GitHub and Meta share `x-hub-signature-256`; GitHub's deliveries name themselves.
+        let shared_header_not_its_own = match preset.name.as_str() {
+            "github" => delivery.header("x-github-event").is_none(),
+            _ => false,
+        };
+        if delivery.header(&preset.signature_header).is_some() && !shared_header_not_its_own {
             return Some(preset);
         }
     }

@@ -1,0 +1,789 @@
+//! Handshakes: the challenge a provider sends before it will deliver, recognised from the
+//! request alone and answered the way its provider documents (docs/webhooks.md has each rule).
+//!
+//! [`respond`] is pure: it takes the delivery, the endpoint's handshake settings and what the
+//! signature check concluded, and gives the [`Handshake`] to record, with the exact answer to
+//! send. A signed handshake (Slack, Zoom, Twitch) whose signature fails is refused, never
+//! answered with its challenge; with no secret to check it against it is answered and said to be
+//! unverified. AWS SNS and Event Grid's manual validation carry a URL to fetch: hookscope never
+//! fetches it by itself, it is shown as [`Handshake::confirm_url`] for the user to confirm.
+
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+
+use crate::domain::delivery::Delivery;
+use crate::domain::json::Json;
+use crate::domain::pretty::percent_decode;
+use crate::domain::scheme::{Secret, constant_time_eq, hmac_sha256};
+
+/// A provider whose handshake hookscope answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Provider {
+    /// CloudEvents HTTP Webhook 1.0 abuse protection (an `OPTIONS` request).
+    Cloudevents,
+    /// Azure Event Grid's `SubscriptionValidation` event (Event Grid schema).
+    EventGrid,
+    /// Slack Events API's `url_verification`.
+    Slack,
+    /// Microsoft Graph change notifications' `validationToken`.
+    Graph,
+    /// Meta (WhatsApp, Instagram, Messenger): `hub.mode=subscribe`.
+    Meta,
+    /// Zoom's `endpoint.url_validation`.
+    Zoom,
+    /// Twitch EventSub's `webhook_callback_verification`.
+    Twitch,
+    /// X (Twitter) Account Activity's CRC check.
+    X,
+    /// Dropbox's `challenge`.
+    Dropbox,
+    /// Okta event hooks' one-time verification.
+    Okta,
+    /// AWS SNS's `SubscriptionConfirmation`.
+    Sns,
+}
+
+impl Provider {
+    /// Every provider, in the order requests are recognised.
+    pub const ALL: [Provider; 11] = [
+        Provider::Cloudevents,
+        Provider::EventGrid,
+        Provider::Sns,
+        Provider::Twitch,
+        Provider::Graph,
+        Provider::Meta,
+        Provider::X,
+        Provider::Okta,
+        Provider::Dropbox,
+        Provider::Slack,
+        Provider::Zoom,
+    ];
+
+    /// The name in the config (`handshake = "slack"`), the JSON and the filter.
+    pub fn name(self) -> &'static str {
+        match self {
+            Provider::Cloudevents => "cloudevents",
+            Provider::EventGrid => "event-grid",
+            Provider::Slack => "slack",
+            Provider::Graph => "graph",
+            Provider::Meta => "meta",
+            Provider::Zoom => "zoom",
+            Provider::Twitch => "twitch",
+            Provider::X => "x",
+            Provider::Dropbox => "dropbox",
+            Provider::Okta => "okta",
+            Provider::Sns => "sns",
+        }
+    }
+
+    /// The provider as people name it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Provider::Cloudevents => "CloudEvents",
+            Provider::EventGrid => "Azure Event Grid",
+            Provider::Slack => "Slack",
+            Provider::Graph => "Microsoft Graph",
+            Provider::Meta => "Meta",
+            Provider::Zoom => "Zoom",
+            Provider::Twitch => "Twitch",
+            Provider::X => "X",
+            Provider::Dropbox => "Dropbox",
+            Provider::Okta => "Okta",
+            Provider::Sns => "AWS SNS",
+        }
+    }
+
+    /// What the provider calls its handshake.
+    pub fn what(self) -> &'static str {
+        match self {
+            Provider::Cloudevents => "abuse-protection request",
+            Provider::EventGrid => "SubscriptionValidation event",
+            Provider::Slack => "url_verification challenge",
+            Provider::Graph => "validationToken",
+            Provider::Meta => "verification request",
+            Provider::Zoom => "endpoint.url_validation",
+            Provider::Twitch => "webhook_callback_verification",
+            Provider::X => "CRC check",
+            Provider::Dropbox => "verification challenge",
+            Provider::Okta => "one-time verification",
+            Provider::Sns => "SubscriptionConfirmation",
+        }
+    }
+
+    /// The provider a config or filter name names.
+    pub fn from_name(name: &str) -> Option<Provider> {
+        Provider::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// The names, for help texts and errors.
+    pub fn names() -> String {
+        Provider::ALL.map(Provider::name).join(", ")
+    }
+
+    /// The labels, for the empty state's sentence.
+    pub fn labels() -> String {
+        Provider::ALL.map(Provider::label).join(", ")
+    }
+}
+
+/// Which handshakes an endpoint answers (`handshake = …` in its config).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Accept {
+    /// Every provider's (the default).
+    #[default]
+    Any,
+    /// None: every request is a delivery like any other.
+    Off,
+    /// Only this provider's.
+    Only(Provider),
+}
+
+impl Accept {
+    /// Reads the config's value: `auto`, `off` or a provider's name.
+    pub fn parse(text: &str) -> Result<Accept, String> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "auto" | "on" | "any" => Ok(Accept::Any),
+            "off" | "none" => Ok(Accept::Off),
+            name => Provider::from_name(name).map(Accept::Only).ok_or_else(|| {
+                format!(
+                    "handshake \"{text}\" is not off, auto or a provider ({})",
+                    Provider::names()
+                )
+            }),
+        }
+    }
+
+    fn allows(self, provider: Provider) -> bool {
+        match self {
+            Accept::Any => true,
+            Accept::Off => false,
+            Accept::Only(only) => only == provider,
+        }
+    }
+}
+
+/// What the signature check concluded about the request, as a handshake needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signed {
+    /// The signature matched a configured secret.
+    Verified,
+    /// The request carries a signature (or should) and it did not match.
+    Failed,
+    /// Not checked: no secret configured, or no scheme for it.
+    NotChecked,
+}
+
+/// What became of a handshake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// Answered as the provider expects.
+    Answered,
+    /// Refused: a token or signature did not match, or a secret to answer with is missing.
+    Refused,
+    /// Waits for the user to confirm it (AWS SNS): hookscope fetches nothing by itself.
+    Awaiting,
+}
+
+impl Outcome {
+    /// The word the JSON uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Answered => "answered",
+            Outcome::Refused => "refused",
+            Outcome::Awaiting => "awaiting",
+        }
+    }
+}
+
+/// The exact answer to send, as recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reply {
+    /// The HTTP status.
+    pub status: u16,
+    /// The `Content-Type`, when the answer has a body type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+    /// Other headers of the answer, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<(String, String)>,
+    /// The body, as text.
+    pub body: String,
+}
+
+/// A handshake recognised in a request, and what hookscope did with it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Handshake {
+    /// Whose handshake it is.
+    pub provider: Provider,
+    /// What was asked, in a phrase ("challenge 3eZbrw1a…").
+    pub asked: String,
+    /// Answered, refused or awaiting the user's confirmation.
+    pub outcome: Outcome,
+    /// One sentence: what was answered or why it was refused.
+    pub detail: String,
+    /// Whether a signed handshake's signature verified (`None`: the provider signs none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified: Option<bool>,
+    /// The URL the provider asks to be fetched to confirm (SNS's `SubscribeURL`, Event Grid's
+    /// `validationUrl`); never fetched by hookscope on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm_url: Option<String>,
+    /// The answer sent; `None` when the request got the endpoint's usual answer (SNS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<Reply>,
+}
+
+impl Handshake {
+    /// The sentence shown on the row and in the list's line.
+    pub fn sentence(&self) -> &str {
+        &self.detail
+    }
+}
+
+/// What an endpoint brings to a handshake.
+#[derive(Debug, Clone, Copy)]
+pub struct Context<'a> {
+    /// Which handshakes it answers.
+    pub accept: Accept,
+    /// Its secrets (Zoom's secret token, X's consumer secret): the first one answers.
+    pub secrets: &'a [Secret],
+    /// Meta's `verify_token`.
+    pub verify_token: Option<&'a Secret>,
+    /// The endpoint's path, for sentences.
+    pub path: &'a str,
+}
+
+/// The status a refused handshake gets.
+pub const REFUSED_STATUS: u16 = 403;
+
+/// The handshake `delivery` is, answered or refused, or `None` when it is not one (or the
+/// endpoint does not answer that provider's).
+pub fn respond(delivery: &Delivery, context: &Context<'_>, signed: Signed) -> Option<Handshake> {
+    let asked = recognise(delivery)?;
+    if !context.accept.allows(asked.provider) {
+        return None;
+    }
+    Some(decide(asked, context, signed))
+}
+
+/// A request recognised as a handshake: whose, and what it carries.
+struct Asked {
+    provider: Provider,
+    /// The value to answer with (a challenge, a token, an origin).
+    value: String,
+    /// A second value (Meta's verify token, a request rate).
+    other: Option<String>,
+    /// A URL to confirm with (SNS, Event Grid), or a topic.
+    url: Option<String>,
+    topic: Option<String>,
+}
+
+impl Asked {
+    fn new(provider: Provider, value: String) -> Asked {
+        Asked {
+            provider,
+            value,
+            other: None,
+            url: None,
+            topic: None,
+        }
+    }
+}
+
+/// The query's parameters, decoded as a form (`+` is a space).
+fn query_params(query: &str) -> Vec<(String, String)> {
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .filter_map(|part| {
+            let (name, value) = part.split_once('=').unwrap_or((part, ""));
+            Some((percent_decode(name)?, percent_decode(value)?))
+        })
+        .collect()
+}
+
+fn param<'a>(params: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    params
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// Which provider's handshake the request is, from the request alone.
+fn recognise(delivery: &Delivery) -> Option<Asked> {
+    let method = delivery.method.to_ascii_uppercase();
+    let params = query_params(&delivery.query);
+    let header = |name: &str| delivery.header_str(name).map(str::trim);
+    match method.as_str() {
+        "OPTIONS" => {
+            let origin = header("webhook-request-origin")?;
+            let mut asked = Asked::new(Provider::Cloudevents, origin.to_string());
+            asked.other = header("webhook-request-rate").map(str::to_string);
+            asked.url = header("webhook-request-callback").map(str::to_string);
+            Some(asked)
+        }
+        "GET" => recognise_get(delivery, &params),
+        "POST" => recognise_post(delivery, &params),
+        _ => None,
+    }
+}
+
+fn recognise_get(delivery: &Delivery, params: &[(String, String)]) -> Option<Asked> {
+    if param(params, "hub.mode") == Some("subscribe")
+        && let Some(challenge) = param(params, "hub.challenge")
+    {
+        let mut asked = Asked::new(Provider::Meta, challenge.to_string());
+        asked.other = param(params, "hub.verify_token").map(str::to_string);
+        return Some(asked);
+    }
+    if let Some(token) = param(params, "crc_token") {
+        return Some(Asked::new(Provider::X, token.to_string()));
+    }
+    if let Some(challenge) = delivery.header_str("x-okta-verification-challenge") {
+        return Some(Asked::new(Provider::Okta, challenge.trim().to_string()));
+    }
+    param(params, "challenge").map(|c| Asked::new(Provider::Dropbox, c.to_string()))
+}
+
+fn recognise_post(delivery: &Delivery, params: &[(String, String)]) -> Option<Asked> {
+    let header = |name: &str| delivery.header_str(name).map(str::trim);
+    let body = Json::parse(&delivery.body);
+    let text = |pointer: &str| body.as_ref()?.pointer(pointer)?.as_text();
+    if header("aeg-event-type").is_some_and(|t| t.eq_ignore_ascii_case("SubscriptionValidation")) {
+        let event = body.as_ref().and_then(|b| {
+            b.as_array()?.iter().find(|e| {
+                e.get("eventType").and_then(Json::as_text).as_deref()
+                    == Some("Microsoft.EventGrid.SubscriptionValidationEvent")
+            })
+        });
+        let field = |name: &str| event?.pointer(&format!("/data/{name}"))?.as_text();
+        let mut asked = Asked::new(
+            Provider::EventGrid,
+            field("validationCode").unwrap_or_default(),
+        );
+        asked.url = field("validationUrl");
+        asked.topic = event.and_then(|e| e.get("topic")?.as_text());
+        return Some(asked);
+    }
+    if header("x-amz-sns-message-type")
+        .is_some_and(|t| t.eq_ignore_ascii_case("SubscriptionConfirmation"))
+    {
+        let mut asked = Asked::new(Provider::Sns, text("/Token").unwrap_or_default());
+        asked.url = text("/SubscribeURL");
+        asked.topic = text("/TopicArn");
+        return Some(asked);
+    }
+    if header("twitch-eventsub-message-type")
+        .is_some_and(|t| t.eq_ignore_ascii_case("webhook_callback_verification"))
+    {
+        let mut asked = Asked::new(Provider::Twitch, text("/challenge").unwrap_or_default());
+        asked.topic = text("/subscription/type");
+        return Some(asked);
+    }
+    if let Some(token) = param(params, "validationToken") {
+        return Some(Asked::new(Provider::Graph, token.to_string()));
+    }
+    if text("/type").as_deref() == Some("url_verification")
+        && let Some(challenge) = text("/challenge")
+    {
+        return Some(Asked::new(Provider::Slack, challenge));
+    }
+    if text("/event").as_deref() == Some("endpoint.url_validation") {
+        return Some(Asked::new(
+            Provider::Zoom,
+            text("/payload/plainToken").unwrap_or_default(),
+        ));
+    }
+    None
+}
+
+/// A value shortened for a sentence: the first 24 characters and an ellipsis.
+fn short(value: &str) -> String {
+    let mut out: String = value.chars().take(24).collect();
+    if value.chars().count() > 24 {
+        out.push('…');
+    }
+    out
+}
+
+fn text_reply(body: String) -> Reply {
+    Reply {
+        status: 200,
+        content_type: Some("text/plain; charset=utf-8".into()),
+        headers: Vec::new(),
+        body,
+    }
+}
+
+fn json_reply(body: serde_json::Value) -> Reply {
+    Reply {
+        status: 200,
+        content_type: Some("application/json".into()),
+        headers: Vec::new(),
+        body: body.to_string(),
+    }
+}
+
+/// Answers or refuses a recognised handshake.
+fn decide(asked: Asked, context: &Context<'_>, signed: Signed) -> Handshake {
+    let provider = asked.provider;
+    let signs = matches!(
+        provider,
+        Provider::Slack | Provider::Zoom | Provider::Twitch
+    );
+    let verified = signs.then_some(signed == Signed::Verified);
+    let phrase = asked_phrase(&asked);
+    let refuse = |why: String| Handshake {
+        provider,
+        asked: phrase.clone(),
+        outcome: Outcome::Refused,
+        detail: format!("Refused {}'s {}: {why}.", provider.label(), provider.what()),
+        verified,
+        confirm_url: None,
+        answer: Some(Reply {
+            status: REFUSED_STATUS,
+            content_type: Some("text/plain; charset=utf-8".into()),
+            headers: Vec::new(),
+            body: format!("hookscope refused this {}: {why}\n", provider.what()),
+        }),
+    };
+    if signs && signed == Signed::Failed {
+        return refuse(format!(
+            "its signature did not verify against the secret of {}, so the challenge was not answered",
+            context.path
+        ));
+    }
+    let first_secret = context.secrets.first();
+    let reply = match provider {
+        Provider::Cloudevents => {
+            let mut headers = vec![
+                ("webhook-allowed-origin".to_string(), asked.value.clone()),
+                ("webhook-allowed-rate".to_string(), "*".to_string()),
+                ("allow".to_string(), "POST".to_string()),
+            ];
+            headers.dedup();
+            Reply {
+                status: 200,
+                content_type: None,
+                headers,
+                body: String::new(),
+            }
+        }
+        Provider::EventGrid => {
+            if asked.value.is_empty() {
+                return refuse(
+                    "the body carries no SubscriptionValidationEvent with a validationCode".into(),
+                );
+            }
+            json_reply(serde_json::json!({ "validationResponse": asked.value }))
+        }
+        Provider::Slack | Provider::Twitch | Provider::Graph => {
+            if asked.value.is_empty() {
+                return refuse("the request carries no challenge".into());
+            }
+            text_reply(asked.value.clone())
+        }
+        Provider::Dropbox => {
+            let mut reply = text_reply(asked.value.clone());
+            reply.content_type = Some("text/plain".into());
+            reply
+                .headers
+                .push(("x-content-type-options".into(), "nosniff".into()));
+            reply
+        }
+        Provider::Okta => json_reply(serde_json::json!({ "verification": asked.value })),
+        Provider::Meta => {
+            let Some(expected) = context.verify_token else {
+                return refuse(format!(
+                    "no verify_token is configured for {}: set it to the Verify token entered in Meta's dashboard",
+                    context.path
+                ));
+            };
+            let given = asked.other.as_deref().unwrap_or("");
+            if !constant_time_eq(given.as_bytes(), expected.expose().as_bytes()) {
+                return refuse("hub.verify_token did not match the endpoint's".into());
+            }
+            text_reply(asked.value.clone())
+        }
+        Provider::Zoom => {
+            let Some(secret) = first_secret else {
+                return refuse(format!(
+                    "no secret token is configured for {}, and Zoom's answer is an HMAC of plainToken under it: add the app's Secret Token to this endpoint",
+                    context.path
+                ));
+            };
+            let mac = hmac_sha256(secret.expose().as_bytes(), &[asked.value.as_bytes()]);
+            json_reply(serde_json::json!({
+                "plainToken": asked.value,
+                "encryptedToken": hex::encode(mac),
+            }))
+        }
+        Provider::X => {
+            let Some(secret) = first_secret else {
+                return refuse(format!(
+                    "no consumer secret is configured for {}, and the CRC answer is an HMAC of crc_token under it: add the app's API secret to this endpoint",
+                    context.path
+                ));
+            };
+            let mac = hmac_sha256(secret.expose().as_bytes(), &[asked.value.as_bytes()]);
+            let token = base64::engine::general_purpose::STANDARD.encode(mac);
+            json_reply(serde_json::json!({ "response_token": format!("sha256={token}") }))
+        }
+        Provider::Sns => {
+            let topic = asked.topic.as_deref().unwrap_or("a topic");
+            let detail = match &asked.url {
+                Some(_) => format!(
+                    "AWS SNS asks to confirm the subscription to {topic}: hookscope never fetches the SubscribeURL by itself; confirm it with Confirm subscription in the window or `hookscope confirm ID`."
+                ),
+                None => format!(
+                    "AWS SNS asks to confirm the subscription to {topic}, but the message carries no SubscribeURL to confirm with."
+                ),
+            };
+            return Handshake {
+                provider,
+                asked: phrase,
+                outcome: Outcome::Awaiting,
+                detail,
+                verified: None,
+                confirm_url: asked.url,
+                answer: None,
+            };
+        }
+    };
+    let unverified = if verified == Some(false) {
+        format!(
+            " Its signature was not verified: no secret is configured for {}.",
+            context.path
+        )
+    } else {
+        String::new()
+    };
+    let manual = match (&asked.url, provider) {
+        (Some(_), Provider::EventGrid) => {
+            " Its validationUrl (manual validation) is shown, never fetched by hookscope."
+                .to_string()
+        }
+        _ => String::new(),
+    };
+    Handshake {
+        provider,
+        asked: phrase,
+        outcome: Outcome::Answered,
+        detail: format!(
+            "Answered {}'s {}.{unverified}{manual}",
+            provider.label(),
+            provider.what()
+        ),
+        verified,
+        confirm_url: asked.url.filter(|_| provider == Provider::EventGrid),
+        answer: Some(reply),
+    }
+}
+
+/// What was asked, in a phrase for the JSON and the detail view.
+fn asked_phrase(asked: &Asked) -> String {
+    let value = short(&asked.value);
+    match asked.provider {
+        Provider::Cloudevents => {
+            let rate = asked
+                .other
+                .as_deref()
+                .map(|r| format!(", rate {r}/min"))
+                .unwrap_or_default();
+            format!("may {} send here{rate}", asked.value)
+        }
+        Provider::EventGrid => format!(
+            "validationCode {value}{}",
+            asked
+                .topic
+                .as_deref()
+                .map(|t| format!(" for {t}"))
+                .unwrap_or_default()
+        ),
+        Provider::Sns => format!(
+            "confirm the subscription to {}",
+            asked.topic.as_deref().unwrap_or("a topic")
+        ),
+        Provider::Meta => format!("hub.challenge {value} with a hub.verify_token"),
+        Provider::X => format!("crc_token {value}"),
+        Provider::Zoom => format!("plainToken {value}"),
+        Provider::Graph => format!("validationToken {value}"),
+        Provider::Twitch => format!(
+            "challenge {value}{}",
+            asked
+                .topic
+                .as_deref()
+                .map(|t| format!(" for {t}"))
+                .unwrap_or_default()
+        ),
+        Provider::Slack | Provider::Dropbox | Provider::Okta => format!("challenge {value}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::delivery::Header;
+
+    fn request(method: &str, query: &str, headers: &[(&str, &str)], body: &str) -> Delivery {
+        Delivery {
+            received_at_ms: 0,
+            method: method.into(),
+            path: "/hooks/x".into(),
+            query: query.into(),
+            headers: headers.iter().map(|(n, v)| Header::new(n, *v)).collect(),
+            body: body.as_bytes().to_vec(),
+            body_size: body.len() as u64,
+            body_complete: true,
+            remote_addr: None,
+        }
+    }
+
+    fn context<'a>(secrets: &'a [Secret], token: Option<&'a Secret>) -> Context<'a> {
+        Context {
+            accept: Accept::Any,
+            secrets,
+            verify_token: token,
+            path: "/hooks/x",
+        }
+    }
+
+    #[test]
+    fn an_ordinary_delivery_is_no_handshake() {
+        let d = request("POST", "", &[], r#"{"type":"invoice.paid","id":"evt_1"}"#);
+        assert_eq!(respond(&d, &context(&[], None), Signed::NotChecked), None);
+        let d = request("GET", "page=2", &[], "");
+        assert_eq!(respond(&d, &context(&[], None), Signed::NotChecked), None);
+    }
+
+    #[test]
+    fn zoom_is_answered_with_the_hmac_of_its_plain_token() {
+        // Zoom's documented example: plainToken under the secret token, hex.
+        let d = request(
+            "POST",
+            "",
+            &[],
+            r#"{"payload":{"plainToken":"qgg8vlvZRS6UYooatFL8Aw"},"event_ts":1654503849680,"event":"endpoint.url_validation"}"#,
+        );
+        let secrets = [Secret::new("zoom_secret_token")];
+        let h = respond(&d, &context(&secrets, None), Signed::Verified).expect("a handshake");
+        let answer = h.answer.expect("answered");
+        let expected = hex::encode(hmac_sha256(
+            b"zoom_secret_token",
+            &[b"qgg8vlvZRS6UYooatFL8Aw"],
+        ));
+        assert_eq!(
+            answer.body,
+            format!(r#"{{"plainToken":"qgg8vlvZRS6UYooatFL8Aw","encryptedToken":"{expected}"}}"#)
+        );
+        assert_eq!(h.outcome, Outcome::Answered);
+        assert_eq!(h.verified, Some(true));
+        // Without a secret token there is nothing to answer with.
+        let h = respond(&d, &context(&[], None), Signed::NotChecked).expect("a handshake");
+        assert_eq!(h.outcome, Outcome::Refused);
+        assert_eq!(h.answer.expect("refused").status, 403);
+    }
+
+    #[test]
+    fn a_signed_handshake_whose_signature_fails_is_refused_never_answered() {
+        let d = request(
+            "POST",
+            "",
+            &[],
+            r#"{"token":"t","challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P","type":"url_verification"}"#,
+        );
+        let secrets = [Secret::new("s")];
+        let h = respond(&d, &context(&secrets, None), Signed::Failed).expect("a handshake");
+        assert_eq!(h.outcome, Outcome::Refused);
+        let answer = h.answer.expect("an answer");
+        assert_eq!(answer.status, 403);
+        assert!(!answer.body.contains("3eZbrw1a"), "{}", answer.body);
+        let h = respond(&d, &context(&[], None), Signed::NotChecked).expect("a handshake");
+        assert_eq!(h.outcome, Outcome::Answered);
+        assert_eq!(h.verified, Some(false));
+        assert!(h.detail.contains("not verified"), "{}", h.detail);
+    }
+
+    #[test]
+    fn meta_answers_only_its_own_verify_token() {
+        let d = request(
+            "GET",
+            "hub.mode=subscribe&hub.challenge=1158201444&hub.verify_token=meatyhamhock",
+            &[],
+            "",
+        );
+        let token = Secret::new("meatyhamhock");
+        let h = respond(&d, &context(&[], Some(&token)), Signed::NotChecked).expect("meta");
+        assert_eq!(h.answer.expect("answered").body, "1158201444");
+        let wrong = Secret::new("other");
+        let h = respond(&d, &context(&[], Some(&wrong)), Signed::NotChecked).expect("meta");
+        assert_eq!(h.outcome, Outcome::Refused);
+        assert!(
+            h.detail.contains("hub.verify_token did not match"),
+            "{}",
+            h.detail
+        );
+        assert!(!h.detail.contains("meatyhamhock"));
+    }
+
+    #[test]
+    fn x_crc_answers_the_base64_hmac_under_the_consumer_secret() {
+        let d = request("GET", "crc_token=abc%2B123&nonce=1", &[], "");
+        let secrets = [Secret::new("consumer")];
+        let h = respond(&d, &context(&secrets, None), Signed::NotChecked).expect("x");
+        let mac = hmac_sha256(b"consumer", &[b"abc+123"]);
+        let b64 = base64::engine::general_purpose::STANDARD.encode(mac);
+        assert_eq!(
+            h.answer.expect("answered").body,
+            format!(r#"{{"response_token":"sha256={b64}"}}"#)
+        );
+    }
+
+    #[test]
+    fn an_endpoint_that_names_one_provider_answers_no_other() {
+        let d = request("GET", "challenge=abc", &[], "");
+        let mut ctx = context(&[], None);
+        ctx.accept = Accept::Only(Provider::Slack);
+        assert_eq!(respond(&d, &ctx, Signed::NotChecked), None);
+        ctx.accept = Accept::Only(Provider::Dropbox);
+        assert!(respond(&d, &ctx, Signed::NotChecked).is_some());
+        ctx.accept = Accept::Off;
+        assert_eq!(respond(&d, &ctx, Signed::NotChecked), None);
+        assert_eq!(
+            Accept::parse("event-grid"),
+            Ok(Accept::Only(Provider::EventGrid))
+        );
+        assert!(Accept::parse("slak").unwrap_err().contains("slack"));
+    }
+
+    #[test]
+    fn sns_waits_for_the_user_and_graph_decodes_its_token() {
+        let d = request(
+            "POST",
+            "",
+            &[("x-amz-sns-message-type", "SubscriptionConfirmation")],
+            r#"{"Type":"SubscriptionConfirmation","Token":"2336","TopicArn":"arn:aws:sns:us-west-2:123456789012:MyTopic","SubscribeURL":"https://sns.us-west-2.amazonaws.com/?Action=ConfirmSubscription&Token=2336"}"#,
+        );
+        let h = respond(&d, &context(&[], None), Signed::NotChecked).expect("sns");
+        assert_eq!(h.outcome, Outcome::Awaiting);
+        assert_eq!(h.answer, None);
+        assert!(
+            h.confirm_url
+                .as_deref()
+                .is_some_and(|u| u.contains("ConfirmSubscription"))
+        );
+        let d = request(
+            "POST",
+            "validationToken=Validation%3A+Testing+client+application",
+            &[],
+            "",
+        );
+        let h = respond(&d, &context(&[], None), Signed::NotChecked).expect("graph");
+        assert_eq!(
+            h.answer.expect("answered").body,
+            "Validation: Testing client application"
+        );
+    }
+}

@@ -1,0 +1,572 @@
+//! Handshakes over real HTTP: each provider's challenge sent to `hookscope listen` on loopback
+//! and answered byte for byte as the provider documents, refused when its token or signature is
+//! wrong, and recorded (`handshake` in the JSON, `handshake:yes` in the filter). CloudEvents in
+//! both modes, made by the CloudEvents Python SDK.
+
+mod common;
+
+use std::io::{BufRead as _, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use base64::Engine as _;
+use common::{Listener, now_secs, run};
+use hmac::{KeyInit as _, Mac as _};
+use hookscope::domain::scheme::{Scheme, Secret};
+
+const CONFIG: &str = r#"
+[[endpoint]]
+path = "/slack"
+scheme = "slack"
+secrets = ["8f742231b10e8888abcd99yyyzzz85a5"]
+
+[[endpoint]]
+path = "/zoom"
+scheme = "zoom"
+secrets = ["zoom-secret-token"]
+
+[[endpoint]]
+path = "/twitch"
+scheme = "twitch"
+secrets = ["twitch-secret-0123"]
+
+[[endpoint]]
+path = "/meta"
+verify_token = "meatyhamhock"
+
+[[endpoint]]
+path = "/x"
+secrets = ["x-consumer-secret"]
+
+[[endpoint]]
+path = "/only-slack"
+handshake = "slack"
+
+[[endpoint]]
+path = "/off"
+handshake = "off"
+"#;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+fn listener(dir: &std::path::Path) -> Listener {
+    std::fs::write(dir.join("config.toml"), CONFIG).expect("config");
+    Listener::start(dir, &[])
+}
+
+/// An answer as the provider sees it: status, content type, a header asked for, and the body.
+struct Answer {
+    status: u16,
+    content_type: Option<String>,
+    headers: reqwest::header::HeaderMap,
+    body: String,
+}
+
+fn send(rt: &tokio::runtime::Runtime, request: reqwest::RequestBuilder) -> Answer {
+    let response = rt.block_on(request.send()).expect("the receiver answers");
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let content_type = headers
+        .get("content-type")
+        .map(|v| v.to_str().expect("text").to_string());
+    let body = rt.block_on(response.text()).expect("body");
+    Answer {
+        status,
+        content_type,
+        headers,
+        body,
+    }
+}
+
+fn hmac_sha256(key: &[u8], message: &[u8]) -> Vec<u8> {
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(key).expect("any key length");
+    mac.update(message);
+    mac.finalize().into_bytes().to_vec()
+}
+
+fn signed(
+    client: &reqwest::Client,
+    url: &str,
+    scheme: &str,
+    secret: &str,
+    id: &str,
+    body: &str,
+) -> reqwest::RequestBuilder {
+    let headers = Scheme::preset(scheme)
+        .expect("preset")
+        .sign(&[Secret::new(secret)], id, now_secs(), body.as_bytes())
+        .expect("signs");
+    let mut request = client.post(url).body(body.to_string());
+    for h in headers {
+        request = request.header(h.name, h.value);
+    }
+    request
+}
+
+#[test]
+fn each_providers_challenge_is_answered_as_it_documents_and_recorded() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut listener = listener(dir.path());
+    let base = listener.base_url.clone();
+    let rt = runtime();
+    let client = common::http_client();
+    let mut expect_recorded = |provider: &str, outcome: &str| {
+        let line = listener.next_json();
+        assert_eq!(line["handshake"]["provider"], provider, "{line}");
+        assert_eq!(line["handshake"]["outcome"], outcome, "{line}");
+        assert_eq!(line["checks"]["duplicate"]["status"], "skipped", "{line}");
+        assert!(line["job"].is_null(), "a handshake is no job event: {line}");
+        line
+    };
+
+    // 1. CloudEvents abuse protection.
+    let a = send(
+        &rt,
+        client
+            .request(reqwest::Method::OPTIONS, format!("{base}/ce"))
+            .header("WebHook-Request-Origin", "eventemitter.example.com")
+            .header("WebHook-Request-Rate", "120"),
+    );
+    assert_eq!(a.status, 200);
+    assert_eq!(
+        a.headers["webhook-allowed-origin"],
+        "eventemitter.example.com"
+    );
+    assert_eq!(a.headers["webhook-allowed-rate"], "*");
+    assert_eq!(a.headers["allow"], "POST");
+    assert_eq!(a.body, "");
+    expect_recorded("cloudevents", "answered");
+
+    // 2. Azure Event Grid (Event Grid schema), its validationUrl shown, never fetched.
+    let body = r#"[{"id":"2d1781af-3a4c-4d7c-bd0c-e34b19da4e66","topic":"/subscriptions/xx/resourceGroups/rg/providers/Microsoft.Storage/storageAccounts/sa","subject":"","data":{"validationCode":"512d38b6-c7b8-40c8-89fe-f46f9e9622b6","validationUrl":"https://rp-eastus2.eventgrid.azure.net:553/eventsubscriptions/estest/validate?id=512d38b6&t=2018-04-26T20:30:54Z&apiVersion=2018-05-01-preview&token=1A1A1A1A"},"eventType":"Microsoft.EventGrid.SubscriptionValidationEvent","eventTime":"2018-01-25T22:12:19.4556811Z","metadataVersion":"1","dataVersion":"1"}]"#;
+    let a = send(
+        &rt,
+        client
+            .post(format!("{base}/eventgrid"))
+            .header("aeg-event-type", "SubscriptionValidation")
+            .header("content-type", "application/json")
+            .body(body),
+    );
+    assert_eq!(a.status, 200);
+    assert_eq!(a.content_type.as_deref(), Some("application/json"));
+    assert_eq!(
+        a.body,
+        r#"{"validationResponse":"512d38b6-c7b8-40c8-89fe-f46f9e9622b6"}"#
+    );
+    let line = expect_recorded("event-grid", "answered");
+    assert!(
+        line["handshake"]["confirm_url"]
+            .as_str()
+            .is_some_and(|u| u.contains("validate?id=512d38b6")),
+        "{line}"
+    );
+
+    // 3. Slack url_verification, signed with v0 and the endpoint's secret.
+    let body = r#"{"token":"Jhj5dZrVaK7ZwHHjRyZWjbDl","challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P","type":"url_verification"}"#;
+    let a = send(
+        &rt,
+        signed(
+            &client,
+            &format!("{base}/slack"),
+            "slack",
+            "8f742231b10e8888abcd99yyyzzz85a5",
+            "",
+            body,
+        ),
+    );
+    assert_eq!(a.status, 200);
+    assert!(
+        a.content_type
+            .as_deref()
+            .is_some_and(|t| t.starts_with("text/plain")),
+        "{:?}",
+        a.content_type
+    );
+    assert_eq!(
+        a.body,
+        "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"
+    );
+    let line = expect_recorded("slack", "answered");
+    assert_eq!(line["handshake"]["verified"], true);
+    assert_eq!(line["checks"]["signature"]["status"], "pass");
+
+    // 4. Microsoft Graph: the token URL-decoded, as text/plain.
+    let a = send(
+        &rt,
+        client
+            .post(format!(
+                "{base}/graph?validationToken=Validation%3A+Testing+client+application+reachability+for+subscription+Request-Id%3A+8b1b6a1e"
+            ))
+            .header("content-type", "text/plain; charset=utf-8"),
+    );
+    assert_eq!(a.status, 200);
+    assert_eq!(
+        a.body,
+        "Validation: Testing client application reachability for subscription Request-Id: 8b1b6a1e"
+    );
+    assert!(a.content_type.unwrap_or_default().starts_with("text/plain"));
+    expect_recorded("graph", "answered");
+
+    // 5. Meta: the challenge only for the endpoint's verify_token.
+    let a = send(
+        &rt,
+        client.get(format!(
+            "{base}/meta?hub.mode=subscribe&hub.challenge=1158201444&hub.verify_token=meatyhamhock"
+        )),
+    );
+    assert_eq!((a.status, a.body.as_str()), (200, "1158201444"));
+    expect_recorded("meta", "answered");
+
+    // 6. Zoom: the plainToken and its HMAC under the secret token, hex.
+    let body = r#"{"payload":{"plainToken":"qgg8vlvZRS6UYooatFL8Aw"},"event_ts":1654503849680,"event":"endpoint.url_validation"}"#;
+    let a = send(
+        &rt,
+        signed(
+            &client,
+            &format!("{base}/zoom"),
+            "zoom",
+            "zoom-secret-token",
+            "",
+            body,
+        ),
+    );
+    let encrypted = hex::encode(hmac_sha256(b"zoom-secret-token", b"qgg8vlvZRS6UYooatFL8Aw"));
+    assert_eq!(a.status, 200);
+    assert_eq!(a.content_type.as_deref(), Some("application/json"));
+    assert_eq!(
+        a.body,
+        format!(r#"{{"plainToken":"qgg8vlvZRS6UYooatFL8Aw","encryptedToken":"{encrypted}"}}"#)
+    );
+    expect_recorded("zoom", "answered");
+
+    // 7. Twitch EventSub: the raw challenge, text/plain.
+    let body = r#"{"challenge":"pogchamp-kappa-360noscope-vohiyo","subscription":{"id":"f1c2a387-161a-49f9-a165-0f21d7a4e1c4","status":"webhook_callback_verification_pending","type":"channel.follow","version":"1","cost":1,"condition":{"broadcaster_user_id":"12826"},"transport":{"method":"webhook","callback":"https://example.com/webhooks/callback"},"created_at":"2019-11-16T10:11:12.634234626Z"}}"#;
+    let a = send(
+        &rt,
+        signed(
+            &client,
+            &format!("{base}/twitch"),
+            "twitch",
+            "twitch-secret-0123",
+            "e76c6bd4-55c9-4987-8304-da1588d8988b",
+            body,
+        )
+        .header(
+            "Twitch-Eventsub-Message-Type",
+            "webhook_callback_verification",
+        ),
+    );
+    assert_eq!(a.status, 200);
+    assert_eq!(a.body, "pogchamp-kappa-360noscope-vohiyo");
+    assert!(a.content_type.unwrap_or_default().starts_with("text/plain"));
+    let line = expect_recorded("twitch", "answered");
+    assert_eq!(line["checks"]["signature"]["status"], "pass", "{line}");
+    assert_eq!(line["checks"]["timestamp"]["status"], "pass", "{line}");
+
+    // 8. X CRC: sha256= and the base64 HMAC of crc_token under the consumer secret.
+    let a = send(
+        &rt,
+        client.get(format!("{base}/x?crc_token=abc123%2B%2F&nonce=n1")),
+    );
+    let token = base64::engine::general_purpose::STANDARD
+        .encode(hmac_sha256(b"x-consumer-secret", b"abc123+/"));
+    assert_eq!(a.status, 200);
+    assert_eq!(a.body, format!(r#"{{"response_token":"sha256={token}"}}"#));
+    expect_recorded("x", "answered");
+
+    // 9. Dropbox: the challenge, text/plain, nosniff.
+    let a = send(
+        &rt,
+        client.get(format!("{base}/dropbox?challenge=OOTQWQ8AIgS1tUXkQ")),
+    );
+    assert_eq!(a.status, 200);
+    assert_eq!(a.body, "OOTQWQ8AIgS1tUXkQ");
+    assert_eq!(a.content_type.as_deref(), Some("text/plain"));
+    assert_eq!(a.headers["x-content-type-options"], "nosniff");
+    expect_recorded("dropbox", "answered");
+
+    // 10. Okta.
+    let a = send(
+        &rt,
+        client
+            .get(format!("{base}/okta"))
+            .header("x-okta-verification-challenge", "mvyfGmT0OvB0QUbwCTbz"),
+    );
+    assert_eq!(a.status, 200);
+    assert_eq!(a.body, r#"{"verification":"mvyfGmT0OvB0QUbwCTbz"}"#);
+    assert_eq!(a.content_type.as_deref(), Some("application/json"));
+    expect_recorded("okta", "answered");
+
+    // 11. AWS SNS: the usual answer, the SubscribeURL kept for the user to confirm.
+    let body = r#"{"Type":"SubscriptionConfirmation","MessageId":"165545c9-2a5c-472c-8df2-7ff2be2b3b1b","Token":"2336412f37fb687f5d51e6e241d09c805a5a57b30d712f794cc5f6a988666d92768dd60a747ba6f3beb71854e285d6ad02428b09ceece29417f1f02d609c582afbacc99c583a916b9981dd2728f4ae6fdb82efd087cc3b7849e05798d2d2785c03b0879594eeac82c01f235d0e717736","TopicArn":"arn:aws:sns:us-west-2:123456789012:MyTopic","Message":"You have chosen to subscribe to the topic arn:aws:sns:us-west-2:123456789012:MyTopic.","SubscribeURL":"https://sns.us-west-2.amazonaws.com/?Action=ConfirmSubscription&TopicArn=arn:aws:sns:us-west-2:123456789012:MyTopic&Token=2336412f37","Timestamp":"2012-04-26T20:45:04.751Z","SignatureVersion":"1","Signature":"EXAMPLEpH+=","SigningCertURL":"https://sns.us-west-2.amazonaws.com/SimpleNotificationService-f3ecfb7224c7233fe7bb5f59f96de52f.pem"}"#;
+    let a = send(
+        &rt,
+        client
+            .post(format!("{base}/sns"))
+            .header("x-amz-sns-message-type", "SubscriptionConfirmation")
+            .header("content-type", "text/plain; charset=UTF-8")
+            .body(body),
+    );
+    assert_eq!(a.status, 200);
+    let line = expect_recorded("sns", "awaiting");
+    let sns_id = line["id"].as_i64().expect("id");
+    assert!(
+        line["handshake"]["confirm_url"]
+            .as_str()
+            .is_some_and(|u| u
+                .starts_with("https://sns.us-west-2.amazonaws.com/?Action=ConfirmSubscription")),
+        "{line}"
+    );
+
+    // The list says it, the JSON carries it, the filter finds them.
+    drop(listener);
+    let out = run(dir.path(), &["list", "--filter", "handshake:yes", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    assert_eq!(lines.len(), 11, "every handshake is recorded");
+    let out = run(dir.path(), &["list", "--filter", "handshake:no", "--json"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 0);
+    let out = run(dir.path(), &["list", "--filter", "handshake:yes"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("handshake (answered): Answered Slack's url_verification challenge."),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("`hookscope confirm {sns_id}` makes the one GET")),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_wrong_token_or_signature_is_refused_and_never_given_the_challenge() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut listener = listener(dir.path());
+    let base = listener.base_url.clone();
+    let rt = runtime();
+    let client = common::http_client();
+
+    let challenge = "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P";
+    let body = format!(r#"{{"token":"t","challenge":"{challenge}","type":"url_verification"}}"#);
+    let a = send(
+        &rt,
+        signed(
+            &client,
+            &format!("{base}/slack"),
+            "slack",
+            "not-the-secret",
+            "",
+            &body,
+        ),
+    );
+    assert_eq!(a.status, 403);
+    assert!(!a.body.contains(challenge), "{}", a.body);
+    let line = listener.next_json();
+    assert_eq!(line["handshake"]["outcome"], "refused", "{line}");
+    assert_eq!(line["handshake"]["verified"], false);
+    assert_eq!(line["response"]["status"], 403);
+    assert!(
+        line["handshake"]["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("signature did not verify")),
+        "{line}"
+    );
+
+    // The same challenge on an endpoint with no secret: answered, and said to be unverified.
+    let a = send(&rt, client.post(format!("{base}/open")).body(body.clone()));
+    assert_eq!((a.status, a.body.as_str()), (200, challenge));
+    let line = listener.next_json();
+    assert_eq!(line["handshake"]["verified"], false, "{line}");
+    assert!(
+        line["handshake"]["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("not verified")),
+        "{line}"
+    );
+
+    let a = send(
+        &rt,
+        client.get(format!(
+            "{base}/meta?hub.mode=subscribe&hub.challenge=1158201444&hub.verify_token=guess"
+        )),
+    );
+    assert_eq!(a.status, 403);
+    assert!(!a.body.contains("1158201444"));
+    let line = listener.next_json();
+    assert_eq!(
+        line["handshake"]["detail"],
+        "Refused Meta's verification request: hub.verify_token did not match the endpoint's."
+    );
+
+    let twitch = r#"{"challenge":"pogchamp","subscription":{"type":"channel.follow"}}"#;
+    let a = send(
+        &rt,
+        signed(
+            &client,
+            &format!("{base}/twitch"),
+            "twitch",
+            "wrong",
+            "m1",
+            twitch,
+        )
+        .header(
+            "Twitch-Eventsub-Message-Type",
+            "webhook_callback_verification",
+        ),
+    );
+    assert_eq!(a.status, 403);
+    assert!(!a.body.contains("pogchamp"));
+    listener.next_json();
+
+    let zoom = r#"{"payload":{"plainToken":"abc"},"event":"endpoint.url_validation"}"#;
+    let a = send(
+        &rt,
+        signed(&client, &format!("{base}/zoom"), "zoom", "wrong", "", zoom),
+    );
+    assert_eq!(a.status, 403);
+    assert!(!a.body.contains("encryptedToken"));
+    listener.next_json();
+
+    // An endpoint that names one provider answers only that one; `off` answers none.
+    let a = send(&rt, client.get(format!("{base}/only-slack?challenge=abc")));
+    assert!(a.body.starts_with("{\"received\":true"), "{}", a.body);
+    assert!(listener.next_json()["handshake"].is_null());
+    let a = send(&rt, client.post(format!("{base}/off")).body(body));
+    assert!(a.body.starts_with("{\"received\":true"), "{}", a.body);
+    assert!(listener.next_json()["handshake"].is_null());
+}
+
+/// The CloudEvents Python SDK, installed on first use with pip from PyPI; `None` (skipped,
+/// and saying so) without python3 and pip, or when PyPI is out of reach.
+fn cloudevents_python() -> Option<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("py-cloudevents-2.2.0");
+    if !dir.join("cloudevents/v1/http/__init__.py").exists() {
+        if !common::tool_runs(&["python3", "-m", "pip", "--version"]) {
+            return None;
+        }
+        let out = Command::new("python3")
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--no-deps",
+                "--target",
+            ])
+            .arg(&dir)
+            .args([
+                "cloudevents==2.2.0",
+                "deprecation==2.1.0",
+                "python-dateutil==2.9.0.post0",
+                "six==1.17.0",
+                "packaging==24.2",
+            ])
+            .output()
+            .expect("python3 runs");
+        if !out.status.success() {
+            common::skip(&format!(
+                "pip could not install cloudevents from PyPI: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+            return None;
+        }
+    }
+    Some(dir)
+}
+
+/// Sends, with the SDK's own HTTP binding, one event in binary mode, the same event (same source
+/// and id) again in structured mode, and one from another source with the same id.
+const CLOUDEVENTS_SENDER: &str = r#"
+import sys, json, urllib.request, warnings
+warnings.simplefilter("ignore")
+from cloudevents.v1.http import CloudEvent, to_binary, to_structured
+
+url = sys.argv[1]
+def post(headers, body):
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    with urllib.request.urlopen(request) as response:
+        print(response.status, flush=True)
+
+attributes = {"type": "com.example.ocr.job.completed", "source": "https://ocr.example.com/jobs", "id": "A234-1234-1234", "time": "2018-04-05T17:31:00Z"}
+data = {"job_id": "job_42", "status": "completed"}
+post(*to_binary(CloudEvent(attributes, data)))
+post(*to_structured(CloudEvent(attributes, data)))
+other = dict(attributes, source="https://other.example.com")
+post(*to_binary(CloudEvent(other, data)))
+"#;
+
+#[test]
+fn cloudevents_from_the_python_sdk_are_read_in_both_modes_and_deduplicated_by_source_and_id() {
+    let Some(site) = cloudevents_python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut listener = Listener::start(dir.path(), &[]);
+    let mut sender = Command::new("python3")
+        .args([
+            "-c",
+            CLOUDEVENTS_SENDER,
+            &format!("{}/hooks/ce", listener.base_url),
+        ])
+        .env("PYTHONPATH", &site)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    let statuses: Vec<String> = BufReader::new(sender.stdout.take().expect("stdout"))
+        .lines()
+        .map(|l| l.expect("line"))
+        .collect();
+    assert!(sender.wait().expect("exits").success());
+    assert_eq!(statuses, ["200", "200", "200"]);
+
+    let binary = listener.next_json();
+    assert_eq!(binary["cloudevent"]["mode"], "binary", "{binary}");
+    assert_eq!(binary["event_id"], "A234-1234-1234");
+    assert_eq!(binary["event_type"], "com.example.ocr.job.completed");
+    assert_eq!(binary["cloudevent"]["time"], "2018-04-05T17:31:00Z");
+    assert_eq!(
+        binary["job"]["job_id"], "job_42",
+        "binary data is the body: {binary}"
+    );
+    assert_eq!(binary["checks"]["duplicate"]["status"], "first");
+    // An old `time` is the occurrence's, not a stale signature: it is not judged.
+    assert_eq!(binary["checks"]["timestamp"]["status"], "skipped");
+
+    let structured = listener.next_json();
+    assert_eq!(
+        structured["cloudevent"]["mode"], "structured",
+        "{structured}"
+    );
+    assert_eq!(structured["event_type"], "com.example.ocr.job.completed");
+    assert_eq!(structured["job"]["job_id"], "job_42", "{structured}");
+    assert_eq!(
+        structured["checks"]["duplicate"]["status"], "duplicate",
+        "the same source and id: {structured}"
+    );
+    assert!(
+        structured["checks"]["duplicate"]["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("from https://ocr.example.com/jobs")),
+        "{structured}"
+    );
+
+    let other = listener.next_json();
+    assert_eq!(
+        other["checks"]["duplicate"]["status"], "first",
+        "another source's id is another event: {other}"
+    );
+}

@@ -61,6 +61,11 @@ pub enum Command {
     },
     /// Send a stored delivery again to a handler.
     Resend(ResendRequest),
+    /// Confirm the subscription a handshake asks to confirm by its URL (SNS, Event Grid).
+    Confirm {
+        /// The handshake's delivery.
+        id: i64,
+    },
     /// The outbound attempts made from a delivery.
     Attempts {
         /// The delivery.
@@ -462,6 +467,7 @@ impl Engine {
                 });
             }
             Command::Resend(request) => self.resend(request),
+            Command::Confirm { id } => self.confirm(id),
             Command::CountStored => match self.reader.count() {
                 Ok(n) => self.emit(Event::Stored(n)),
                 Err(e) => self.emit(Event::Error(e.to_string())),
@@ -554,6 +560,34 @@ impl Engine {
         if let Err(e) = spawned {
             self.emit(Event::Error(format!("cannot start the sender: {e}")));
         }
+    }
+
+    fn confirm(&mut self, id: i64) {
+        let confirmation = match app::confirm::prepare(&self.reader, id) {
+            Ok(confirmation) => confirmation,
+            Err(e) => return self.emit(Event::Error(e.to_string())),
+        };
+        let writer = self.store.writer();
+        let path = self.store.path().to_path_buf();
+        self.spawn_outbound(move |runtime| {
+            let mut out = Vec::new();
+            match runtime.block_on(app::confirm::send(&confirmation, &writer)) {
+                Ok(attempt) if app::confirm::accepted(&attempt) => out.push(Event::Notice(
+                    app::confirm::summary(&confirmation, &attempt),
+                )),
+                Ok(attempt) => {
+                    out.push(Event::Error(app::confirm::summary(&confirmation, &attempt)))
+                }
+                Err(e) => out.push(Event::Error(e.to_string())),
+            }
+            if let Ok(attempts) = Reader::open(&path).and_then(|r| r.attempts_for(id)) {
+                out.push(Event::Attempts {
+                    delivery_id: id,
+                    attempts,
+                });
+            }
+            out
+        });
     }
 
     fn resend(&mut self, request: ResendRequest) {

@@ -449,6 +449,67 @@ fn a_wrong_token_or_signature_is_refused_and_never_given_the_challenge() {
     assert!(listener.next_json()["handshake"].is_null());
 }
 
+#[test]
+fn an_sns_subscription_is_confirmed_only_by_the_users_one_get() {
+    let sns = common::handler::serve(
+        common::handler::Flavour::Correct,
+        axum::http::StatusCode::OK,
+    );
+    let subscribe = format!(
+        "http://{}/record?Action=ConfirmSubscription&TopicArn=arn:aws:sns:us-west-2:123456789012:MyTopic&Token=2336412f",
+        sns.addr
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut listener = Listener::start(dir.path(), &[]);
+    let rt = runtime();
+    let client = common::http_client();
+    let body = serde_json::json!({
+        "Type": "SubscriptionConfirmation",
+        "Token": "2336412f",
+        "TopicArn": "arn:aws:sns:us-west-2:123456789012:MyTopic",
+        "SubscribeURL": subscribe,
+    })
+    .to_string();
+    let a = send(
+        &rt,
+        client
+            .post(format!("{}/sns", listener.base_url))
+            .header("x-amz-sns-message-type", "SubscriptionConfirmation")
+            .body(body),
+    );
+    assert_eq!(a.status, 200);
+    let id = listener.next_json()["id"].as_i64().expect("id");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(
+        sns.handler.received.lock().expect("lock").len(),
+        0,
+        "hookscope never fetches the SubscribeURL by itself"
+    );
+    drop(listener);
+
+    let out = run(dir.path(), &["confirm", &id.to_string()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains(&format!("GET {subscribe}")), "{text}");
+    assert!(text.contains("confirmed AWS SNS's subscription"), "{text}");
+    assert_eq!(sns.handler.received.lock().expect("lock").len(), 1);
+    let attempts = hookscope::store::Reader::open(&dir.path().join("hookscope.sqlite"))
+        .expect("reader")
+        .attempts_for(id)
+        .expect("attempts");
+    assert_eq!(attempts.len(), 1);
+    assert_eq!(attempts[0].kind.as_str(), "confirm");
+    assert_eq!(attempts[0].status, Some(200));
+
+    // Anything that is not a handshake with a URL is a usage error.
+    let out = run(dir.path(), &["confirm", "999"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
 /// The CloudEvents Python SDK, installed on first use with pip from PyPI; `None` (skipped,
 /// and saying so) without python3 and pip, or when PyPI is out of reach.
 fn cloudevents_python() -> Option<PathBuf> {

@@ -535,7 +535,7 @@ fn decide(asked: Asked, context: &Context<'_>, signed: Signed) -> Handshake {
             let topic = asked.topic.as_deref().unwrap_or("a topic");
             let detail = match &asked.url {
                 Some(_) => format!(
-                    "AWS SNS asks to confirm the subscription to {topic}: hookscope never fetches the SubscribeURL by itself; confirm it with Confirm subscription in the window or `hookscope confirm ID`."
+                    "AWS SNS asks to confirm the subscription to {topic}; hookscope never fetches the SubscribeURL by itself: confirm it when you mean to subscribe."
                 ),
                 None => format!(
                     "AWS SNS asks to confirm the subscription to {topic}, but the message carries no SubscribeURL to confirm with."

@@ -162,6 +162,69 @@ pub fn detail_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
         });
 }
 
+/// A provider's handshake: what it asked, what was answered (exactly), and for a subscription
+/// confirmed by a URL (SNS, Event Grid), the URL and the one GET the user starts.
+fn handshake_ui(
+    app: &mut HookscopeApp,
+    ui: &mut egui::Ui,
+    id: i64,
+    handshake: &hookscope::domain::handshake::Handshake,
+) {
+    let (color, word) = widgets::handshake_look(handshake.outcome);
+    ui.horizontal(|ui| {
+        ui.label(RichText::new("Handshake").strong());
+        widgets::badge(ui, word, color, &handshake.detail);
+        ui.weak(handshake.provider.label());
+    });
+    ui.add(egui::Label::new(&handshake.detail).wrap());
+    egui::Grid::new("handshake_grid")
+        .num_columns(2)
+        .spacing([12.0, 4.0])
+        .show(ui, |ui| {
+            ui.weak("asked");
+            ui.add(egui::Label::new(RichText::new(&handshake.asked).monospace()).selectable(true));
+            ui.end_row();
+            if let Some(answer) = &handshake.answer {
+                ui.weak("answered");
+                let mut lines = vec![format!(
+                    "{} {}",
+                    answer.status,
+                    answer.content_type.as_deref().unwrap_or("")
+                )];
+                lines.extend(answer.headers.iter().map(|(n, v)| format!("{n}: {v}")));
+                if !answer.body.is_empty() {
+                    lines.push(answer.body.clone());
+                }
+                ui.add(
+                    egui::Label::new(RichText::new(lines.join("\n")).monospace()).selectable(true),
+                );
+                ui.end_row();
+            }
+        });
+    if let Some(url) = &handshake.confirm_url {
+        ui.add_space(6.0);
+        ui.label("Confirming is the one GET of this URL, made when you press the button:");
+        ui.add(
+            egui::Label::new(RichText::new(url).monospace())
+                .selectable(true)
+                .wrap(),
+        );
+        ui.horizontal(|ui| {
+            if ui
+                .button(RichText::new("Confirm subscription").strong())
+                .on_hover_text("GET this URL once, as the provider asks; the answer is kept on the Resend tab's attempts")
+                .clicked()
+            {
+                app.send(Command::Confirm { id });
+            }
+            if ui.button("Copy URL").clicked() {
+                ui.ctx().copy_text(url.clone());
+                app.notice("copied the confirmation URL".to_string(), false);
+            }
+        });
+    }
+}
+
 fn check_row(ui: &mut egui::Ui, name: &str, color: Color32, word: &str, detail: &str) {
     ui.label(RichText::new(name).strong());
     widgets::badge(ui, word, color, detail);
@@ -184,6 +247,10 @@ fn checks_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery)
         }
     });
     ui.add_space(4.0);
+    if let Some(handshake) = &stored.handshake {
+        handshake_ui(app, ui, stored.id, handshake);
+        ui.add_space(8.0);
+    }
     egui::Grid::new("checks_grid")
         .num_columns(3)
         .spacing([12.0, 10.0])

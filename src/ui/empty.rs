@@ -61,6 +61,12 @@ pub fn empty_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
         }
         ui.add_space(6.0);
         ui.weak("Then add your provider's secret under Endpoints & secrets to verify its signatures.");
+        ui.add_space(14.0);
+        ui.label(format!(
+            "Providers that verify an endpoint before they deliver get their challenge answered here: {}.",
+            hookscope::domain::handshake::Provider::labels()
+        ));
+        ui.weak("Zoom and X answer with your secret, Meta checks your verify token: add them under Endpoints & secrets.");
     });
 }
 

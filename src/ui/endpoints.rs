@@ -290,6 +290,58 @@ fn endpoint_ui(
             }
             ui.end_row();
 
+            ui.label("Handshake");
+            ui.horizontal(|ui| {
+                use hookscope::domain::handshake::Provider;
+                let current = endpoint.handshake.clone().unwrap_or_else(|| "auto".into());
+                let shown = match current.as_str() {
+                    "auto" => "every provider's".to_string(),
+                    "off" => "none (off)".to_string(),
+                    name => Provider::from_name(name)
+                        .map(|p| format!("{} only", p.label()))
+                        .unwrap_or_else(|| name.to_string()),
+                };
+                egui::ComboBox::from_id_salt(("handshake", index))
+                    .selected_text(shown)
+                    .show_ui(ui, |ui| {
+                        let mut choice = current.clone();
+                        ui.selectable_value(&mut choice, "auto".to_string(), "every provider's");
+                        ui.selectable_value(&mut choice, "off".to_string(), "none (off)");
+                        for provider in Provider::ALL {
+                            ui.selectable_value(
+                                &mut choice,
+                                provider.name().to_string(),
+                                format!("{} only", provider.label()),
+                            );
+                        }
+                        if choice != current {
+                            endpoint.handshake = (choice != "auto").then_some(choice);
+                        }
+                    });
+                ui.weak("answers the challenge a provider sends before it delivers");
+            });
+            ui.end_row();
+
+            let label = ui.label("Verify token");
+            let mut token = endpoint
+                .verify_token
+                .as_ref()
+                .map(|t| t.expose().to_string())
+                .unwrap_or_default();
+            let response = ui
+                .add(
+                    egui::TextEdit::singleline(&mut token)
+                        .password(true)
+                        .desired_width(260.0)
+                        .hint_text("Meta's Verify token (hub.verify_token)"),
+                )
+                .labelled_by(label.id);
+            if response.changed() {
+                let trimmed = token.trim();
+                endpoint.verify_token = (!trimmed.is_empty()).then(|| Secret::new(trimmed));
+            }
+            ui.end_row();
+
             ui.label("Payload advice");
             ui.horizontal(|ui| {
                 let mut on = endpoint.advice.unwrap_or(true);

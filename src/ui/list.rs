@@ -116,8 +116,14 @@ pub fn list_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
                 row.col(|ui| {
                     ui.label(&item.path);
                 });
-                row.col(|ui| {
-                    ui.label(item.event_type.as_deref().unwrap_or(""));
+                row.col(|ui| match &item.handshake {
+                    // A handshake has no event: say whose challenge it was.
+                    Some(h) => {
+                        ui.weak(format!("{} {}", h.provider.label(), h.provider.what()));
+                    }
+                    None => {
+                        ui.label(item.event_type.as_deref().unwrap_or(""));
+                    }
                 });
                 row.col(|ui| {
                     ui.monospace(item.event_id.as_deref().unwrap_or(""));
@@ -125,8 +131,9 @@ pub fn list_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
                 row.col(|ui| {
                     ui.monospace(item.job_id.as_deref().unwrap_or(""));
                 });
-                row.col(|ui| {
-                    widgets::check_badges(ui, &item.checks);
+                row.col(|ui| match &item.handshake {
+                    Some(handshake) => widgets::handshake_badges(ui, handshake, &item.checks),
+                    None => widgets::check_badges(ui, &item.checks),
                 });
                 row.col(|ui| {
                     ui.label(human_bytes(item.body_size));

@@ -3,6 +3,7 @@
 use eframe::egui::{self, Color32, RichText};
 use hookscope::domain::advice::AdviceStatus;
 use hookscope::domain::checks::{Checks, DuplicateStatus, SignatureStatus, TimestampStatus};
+use hookscope::domain::handshake::{Handshake, Outcome};
 
 /// A check that passed.
 pub const PASS: Color32 = Color32::from_rgb(38, 150, 70);
@@ -14,6 +15,17 @@ pub const FAIL: Color32 = Color32::from_rgb(210, 50, 50);
 pub const SKIPPED: Color32 = Color32::from_rgb(120, 120, 128);
 /// Payload advice: never a failure, so grey, a shade apart from "skipped".
 pub const ADVICE: Color32 = Color32::from_rgb(96, 104, 122);
+/// A handshake answered: not an event, so neither green nor grey.
+pub const HANDSHAKE: Color32 = Color32::from_rgb(52, 102, 190);
+
+/// The colour and words of a handshake's outcome.
+pub fn handshake_look(outcome: Outcome) -> (Color32, &'static str) {
+    match outcome {
+        Outcome::Answered => (HANDSHAKE, "handshake"),
+        Outcome::Refused => (FAIL, "handshake refused"),
+        Outcome::Awaiting => (WARN, "confirm subscription"),
+    }
+}
 
 /// The colour and word of a signature verdict.
 pub fn signature_look(status: SignatureStatus) -> (Color32, &'static str) {
@@ -68,6 +80,17 @@ pub fn check_badges(ui: &mut egui::Ui, checks: &Checks) {
     badge(ui, word, color, &checks.duplicate.detail);
     if checks.advice.status == AdviceStatus::Advice {
         badge(ui, "advice", ADVICE, &checks.advice.detail);
+    }
+}
+
+/// The badges of a handshake: its outcome, and its signature when its provider signs it (a
+/// handshake is no event, so it has no timestamp or duplicate verdict worth a badge).
+pub fn handshake_badges(ui: &mut egui::Ui, handshake: &Handshake, checks: &Checks) {
+    let (color, word) = handshake_look(handshake.outcome);
+    badge(ui, word, color, &handshake.detail);
+    if handshake.verified.is_some() {
+        let (color, word) = signature_look(checks.signature.status);
+        badge(ui, &format!("sig {word}"), color, &checks.signature.detail);
     }
 }
 

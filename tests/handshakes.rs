@@ -631,3 +631,201 @@ fn cloudevents_from_the_python_sdk_are_read_in_both_modes_and_deduplicated_by_so
         "another source's id is another event: {other}"
     );
 }
+
+/// `hookscope simulate --handshake …` against `target`: exit code and scorecard.
+fn simulate(dir: &std::path::Path, target: &str, args: &[&str]) -> (i32, serde_json::Value) {
+    let mut all = vec!["simulate", "--target", target, "--until-done", "--json"];
+    all.extend_from_slice(args);
+    let out = run(dir, &all);
+    let card = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no scorecard ({e}): {} / {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap_or(-1), card)
+}
+
+fn handshake_check(card: &serde_json::Value) -> &serde_json::Value {
+    card["checks"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["name"] == "handshake"))
+        .unwrap_or_else(|| panic!("no handshake check in {card}"))
+}
+
+#[test]
+fn the_simulator_subscribes_only_after_a_right_answer_to_its_handshake() {
+    // hookscope's own receiver answers Slack's challenge (it has the secret): the simulator
+    // then delivers the jobs' events.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut listener = listener(dir.path());
+    let sim_dir = tempfile::tempdir().expect("tempdir");
+    let target = format!("{}/slack", listener.base_url);
+    let (code, card) = simulate(
+        sim_dir.path(),
+        &target,
+        &[
+            "--handshake",
+            "slack",
+            "--scheme",
+            "slack",
+            "--secret",
+            "8f742231b10e8888abcd99yyyzzz85a5",
+            "--jobs",
+            "1",
+            "--time-scale",
+            "100000",
+            "--duplicate-rate",
+            "0",
+            "--reorder-rate",
+            "0",
+            "--late-retry-rate",
+            "0",
+        ],
+    );
+    assert_eq!(handshake_check(&card)["status"], "pass", "{card}");
+    assert_eq!(
+        card["progress"]["acknowledged"], 3,
+        "the events followed: {card}"
+    );
+    // hookscope's receiver is an inspector, not a handler: it acknowledges the forgery probes,
+    // and that is the only check it fails.
+    let failed: Vec<&serde_json::Value> = card["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .filter(|c| c["status"] == "fail")
+        .map(|c| &c["name"])
+        .collect();
+    assert_eq!(failed, ["refuses_forgeries"], "{card}");
+    assert_eq!(code, 1);
+    let first = listener.next_json();
+    assert_eq!(
+        first["handshake"]["provider"], "slack",
+        "the handshake came first: {first}"
+    );
+    assert_eq!(first["handshake"]["verified"], true, "{first}");
+    // Then the 3 events and the 2 forgery probes, in the order the chaos sends them.
+    let after: Vec<serde_json::Value> = (0..5).map(|_| listener.next_json()).collect();
+    assert!(after.iter().all(|d| d["handshake"].is_null()), "{after:?}");
+    let verified = after
+        .iter()
+        .filter(|d| {
+            d["checks"]["signature"]["status"] == "pass"
+                && d["checks"]["timestamp"]["status"] == "pass"
+        })
+        .count();
+    assert_eq!(verified, 3, "the events, signed and fresh: {after:?}");
+
+    // A handler that answers 200 with nothing: Zoom's handshake fails and nothing is delivered.
+    let handler = common::handler::serve(
+        common::handler::Flavour::Correct,
+        axum::http::StatusCode::OK,
+    );
+    let (code, card) = simulate(
+        sim_dir.path(),
+        &format!("http://{}/record", handler.addr),
+        &[
+            "--handshake",
+            "zoom",
+            "--scheme",
+            "zoom",
+            "--secret",
+            "z",
+            "--jobs",
+            "3",
+        ],
+    );
+    assert_eq!(code, 1, "{card}");
+    let check = handshake_check(&card);
+    assert_eq!(check["status"], "fail", "{card}");
+    assert!(
+        check["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("plainToken") && d.contains("delivered nothing")),
+        "{check}"
+    );
+    assert_eq!(
+        handler.handler.received.lock().expect("lock").len(),
+        1,
+        "only the handshake reached the handler"
+    );
+
+    // An unknown provider is a usage error naming the known ones.
+    let out = run(
+        sim_dir.path(),
+        &[
+            "simulate",
+            "--target",
+            &target,
+            "--secret",
+            common::handler::SECRET,
+            "--handshake",
+            "slak",
+            "--jobs",
+            "1",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("event-grid"));
+}
+
+/// A handler that confirms an SNS subscription as AWS's docs say: it GETs the SubscribeURL.
+async fn sns_handler(headers: axum::http::HeaderMap, body: String) -> axum::http::StatusCode {
+    if headers
+        .get("x-amz-sns-message-type")
+        .is_some_and(|t| t == "SubscriptionConfirmation")
+    {
+        let message: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+        let url = message["SubscribeURL"]
+            .as_str()
+            .expect("SubscribeURL")
+            .to_string();
+        // Not awaited inside the answer, as a real handler would not block SNS.
+        tokio::spawn(async move {
+            let _ = reqwest::get(url).await;
+        });
+    }
+    axum::http::StatusCode::OK
+}
+
+#[test]
+fn the_simulator_waits_for_an_sns_handler_to_fetch_the_subscribe_url() {
+    let rt = runtime();
+    hookscope::net::client::install_tls_provider();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let app = axum::Router::new().route("/sns", axum::routing::post(sns_handler));
+    rt.spawn(async move { axum::serve(listener, app).await });
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (code, card) = simulate(
+        dir.path(),
+        &format!("http://{addr}/sns"),
+        &[
+            "--handshake",
+            "sns",
+            "--secret",
+            common::handler::SECRET,
+            "--jobs",
+            "1",
+            "--time-scale",
+            "100000",
+        ],
+    );
+    let check = handshake_check(&card);
+    assert_eq!(check["status"], "pass", "{card}");
+    assert!(
+        check["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("fetched the SubscribeURL")),
+        "{check}"
+    );
+    assert_eq!(
+        card["progress"]["acknowledged"], 3,
+        "then it delivered: {card}"
+    );
+    assert_eq!(code, 1, "this handler refuses no forgery: {card}");
+}

@@ -15,6 +15,7 @@ use crate::config::ConfigFile;
 use crate::domain::attempt::{Attempt, AttemptKind};
 use crate::domain::clock::{now_ms, now_secs};
 use crate::domain::delivery::Header;
+use crate::domain::handshake::{Challenge, Provider};
 use crate::domain::scheme::{Scheme, Secret};
 use crate::domain::sim::world::{Settings, Work, WorkKind, World};
 use crate::domain::sim::{self, Chaos, Check, IdempotencyStyle, Lifecycle};
@@ -128,6 +129,8 @@ pub struct SimulateRequest {
     pub seed: u64,
     /// Accept any certificate of an https target.
     pub insecure: bool,
+    /// Send this provider's handshake first, and deliver nothing unless it is answered right.
+    pub handshake: Option<String>,
     /// Who asks, for the words of a refusal.
     pub front: crate::app::Front,
 }
@@ -160,6 +163,7 @@ pub struct Prepared {
     submit_delay: Duration,
     seed: u64,
     insecure: bool,
+    handshake: Option<Provider>,
     settings: Settings,
 }
 
@@ -213,8 +217,10 @@ pub fn prepare(file: &ConfigFile, request: &SimulateRequest) -> Result<Prepared,
             "enter a Target: the handler the webhooks go to",
         )));
     }
+    let handshake = handshake_of(request)?;
     let api = &scenario.api;
     Ok(Prepared {
+        handshake,
         target: request.target.clone(),
         jobs,
         scheme,
@@ -246,6 +252,37 @@ pub fn prepare(file: &ConfigFile, request: &SimulateRequest) -> Result<Prepared,
             api_url: String::new(),
         },
     })
+}
+
+/// The provider whose handshake goes first, if one is asked for (it needs a target to answer it).
+fn handshake_of(request: &SimulateRequest) -> Result<Option<Provider>, AppError> {
+    let front = request.front;
+    let Some(name) = request
+        .handshake
+        .as_deref()
+        .filter(|n| !n.trim().is_empty())
+    else {
+        return Ok(None);
+    };
+    let provider = Provider::from_name(&name.trim().to_ascii_lowercase()).ok_or_else(|| {
+        AppError::Usage(front.says(
+            format!(
+                "--handshake {name} is not a provider: {}",
+                Provider::names()
+            ),
+            format!(
+                "the Handshake {name} is not a provider: {}",
+                Provider::names()
+            ),
+        ))
+    })?;
+    if request.target.is_none() {
+        return Err(AppError::Usage(front.says(
+            "--handshake needs --target: the handler that answers it",
+            "enter a Target: the handler that answers the handshake",
+        )));
+    }
+    Ok(Some(provider))
 }
 
 /// The lifecycle: the scenario's own, else the named preset (default `render`).
@@ -377,6 +414,8 @@ pub struct Progress {
 
 /// A running simulation.
 pub struct Running {
+    /// The handshake's check, when one went first.
+    pub handshake: Option<Check>,
     /// The provider's state.
     pub world: Arc<Mutex<World>>,
     /// The job API's address.
@@ -401,7 +440,8 @@ impl Running {
             jobs: world.jobs.len(),
             attempts: world.attempts,
             in_flight: self.in_flight.load(Ordering::SeqCst),
-            finished: world.finished(now) && self.in_flight.load(Ordering::SeqCst) == 0,
+            finished: self.refused()
+                || (world.finished(now) && self.in_flight.load(Ordering::SeqCst) == 0),
             ..Progress::default()
         };
         for job in &world.jobs {
@@ -422,11 +462,26 @@ impl Running {
     pub fn scorecard(&self) -> Vec<Check> {
         let mut observed = lock(&self.world).observed.clone();
         observed.timeout_ms = self.timeout.as_millis() as u64;
-        sim::scorecard(&observed)
+        self.handshake
+            .iter()
+            .cloned()
+            .chain(sim::scorecard(&observed))
+            .collect()
     }
 
-    /// Waits until every job has ended and every event is settled.
+    /// Whether the handler got the handshake wrong, so nothing is delivered: the run is over.
+    fn refused(&self) -> bool {
+        self.handshake
+            .as_ref()
+            .is_some_and(|check| check.status == sim::Verdict::Fail)
+    }
+
+    /// Waits until every job has ended and every event is settled (at once when the handshake
+    /// was answered wrong: nothing will be delivered).
     pub async fn until_done(&self) {
+        if self.refused() {
+            return;
+        }
         loop {
             // Only whether it finished: the full counts are for the reports.
             let finished = lock(&self.world).finished(now_ms());
@@ -452,10 +507,12 @@ pub async fn start(prepared: Prepared, writer: StoreWriter) -> Result<Running, A
     let mut settings = prepared.settings.clone();
     settings.api_url = String::new();
     let world = Arc::new(Mutex::new(World::new(settings, prepared.seed)));
+    let confirmations = Arc::new(AtomicUsize::new(0));
     let api = Api {
         world: Arc::clone(&world),
         default_callback: prepared.target.clone(),
         submit_delay: prepared.submit_delay,
+        confirmations: Arc::clone(&confirmations),
     };
     let server = simulator::serve(api, prepared.api_port, &prepared.submit_path)
         .await
@@ -466,17 +523,36 @@ pub async fn start(prepared: Prepared, writer: StoreWriter) -> Result<Running, A
             ))
         })?;
     let api_addr = server.addr;
+    let client = Client::with_tls(prepared.timeout, Tls::insecure_if(prepared.insecure))?;
+    let handshake = match (prepared.handshake, &prepared.target) {
+        (Some(provider), Some(target)) => Some(
+            handshake_first(
+                provider,
+                target,
+                &prepared,
+                &client,
+                &writer,
+                &format!("http://{api_addr}/sns/confirm"),
+                &confirmations,
+            )
+            .await,
+        ),
+        _ => None,
+    };
+    // Like the provider, nothing is delivered to a handler that got the handshake wrong.
+    let subscribed = handshake
+        .as_ref()
+        .is_none_or(|check| check.status != sim::Verdict::Fail);
     {
         let mut w = lock(&world);
         w.settings.api_url = format!("http://{api_addr}");
-        if let Some(target) = &prepared.target {
+        if let (Some(target), true) = (&prepared.target, subscribed) {
             let now = now_ms();
             for _ in 0..prepared.jobs {
                 w.create_job(target, now);
             }
         }
     }
-    let client = Client::with_tls(prepared.timeout, Tls::insecure_if(prepared.insecure))?;
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let in_flight = Arc::new(AtomicUsize::new(0));
     let delivery = tokio::spawn(deliver(
@@ -491,6 +567,7 @@ pub async fn start(prepared: Prepared, writer: StoreWriter) -> Result<Running, A
         Arc::clone(&in_flight),
     ));
     Ok(Running {
+        handshake,
         world,
         api_addr,
         server: Some(server),
@@ -580,6 +657,73 @@ async fn flush(records: &Mutex<Vec<Attempt>>, writer: &StoreWriter) {
     let batch = std::mem::take(&mut *records.lock().unwrap_or_else(|e| e.into_inner()));
     if !batch.is_empty() {
         let _ = writer.maintain(Maintenance::RecordAttempts(batch)).await;
+    }
+}
+
+/// Sends the provider's handshake to the target before any event, records the attempt, and
+/// judges the answer as the provider would (for SNS: waits up to the timeout for the handler to
+/// fetch the SubscribeURL, which the simulator's job API serves).
+async fn handshake_first(
+    provider: Provider,
+    target: &str,
+    prepared: &Prepared,
+    client: &Client,
+    writer: &StoreWriter,
+    confirm_url: &str,
+    confirmations: &AtomicUsize,
+) -> Check {
+    let fail = |detail: String| Check::new("handshake", sim::Verdict::Fail, detail);
+    let challenge =
+        match Challenge::new(provider, prepared.secrets.first(), now_secs(), confirm_url) {
+            Ok(challenge) => challenge,
+            Err(e) => return fail(format!("The handshake could not be made: {e}.")),
+        };
+    let url = match &challenge.query {
+        Some(query) if target.contains('?') => format!("{target}&{query}"),
+        Some(query) => format!("{target}?{query}"),
+        None => target.to_string(),
+    };
+    let outgoing = Outgoing {
+        method: challenge.method.into(),
+        headers: challenge.headers.clone(),
+        body: challenge.body.clone(),
+    };
+    let attempt = match client
+        .send(&url, &outgoing, AttemptKind::Simulate, None)
+        .await
+    {
+        Ok(attempt) => attempt,
+        Err(e) => unreachable_attempt(&url, e.to_string()),
+    };
+    if let Err(e) = writer.attempt(attempt.clone()).await {
+        eprintln!("hookscope: the handshake's attempt could not be recorded: {e}");
+    }
+    let mut confirmed = false;
+    if challenge.awaits_confirmation() && attempt.status.is_some_and(|s| (200..300).contains(&s)) {
+        let deadline = std::time::Instant::now() + prepared.timeout;
+        while std::time::Instant::now() < deadline {
+            if confirmations.load(Ordering::SeqCst) > 0 {
+                confirmed = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    match challenge.judge(
+        attempt.status,
+        &attempt.response_headers,
+        &attempt.response_body,
+        confirmed,
+    ) {
+        Ok(sentence) => Check::new("handshake", sim::Verdict::Pass, sentence),
+        Err(why) => fail(format!(
+            "{}{why}; like the provider, the simulator delivered nothing.",
+            attempt
+                .error
+                .as_deref()
+                .map(|e| format!("{e}: "))
+                .unwrap_or_default()
+        )),
     }
 }
 

@@ -92,6 +92,9 @@ pub struct SimulateArgs {
     /// Accept any TLS certificate of an https:// target (development certificates only)
     #[arg(long)]
     pub insecure: bool,
+    /// Send this provider's handshake first (slack, zoom, twitch, meta, graph, event-grid, cloudevents, x, dropbox, okta, sns) and, like the provider, deliver nothing unless the handler answers it right
+    #[arg(long, value_name = "PROVIDER")]
+    pub handshake: Option<String>,
     /// Print the scorecard as one JSON object
     #[arg(long)]
     pub json: bool,
@@ -131,6 +134,7 @@ pub fn run(common: &Common, args: SimulateArgs) -> Result<ExitCode, AppError> {
         poll_gap: args.rate_limit_gap_ms.map(Duration::from_millis),
         seed: args.seed,
         insecure: args.insecure,
+        handshake: args.handshake,
         front: hookscope::app::Front::Cli,
     };
     let prepared = simulate::prepare(&file, &request)?;

@@ -11,7 +11,7 @@
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
-use crate::domain::delivery::Delivery;
+use crate::domain::delivery::{Delivery, Header};
 use crate::domain::json::Json;
 use crate::domain::pretty::percent_decode;
 use crate::domain::scheme::{Secret, constant_time_eq, hmac_sha256};
@@ -622,10 +622,316 @@ fn asked_phrase(asked: &Asked) -> String {
     }
 }
 
+/// A provider's handshake as the provider sends it, and what a right answer is: what the
+/// simulator and the probe send to a developer's handler before any event.
+#[derive(Debug, Clone)]
+pub struct Challenge {
+    /// Whose handshake.
+    pub provider: Provider,
+    /// The method.
+    pub method: &'static str,
+    /// The query to add to the handler's URL (`hub.mode=subscribe&…`), when it has one.
+    pub query: Option<String>,
+    /// The headers, signatures included.
+    pub headers: Vec<Header>,
+    /// The body.
+    pub body: Vec<u8>,
+    expected: Expected,
+}
+
+/// What a right answer holds.
+#[derive(Debug, Clone)]
+enum Expected {
+    /// The body is exactly this text.
+    Text(String),
+    /// The body is JSON with these members equal to these values.
+    Json(Vec<(&'static str, String)>),
+    /// This header has this value (or `*`).
+    Header(&'static str, String),
+    /// A 2xx, then one GET of the SubscribeURL (SNS).
+    Confirm,
+}
+
+/// A random token of `n` bytes, in URL-safe base64 without padding.
+fn token(n: usize) -> String {
+    let mut bytes = vec![0u8; n];
+    let _ = getrandom::fill(&mut bytes);
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+fn signed_headers(
+    scheme: &str,
+    secret: &Secret,
+    id: &str,
+    now_secs: i64,
+    body: &[u8],
+) -> Result<Vec<Header>, String> {
+    let scheme = crate::domain::scheme::Scheme::preset(scheme)
+        .ok_or_else(|| format!("the {scheme} preset is missing"))?;
+    scheme
+        .sign(std::slice::from_ref(secret), id, now_secs, body)
+        .map_err(|e| e.to_string())
+}
+
+impl Challenge {
+    /// The handshake `provider` sends, signed or answered with `secret` where the provider uses
+    /// one (Slack, Zoom, Twitch sign with it; Zoom's and X's answers are HMACs under it; it is
+    /// Meta's verify token). `confirm_url` is where SNS's SubscribeURL points.
+    pub fn new(
+        provider: Provider,
+        secret: Option<&Secret>,
+        now_secs: i64,
+        confirm_url: &str,
+    ) -> Result<Challenge, String> {
+        let needs_secret = || {
+            secret.ok_or_else(|| {
+                format!(
+                    "{}'s {} needs the secret",
+                    provider.label(),
+                    provider.what()
+                )
+            })
+        };
+        let value = token(18);
+        let json = |v: serde_json::Value| v.to_string().into_bytes();
+        let mut challenge = Challenge {
+            provider,
+            method: "POST",
+            query: None,
+            headers: vec![Header::new("content-type", "application/json")],
+            body: Vec::new(),
+            expected: Expected::Text(value.clone()),
+        };
+        match provider {
+            Provider::Cloudevents => {
+                challenge.method = "OPTIONS";
+                challenge.headers = vec![
+                    Header::new("webhook-request-origin", "eventemitter.hookscope.test"),
+                    Header::new("webhook-request-rate", "120"),
+                ];
+                challenge.expected = Expected::Header(
+                    "webhook-allowed-origin",
+                    "eventemitter.hookscope.test".into(),
+                );
+            }
+            Provider::EventGrid => {
+                challenge
+                    .headers
+                    .push(Header::new("aeg-event-type", "SubscriptionValidation"));
+                challenge.body = json(serde_json::json!([{
+                    "id": token(8),
+                    "topic": "/subscriptions/hookscope/resourceGroups/test/providers/Microsoft.EventGrid/topics/jobs",
+                    "subject": "",
+                    "data": {"validationCode": value},
+                    "eventType": "Microsoft.EventGrid.SubscriptionValidationEvent",
+                    "eventTime": "2026-01-01T00:00:00Z",
+                    "metadataVersion": "1",
+                    "dataVersion": "1"
+                }]));
+                challenge.expected = Expected::Json(vec![("validationResponse", value)]);
+            }
+            Provider::Slack => {
+                challenge.body = json(serde_json::json!({
+                    "token": token(12), "challenge": value, "type": "url_verification"
+                }));
+                let signed =
+                    signed_headers("slack", needs_secret()?, "", now_secs, &challenge.body)?;
+                challenge.headers.extend(signed);
+            }
+            Provider::Zoom => {
+                challenge.body = json(serde_json::json!({
+                    "payload": {"plainToken": value},
+                    "event_ts": now_secs * 1000,
+                    "event": "endpoint.url_validation"
+                }));
+                let secret = needs_secret()?;
+                let signed = signed_headers("zoom", secret, "", now_secs, &challenge.body)?;
+                challenge.headers.extend(signed);
+                let mac = hmac_sha256(secret.expose().as_bytes(), &[value.as_bytes()]);
+                challenge.expected = Expected::Json(vec![
+                    ("plainToken", value),
+                    ("encryptedToken", hex::encode(mac)),
+                ]);
+            }
+            Provider::Twitch => {
+                challenge.body = json(serde_json::json!({
+                    "challenge": value,
+                    "subscription": {"id": token(12), "status": "webhook_callback_verification_pending", "type": "channel.follow", "version": "2"}
+                }));
+                let id = token(12);
+                let signed =
+                    signed_headers("twitch", needs_secret()?, &id, now_secs, &challenge.body)?;
+                challenge.headers.extend(signed);
+                challenge.headers.push(Header::new(
+                    "twitch-eventsub-message-type",
+                    "webhook_callback_verification",
+                ));
+            }
+            Provider::Graph => {
+                let text = format!("Validation: Testing client application reachability {value}");
+                challenge.query = Some(format!(
+                    "validationToken={}",
+                    text.replace(':', "%3A").replace(' ', "+")
+                ));
+                challenge.headers = vec![Header::new("content-type", "text/plain; charset=utf-8")];
+                challenge.expected = Expected::Text(text);
+            }
+            Provider::Meta => {
+                challenge.method = "GET";
+                challenge.headers.clear();
+                challenge.query = Some(format!(
+                    "hub.mode=subscribe&hub.challenge={value}&hub.verify_token={}",
+                    needs_secret()?.expose()
+                ));
+            }
+            Provider::X => {
+                challenge.method = "GET";
+                challenge.headers.clear();
+                challenge.query = Some(format!("crc_token={value}&nonce={}", token(8)));
+                let mac = hmac_sha256(needs_secret()?.expose().as_bytes(), &[value.as_bytes()]);
+                challenge.expected = Expected::Json(vec![(
+                    "response_token",
+                    format!(
+                        "sha256={}",
+                        base64::engine::general_purpose::STANDARD.encode(mac)
+                    ),
+                )]);
+            }
+            Provider::Dropbox => {
+                challenge.method = "GET";
+                challenge.headers.clear();
+                challenge.query = Some(format!("challenge={value}"));
+            }
+            Provider::Okta => {
+                challenge.method = "GET";
+                challenge.headers = vec![Header::new("x-okta-verification-challenge", &*value)];
+                challenge.expected = Expected::Json(vec![("verification", value)]);
+            }
+            Provider::Sns => {
+                challenge.headers = vec![
+                    Header::new("content-type", "text/plain; charset=UTF-8"),
+                    Header::new("x-amz-sns-message-type", "SubscriptionConfirmation"),
+                ];
+                challenge.body = json(serde_json::json!({
+                    "Type": "SubscriptionConfirmation",
+                    "MessageId": token(12),
+                    "Token": value,
+                    "TopicArn": "arn:aws:sns:us-east-1:000000000000:hookscope-jobs",
+                    "Message": "You have chosen to subscribe to the topic arn:aws:sns:us-east-1:000000000000:hookscope-jobs.",
+                    "SubscribeURL": format!("{confirm_url}?Action=ConfirmSubscription&Token={value}"),
+                    "SignatureVersion": "1"
+                }));
+                challenge.expected = Expected::Confirm;
+            }
+        }
+        Ok(challenge)
+    }
+
+    /// Whether SNS's answer is a GET of the SubscribeURL, which the caller watches for.
+    pub fn awaits_confirmation(&self) -> bool {
+        matches!(self.expected, Expected::Confirm)
+    }
+
+    /// Judges the handler's answer: `Ok` with a sentence when it is what the provider accepts,
+    /// `Err` with what was wrong. `confirmed` says whether SNS's SubscribeURL was fetched.
+    pub fn judge(
+        &self,
+        status: Option<u16>,
+        headers: &[Header],
+        body: &[u8],
+        confirmed: bool,
+    ) -> Result<String, String> {
+        let who = format!("{}'s {}", self.provider.label(), self.provider.what());
+        let Some(status) = status else {
+            return Err(format!(
+                "{who} got no answer, so the provider would not subscribe"
+            ));
+        };
+        if !(200..300).contains(&status) || (status != 200 && !self.awaits_confirmation()) {
+            return Err(format!(
+                "{who} was answered {status}; the provider wants 200 with the challenge"
+            ));
+        }
+        let text = String::from_utf8_lossy(body);
+        let header = |name: &str| {
+            headers
+                .iter()
+                .find(|h| h.name.eq_ignore_ascii_case(name))
+                .map(|h| h.value_lossy())
+        };
+        match &self.expected {
+            Expected::Text(expected) => {
+                if text != *expected {
+                    let got = if text.is_empty() {
+                        "with an empty body".to_string()
+                    } else {
+                        format!("`{}`", short(&text))
+                    };
+                    return Err(format!(
+                        "{who} was answered {got} where the provider expects exactly `{}`",
+                        short(expected)
+                    ));
+                }
+                if self.provider == Provider::Graph
+                    && !header("content-type").is_some_and(|t| t.starts_with("text/plain"))
+                {
+                    return Err(format!(
+                        "{who} was answered with the token but as {}; Microsoft Graph wants text/plain",
+                        header("content-type").unwrap_or_else(|| "no content type".into())
+                    ));
+                }
+            }
+            Expected::Json(members) => {
+                let value: serde_json::Value = serde_json::from_slice(body).map_err(|_| {
+                    let names: Vec<&str> = members.iter().map(|(name, _)| *name).collect();
+                    let got = if text.trim().is_empty() {
+                        "with an empty body".to_string()
+                    } else {
+                        format!("`{}`", short(&text))
+                    };
+                    format!(
+                        "{who} was answered {got}, not the JSON with {} the provider expects",
+                        names.join(" and ")
+                    )
+                })?;
+                for (name, expected) in members {
+                    let got = value.get(name).and_then(|v| v.as_str());
+                    if got != Some(expected.as_str()) {
+                        return Err(format!(
+                            "{who} was answered with {name} {} where the provider computes `{}`",
+                            got.map(|g| format!("`{}`", short(g)))
+                                .unwrap_or_else(|| "missing".into()),
+                            short(expected)
+                        ));
+                    }
+                }
+            }
+            Expected::Header(name, expected) => {
+                let got = header(name);
+                if got.as_deref() != Some(expected.as_str()) && got.as_deref() != Some("*") {
+                    return Err(format!(
+                        "{who} was answered without {name}: {expected}, so the sender may not deliver here"
+                    ));
+                }
+            }
+            Expected::Confirm => {
+                if !confirmed {
+                    return Err(format!(
+                        "{who} was answered {status}, but the SubscribeURL was never fetched, so the subscription stays pending"
+                    ));
+                }
+                return Ok(format!(
+                    "{who} was confirmed: the handler fetched the SubscribeURL."
+                ));
+            }
+        }
+        Ok(format!("{who} was answered as the provider expects."))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::delivery::Header;
 
     fn request(method: &str, query: &str, headers: &[(&str, &str)], body: &str) -> Delivery {
         Delivery {
@@ -647,6 +953,66 @@ mod tests {
             secrets,
             verify_token: token,
             path: "/hooks/x",
+        }
+    }
+
+    /// What a provider sends, as the receiver reads it.
+    fn as_received(c: &Challenge) -> Delivery {
+        request(
+            c.method,
+            c.query.as_deref().unwrap_or(""),
+            &[],
+            &String::from_utf8_lossy(&c.body),
+        )
+        .with_headers(c.headers.clone())
+    }
+
+    impl Delivery {
+        fn with_headers(mut self, headers: Vec<Header>) -> Delivery {
+            self.headers = headers;
+            self
+        }
+    }
+
+    #[test]
+    fn every_challenge_sent_is_recognised_and_its_answer_judged_right_and_a_wrong_one_not() {
+        let secret = Secret::new("s3cret-token");
+        for provider in Provider::ALL {
+            let c = Challenge::new(
+                provider,
+                Some(&secret),
+                1_700_000_000,
+                "http://127.0.0.1:9/sns",
+            )
+            .expect("a challenge");
+            let d = as_received(&c);
+            let secrets = [secret.clone()];
+            let h = respond(&d, &context(&secrets, Some(&secret)), Signed::Verified)
+                .unwrap_or_else(|| panic!("{provider:?} is recognised"));
+            assert_eq!(h.provider, provider);
+            let (status, headers, body) = match &h.answer {
+                Some(reply) => {
+                    let mut headers: Vec<Header> = reply
+                        .headers
+                        .iter()
+                        .map(|(n, v)| Header::new(n, v.as_str()))
+                        .collect();
+                    if let Some(t) = &reply.content_type {
+                        headers.push(Header::new("content-type", t.as_str()));
+                    }
+                    (reply.status, headers, reply.body.clone().into_bytes())
+                }
+                None => (200, Vec::new(), Vec::new()),
+            };
+            let confirmed = provider == Provider::Sns;
+            assert!(
+                c.judge(Some(status), &headers, &body, confirmed).is_ok(),
+                "{provider:?}: {:?}",
+                c.judge(Some(status), &headers, &body, confirmed)
+            );
+            // A handler that answers 200 with an empty body passes only where no body is asked.
+            let empty = c.judge(Some(200), &[], b"", false);
+            assert!(empty.is_err(), "{provider:?} must not pass an empty answer");
         }
     }
 

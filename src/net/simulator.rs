@@ -26,6 +26,20 @@ pub struct Api {
     pub default_callback: Option<String>,
     /// How long a submit is "being processed" (real), so a repeat can arrive in flight.
     pub submit_delay: Duration,
+    /// GETs of the SubscribeURL an SNS handshake gave (`/sns/confirm`).
+    pub confirmations: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// SNS's ConfirmSubscription: counts the GET and answers as SNS does.
+async fn sns_confirm(State(api): State<Api>) -> Response {
+    api.confirmations
+        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    (
+        StatusCode::OK,
+        [("content-type", "text/xml")],
+        "<ConfirmSubscriptionResponse xmlns=\"http://sns.amazonaws.com/doc/2010-03-31/\"><ConfirmSubscriptionResult><SubscriptionArn>arn:aws:sns:us-east-1:000000000000:hookscope-jobs:1</SubscriptionArn></ConfirmSubscriptionResult></ConfirmSubscriptionResponse>",
+    )
+        .into_response()
 }
 
 fn json_response(status: u16, value: Value) -> Response {
@@ -174,6 +188,7 @@ pub async fn serve(api: Api, port: u16, submit_path: &str) -> std::io::Result<Ap
             axum::routing::get(job),
         )
         .route("/results/{id}", axum::routing::get(result))
+        .route("/sns/confirm", axum::routing::get(sns_confirm))
         .with_state(api);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(async move {

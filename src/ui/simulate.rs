@@ -25,6 +25,8 @@ pub struct SimulateForm {
     scheme: String,
     secret: String,
     show_secret: bool,
+    /// The provider whose handshake goes first ("" for none).
+    handshake: String,
     timeout_secs: u64,
     duplicate_rate: f64,
     reorder_rate: f64,
@@ -47,6 +49,7 @@ impl Default for SimulateForm {
             scheme: "standard-webhooks".into(),
             secret: String::new(),
             show_secret: false,
+            handshake: String::new(),
             timeout_secs: 10,
             duplicate_rate: 0.1,
             reorder_rate: 0.1,
@@ -132,6 +135,17 @@ pub fn simulate_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, own_url: Option<St
                             }
                         });
                         ui.end_row();
+                        ui.label("Handshake").on_hover_text("Send a provider's handshake first; like the provider, nothing is delivered unless the handler answers it right");
+                        let shown = hookscope::domain::handshake::Provider::from_name(&form.handshake)
+                            .map(|p| p.label().to_string())
+                            .unwrap_or_else(|| "none".into());
+                        egui::ComboBox::from_id_salt("sim_handshake").selected_text(shown).width(200.0).show_ui(ui, |ui| {
+                            ui.selectable_value(&mut form.handshake, String::new(), "none");
+                            for provider in hookscope::domain::handshake::Provider::ALL {
+                                ui.selectable_value(&mut form.handshake, provider.name().to_string(), provider.label());
+                            }
+                        });
+                        ui.end_row();
                         for (name, value, hover) in [
                             ("Duplicates", &mut form.duplicate_rate, "Send an attempt twice at once"),
                             ("Reorders", &mut form.reorder_rate, "Deliver an event after the job's next one"),
@@ -195,6 +209,7 @@ pub fn simulate_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, own_url: Option<St
                         poll_gap: None,
                         seed: form.seed,
                         insecure: false,
+                        handshake: Some(form.handshake.clone()).filter(|h| !h.is_empty()),
                         front: hookscope::app::Front::Window,
                     };
                     app.send(Command::StartSimulation(Box::new(request)));

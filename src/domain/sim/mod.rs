@@ -439,7 +439,8 @@ pub struct Check {
 }
 
 impl Check {
-    fn new(name: &str, status: Verdict, detail: String) -> Check {
+    /// A check of the scorecard.
+    pub fn new(name: &str, status: Verdict, detail: String) -> Check {
         Check {
             name: name.into(),
             status,

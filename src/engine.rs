@@ -65,6 +65,8 @@ pub enum Command {
     Confirm {
         /// The handshake's delivery.
         id: i64,
+        /// Confirm a URL that is not on the provider's own hosts.
+        any_host: bool,
     },
     /// The outbound attempts made from a delivery.
     Attempts {
@@ -467,7 +469,7 @@ impl Engine {
                 });
             }
             Command::Resend(request) => self.resend(request),
-            Command::Confirm { id } => self.confirm(id),
+            Command::Confirm { id, any_host } => self.confirm(id, any_host),
             Command::CountStored => match self.reader.count() {
                 Ok(n) => self.emit(Event::Stored(n)),
                 Err(e) => self.emit(Event::Error(e.to_string())),
@@ -562,11 +564,12 @@ impl Engine {
         }
     }
 
-    fn confirm(&mut self, id: i64) {
-        let confirmation = match app::confirm::prepare(&self.reader, id) {
-            Ok(confirmation) => confirmation,
-            Err(e) => return self.emit(Event::Error(e.to_string())),
-        };
+    fn confirm(&mut self, id: i64, any_host: bool) {
+        let confirmation =
+            match app::confirm::prepare(&self.reader, id, any_host, app::Front::Window) {
+                Ok(confirmation) => confirmation,
+                Err(e) => return self.emit(Event::Error(e.to_string())),
+            };
         let writer = self.store.writer();
         let path = self.store.path().to_path_buf();
         self.spawn_outbound(move |runtime| {

@@ -39,6 +39,16 @@ path = "/x"
 secrets = ["x-consumer-secret"]
 
 [[endpoint]]
+path = "/meta-app"
+scheme = "meta"
+secrets = ["meta-app-secret"]
+verify_token = "meatyhamhock"
+
+[[endpoint]]
+path = "/secret-only"
+secrets = ["8f742231b10e8888abcd99yyyzzz85a5"]
+
+[[endpoint]]
 path = "/only-slack"
 handshake = "slack"
 
@@ -440,6 +450,41 @@ fn a_wrong_token_or_signature_is_refused_and_never_given_the_challenge() {
     assert!(!a.body.contains("encryptedToken"));
     listener.next_json();
 
+    // An unsigned Slack challenge where a secret could check one: refused.
+    let a = send(
+        &rt,
+        client
+            .post(format!("{base}/secret-only"))
+            .body(body.clone()),
+    );
+    assert_eq!(a.status, 403);
+    assert!(!a.body.contains(challenge));
+    let line = listener.next_json();
+    assert!(
+        line["handshake"]["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("carries no Slack signature")),
+        "{line}"
+    );
+
+    // Meta's verification GET on an endpoint that verifies Meta's deliveries: answered, and not
+    // a failed signature (the verify token proves it, not a signature).
+    let a = send(
+        &rt,
+        client.get(format!(
+            "{base}/meta-app?hub.mode=subscribe&hub.challenge=42&hub.verify_token=meatyhamhock"
+        )),
+    );
+    assert_eq!((a.status, a.body.as_str()), (200, "42"));
+    let line = listener.next_json();
+    assert_eq!(line["checks"]["signature"]["status"], "skipped", "{line}");
+    assert_eq!(line["checks"]["timestamp"]["status"], "skipped", "{line}");
+    // The verify token is a secret: never shown.
+    assert_eq!(
+        line["query"],
+        "hub.mode=subscribe&hub.challenge=42&hub.verify_token=[redacted]"
+    );
+
     // An endpoint that names one provider answers only that one; `off` answers none.
     let a = send(&rt, client.get(format!("{base}/only-slack?challenge=abc")));
     assert!(a.body.starts_with("{\"received\":true"), "{}", a.body);
@@ -447,6 +492,51 @@ fn a_wrong_token_or_signature_is_refused_and_never_given_the_challenge() {
     let a = send(&rt, client.post(format!("{base}/off")).body(body));
     assert!(a.body.starts_with("{\"received\":true"), "{}", a.body);
     assert!(listener.next_json()["handshake"].is_null());
+
+    // No export carries the verify token either.
+    drop(listener);
+    for (format, name) in [
+        ("har", "out.har"),
+        ("curl", "out.sh"),
+        ("fixture", "fixtures"),
+    ] {
+        let path = dir.path().join(name);
+        let out = run(
+            dir.path(),
+            &[
+                "export",
+                "--format",
+                format,
+                "--filter",
+                "path:/meta-app",
+                "--out",
+                &path.to_string_lossy(),
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut exported = String::new();
+        if path.is_dir() {
+            for entry in std::fs::read_dir(&path).expect("export dir") {
+                exported.push_str(
+                    &std::fs::read_to_string(entry.expect("entry").path()).unwrap_or_default(),
+                );
+            }
+        } else {
+            exported = std::fs::read_to_string(&path).expect("read");
+        }
+        assert!(
+            exported.contains("hub.challenge=42"),
+            "{format} has the GET"
+        );
+        assert!(
+            !exported.contains("meatyhamhock"),
+            "the verify token leaked in {format}"
+        );
+    }
 }
 
 #[test]
@@ -487,7 +577,16 @@ fn an_sns_subscription_is_confirmed_only_by_the_users_one_get() {
     );
     drop(listener);
 
+    // A SubscribeURL that is not on AWS's hosts is refused unless the user says to trust it.
     let out = run(dir.path(), &["confirm", &id.to_string()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--any-host"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(sns.handler.received.lock().expect("lock").len(), 0);
+    let out = run(dir.path(), &["confirm", &id.to_string(), "--any-host"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -508,6 +607,55 @@ fn an_sns_subscription_is_confirmed_only_by_the_users_one_get() {
     // Anything that is not a handshake with a URL is a usage error.
     let out = run(dir.path(), &["confirm", "999"]);
     assert_eq!(out.status.code(), Some(2));
+    // On a fresh machine: said, and nothing created.
+    let fresh = tempfile::tempdir().expect("tempdir");
+    let data = fresh.path().join("never");
+    let out = run(&data, &["confirm", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no deliveries yet"));
+    assert!(!data.exists(), "confirm created the data dir");
+}
+
+#[test]
+fn only_the_providers_own_hosts_are_confirmed_without_asking() {
+    use hookscope::app::confirm::is_providers_own;
+    use hookscope::domain::handshake::Provider;
+    for (provider, url, own) in [
+        (
+            Provider::Sns,
+            "https://sns.us-west-2.amazonaws.com/?Action=ConfirmSubscription",
+            true,
+        ),
+        (
+            Provider::Sns,
+            "https://sns.cn-north-1.amazonaws.com.cn/?Action=ConfirmSubscription",
+            true,
+        ),
+        (Provider::Sns, "http://sns.us-west-2.amazonaws.com/", false),
+        (
+            Provider::Sns,
+            "https://sns.us-west-2.amazonaws.com.evil.example/",
+            false,
+        ),
+        (
+            Provider::Sns,
+            "https://evil.example/sns.us-west-2.amazonaws.com",
+            false,
+        ),
+        (Provider::Sns, "https://s3.us-west-2.amazonaws.com/", false),
+        (
+            Provider::EventGrid,
+            "https://rp-eastus2.eventgrid.azure.net:553/eventsubscriptions/x/validate?id=1",
+            true,
+        ),
+        (
+            Provider::EventGrid,
+            "https://eventgrid.azure.net.evil.example/",
+            false,
+        ),
+    ] {
+        assert_eq!(is_providers_own(provider, url), own, "{url}");
+    }
 }
 
 /// The CloudEvents Python SDK, installed on first use with pip from PyPI; `None` (skipped,

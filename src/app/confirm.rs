@@ -22,9 +22,40 @@ pub struct Confirmation {
     pub url: String,
 }
 
+/// Whether `url` is the provider's own: https on AWS SNS's hosts (`sns.REGION.amazonaws.com`,
+/// `.com.cn` in China) or Event Grid's (`*.eventgrid.azure.net`).
+pub fn is_providers_own(provider: Provider, url: &str) -> bool {
+    let Ok(parsed) = reqwest::Url::parse(url) else {
+        return false;
+    };
+    let host = parsed.host_str().unwrap_or("").to_ascii_lowercase();
+    let https = parsed.scheme() == "https";
+    match provider {
+        Provider::Sns => {
+            let rest = host
+                .strip_suffix(".amazonaws.com")
+                .or_else(|| host.strip_suffix(".amazonaws.com.cn"));
+            https
+                && rest.is_some_and(|r| {
+                    r.strip_prefix("sns.")
+                        .is_some_and(|region| !region.is_empty() && !region.contains('.'))
+                })
+        }
+        Provider::EventGrid => https && host.ends_with(".eventgrid.azure.net"),
+        _ => false,
+    }
+}
+
 /// The confirmation delivery `id` asks for; a usage error when it is not a handshake with a
-/// URL to confirm.
-pub fn prepare(reader: &Reader, id: i64) -> Result<Confirmation, AppError> {
+/// URL to confirm, or when the URL is not on the provider's own hosts and `any_host` is not set
+/// (a forged SubscriptionConfirmation could name any URL; a test double such as LocalStack is
+/// confirmed with `any_host`).
+pub fn prepare(
+    reader: &Reader,
+    id: i64,
+    any_host: bool,
+    front: crate::app::Front,
+) -> Result<Confirmation, AppError> {
     let stored = reader
         .get(id)?
         .ok_or_else(|| AppError::Usage(format!("no delivery #{id} in the store")))?;
@@ -42,6 +73,20 @@ pub fn prepare(reader: &Reader, id: i64) -> Result<Confirmation, AppError> {
     })?;
     crate::net::client::check_url(&url)
         .map_err(|e| AppError::Usage(format!("delivery #{id}'s confirmation URL: {e}")))?;
+    if !any_host && !is_providers_own(handshake.provider, &url) {
+        let whose = match handshake.provider {
+            Provider::Sns => "AWS SNS's (https://sns.REGION.amazonaws.com)",
+            _ => "Azure Event Grid's (https://….eventgrid.azure.net)",
+        };
+        return Err(AppError::Usage(front.says(
+            format!(
+                "delivery #{id}'s confirmation URL {url} is not on {whose}: anyone can post a SubscriptionConfirmation; if you trust it (LocalStack, a test double), pass --any-host"
+            ),
+            format!(
+                "the confirmation URL is not on {whose}: anyone can post a SubscriptionConfirmation; if you trust it (LocalStack, a test double), tick Confirm a host that is not the provider's"
+            ),
+        )));
+    }
     Ok(Confirmation {
         delivery_id: id,
         provider: handshake.provider,

@@ -30,7 +30,7 @@ pub fn delivery_json(stored: &StoredDelivery) -> Value {
         "received_at": rfc3339_ms(d.received_at_ms),
         "method": d.method,
         "path": d.path,
-        "query": d.query,
+        "query": d.shown_query(),
         "headers": headers_json(d),
         "body_size": d.body_size,
         "body_complete": d.body_complete,
@@ -57,7 +57,7 @@ pub fn evaluation_json(delivery: &Delivery, evaluation: &Evaluation, ok: bool) -
         "ok": ok,
         "method": delivery.method,
         "path": delivery.path,
-        "query": delivery.query,
+        "query": delivery.shown_query(),
         "headers": headers_json(delivery),
         "body_size": delivery.body_size,
         "scheme": evaluation.scheme,
@@ -65,6 +65,8 @@ pub fn evaluation_json(delivery: &Delivery, evaluation: &Evaluation, ok: bool) -
         "event_type": evaluation.event_type,
         "checks": {"signature": evaluation.signature, "timestamp": evaluation.timestamp, "advice": evaluation.advice},
         "job": evaluation.job,
+        "handshake": evaluation.handshake,
+        "cloudevent": crate::domain::cloudevents::read(delivery),
     })
 }
 
@@ -102,7 +104,7 @@ pub fn human_lines(stored: &StoredDelivery, zone: &Zone) -> String {
     let query = if d.query.is_empty() {
         String::new()
     } else {
-        format!("?{}", d.query)
+        format!("?{}", d.shown_query())
     };
     let mut out = format!(
         "#{id} {clock} {method} {path}{query} {scheme} event={event} type={etype} sig:{sig} ts:{ts}{skew} dup:{dup} -> {status} ({size} B)",

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use hookscope::app::{self, AppError};
-use hookscope::store::{Reader, Store};
+use hookscope::store::Store;
 
 use super::{Common, exit_if};
 
@@ -14,6 +14,9 @@ use super::{Common, exit_if};
 pub struct ConfirmArgs {
     /// The handshake's delivery (its id in `list`)
     pub delivery_id: i64,
+    /// Confirm even when the URL is not on the provider's own hosts (LocalStack, a test double)
+    #[arg(long)]
+    pub any_host: bool,
     /// Print the attempt as JSON
     #[arg(long)]
     pub json: bool,
@@ -21,8 +24,18 @@ pub struct ConfirmArgs {
 
 pub fn run(common: &Common, args: ConfirmArgs) -> Result<ExitCode, AppError> {
     let paths = common.paths()?;
-    let reader = Reader::open(&paths.store_file())?;
-    let confirmation = app::confirm::prepare(&reader, args.delivery_id)?;
+    let store_file = paths.store_file();
+    // A fresh machine's store is not created by a command that only reads it first.
+    let Some(reader) = app::history::open_captured(&store_file)? else {
+        return Err(AppError::Usage(format!(
+            "no delivery #{} in the store: {}",
+            args.delivery_id,
+            app::history::nothing_captured(&store_file)
+        )));
+    };
+    let confirmation =
+        app::confirm::prepare(&reader, args.delivery_id, args.any_host, app::Front::Cli)?;
+    drop(reader);
     let store = Store::open(&paths.store_file())?;
     let writer = store.writer();
     let sent = app::small_runtime()?.block_on(app::confirm::send(&confirmation, &writer));

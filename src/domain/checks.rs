@@ -332,20 +332,32 @@ pub fn evaluate_with(
         check
     };
     let timestamp = timestamp_check(delivery, active, endpoint.tolerance_secs, now_secs);
-    let handshake = handshake::respond(
-        delivery,
-        &handshake::Context {
-            accept: endpoint.handshake,
-            secrets: &endpoint.secrets,
-            verify_token: endpoint.verify_token.as_ref(),
-            path: &endpoint.path,
-        },
-        match signature.status {
-            SignatureStatus::Pass => handshake::Signed::Verified,
-            SignatureStatus::Fail => handshake::Signed::Failed,
-            SignatureStatus::Skipped => handshake::Signed::NotChecked,
-        },
-    );
+    // A body not received whole is no handshake: it was answered 413 or 400, not challenged.
+    let handshake = delivery
+        .body_complete
+        .then(|| {
+            handshake::respond(
+                delivery,
+                &handshake::Context {
+                    accept: endpoint.handshake,
+                    secrets: &endpoint.secrets,
+                    verify_token: endpoint.verify_token.as_ref(),
+                    path: &endpoint.path,
+                },
+                match signature.status {
+                    SignatureStatus::Pass => handshake::Signed::Verified,
+                    SignatureStatus::Fail => handshake::Signed::Failed,
+                    SignatureStatus::Skipped => handshake::Signed::NotChecked,
+                },
+            )
+        })
+        .flatten();
+    // A provider that signs no handshake (a Meta GET, X's CRC…) gets no signature verdict
+    // from the scheme of its deliveries: it proves itself another way.
+    let (signature, timestamp) = match &handshake {
+        Some(h) if !h.provider.signs() => unsigned_handshake(h, signature, timestamp),
+        _ => (signature, timestamp),
+    };
     let cloudevent = cloudevents::read(delivery);
 
     let event_id = cloudevent.as_ref().map(|e| e.id.clone()).or_else(|| {
@@ -408,6 +420,41 @@ pub fn evaluate_with(
             .filter(|s| !s.is_empty() && !is_handshake),
         handshake,
     }
+}
+
+/// The signature and timestamp verdicts of a handshake its provider does not sign.
+fn unsigned_handshake(
+    handshake: &Handshake,
+    signature: SignatureCheck,
+    _timestamp: TimestampCheck,
+) -> (SignatureCheck, TimestampCheck) {
+    let (label, what) = (handshake.provider.label(), handshake.provider.what());
+    let detail = match handshake.provider {
+        handshake::Provider::Sns => format!(
+            "{label}'s {what} is signed with AWS's certificate, which hookscope does not check; confirm only a subscription you asked for."
+        ),
+        handshake::Provider::Meta => format!(
+            "{label}'s {what} carries no signature: its hub.verify_token is what proves it."
+        ),
+        _ => format!("{label}'s {what} carries no signature to check."),
+    };
+    (
+        SignatureCheck {
+            status: SignatureStatus::Skipped,
+            detail,
+            diagnosis: None,
+            secret: None,
+            secrets_tried: 0,
+            ..signature
+        },
+        TimestampCheck {
+            status: TimestampStatus::Skipped,
+            skew_secs: None,
+            detail: format!("{label}'s {what} carries no signed timestamp."),
+            tolerance_secs: None,
+            milliseconds: false,
+        },
+    )
 }
 
 fn signature_check(
@@ -716,22 +763,26 @@ fn timestamp_check(
         );
     };
     let shown: String = text.chars().take(40).collect();
-    // Twitch writes its timestamp in RFC 3339; every other scheme in Unix seconds.
+    // Twitch writes its timestamp in RFC 3339, every other scheme in Unix seconds; either is
+    // read, as a sender that writes one where the other is expected is still worth judging.
     let rfc3339 = || {
         time::OffsetDateTime::parse(&text, &time::format_description::well_known::Rfc3339)
             .ok()
             .map(|t| t.unix_timestamp())
     };
     let Some(raw) = text.parse::<i64>().ok().or_else(rfc3339) else {
-        let reason = if text.parse::<f64>().is_ok() && text.len() < 40 {
-            "is not a whole number of seconds"
+        let (reason, expects) = if scheme.family == Family::Twitch {
+            (
+                "is not an RFC 3339 time",
+                "an RFC 3339 time (2026-01-01T12:00:00.123Z)",
+            )
+        } else if text.parse::<f64>().is_ok() && text.len() < 40 {
+            ("is not a whole number of seconds", "an integer Unix time")
         } else {
-            "is not a Unix time in seconds"
+            ("is not a Unix time in seconds", "an integer Unix time")
         };
         return fail(
-            format!(
-                "The timestamp `{shown}` in {where_} {reason}; {label} expects an integer Unix time."
-            ),
+            format!("The timestamp `{shown}` in {where_} {reason}; {label} expects {expects}."),
             None,
             false,
         );

@@ -49,6 +49,9 @@ impl Header {
 /// Headers whose value is a secret, masked wherever a delivery is shown or exported.
 pub const CREDENTIAL_HEADERS: &[&str] = &["x-gitlab-token"];
 
+/// Query parameters whose value is a secret (Meta's verify token), masked the same way.
+pub const CREDENTIAL_PARAMS: &[&str] = &["hub.verify_token"];
+
 /// A request as hookscope received it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Delivery {
@@ -73,6 +76,27 @@ pub struct Delivery {
 }
 
 impl Delivery {
+    /// The query as shown and exported: as received, but the value of a credential parameter
+    /// ([`CREDENTIAL_PARAMS`]) replaced by `[redacted]`. The store keeps it as received.
+    pub fn shown_query(&self) -> std::borrow::Cow<'_, str> {
+        let secret = |part: &str| {
+            let name = part.split_once('=').map_or(part, |(n, _)| n);
+            CREDENTIAL_PARAMS.contains(&name)
+        };
+        if !self.query.split('&').any(secret) {
+            return std::borrow::Cow::Borrowed(&self.query);
+        }
+        let parts: Vec<String> = self
+            .query
+            .split('&')
+            .map(|part| match part.split_once('=') {
+                Some((name, _)) if secret(part) => format!("{name}=[redacted]"),
+                _ => part.to_string(),
+            })
+            .collect();
+        std::borrow::Cow::Owned(parts.join("&"))
+    }
+
     /// The first value of a header, by case-insensitive name.
     pub fn header(&self, name: &str) -> Option<&[u8]> {
         self.headers

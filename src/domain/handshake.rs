@@ -111,6 +111,26 @@ impl Provider {
         }
     }
 
+    /// What carries the value the answer is made of, for a refusal's sentence.
+    pub fn field(self) -> &'static str {
+        match self {
+            Provider::Cloudevents => "WebHook-Request-Origin",
+            Provider::EventGrid => "validationCode",
+            Provider::Slack | Provider::Twitch | Provider::Dropbox => "challenge",
+            Provider::Graph => "validationToken",
+            Provider::Meta => "hub.challenge",
+            Provider::Zoom => "plainToken",
+            Provider::X => "crc_token",
+            Provider::Okta => "x-okta-verification-challenge",
+            Provider::Sns => "Token",
+        }
+    }
+
+    /// Whether the provider signs its handshake (with the scheme of its deliveries).
+    pub fn signs(self) -> bool {
+        matches!(self, Provider::Slack | Provider::Zoom | Provider::Twitch)
+    }
+
     /// The provider a config or filter name names.
     pub fn from_name(name: &str) -> Option<Provider> {
         Provider::ALL.into_iter().find(|p| p.name() == name)
@@ -429,10 +449,7 @@ fn json_reply(body: serde_json::Value) -> Reply {
 /// Answers or refuses a recognised handshake.
 fn decide(asked: Asked, context: &Context<'_>, signed: Signed) -> Handshake {
     let provider = asked.provider;
-    let signs = matches!(
-        provider,
-        Provider::Slack | Provider::Zoom | Provider::Twitch
-    );
+    let signs = provider.signs();
     let verified = signs.then_some(signed == Signed::Verified);
     let phrase = asked_phrase(&asked);
     let refuse = |why: String| Handshake {
@@ -455,15 +472,24 @@ fn decide(asked: Asked, context: &Context<'_>, signed: Signed) -> Handshake {
             context.path
         ));
     }
+    if signs && signed == Signed::NotChecked && !context.secrets.is_empty() {
+        return refuse(format!(
+            "it carries no {} signature, and {} has a secret to check one with",
+            provider.label(),
+            context.path
+        ));
+    }
+    if provider != Provider::Sns && asked.value.trim().is_empty() {
+        return refuse(format!("the request carries no {}", provider.field()));
+    }
     let first_secret = context.secrets.first();
     let reply = match provider {
         Provider::Cloudevents => {
-            let mut headers = vec![
+            let headers = vec![
                 ("webhook-allowed-origin".to_string(), asked.value.clone()),
                 ("webhook-allowed-rate".to_string(), "*".to_string()),
                 ("allow".to_string(), "POST".to_string()),
             ];
-            headers.dedup();
             Reply {
                 status: 200,
                 content_type: None,
@@ -471,20 +497,8 @@ fn decide(asked: Asked, context: &Context<'_>, signed: Signed) -> Handshake {
                 body: String::new(),
             }
         }
-        Provider::EventGrid => {
-            if asked.value.is_empty() {
-                return refuse(
-                    "the body carries no SubscriptionValidationEvent with a validationCode".into(),
-                );
-            }
-            json_reply(serde_json::json!({ "validationResponse": asked.value }))
-        }
-        Provider::Slack | Provider::Twitch | Provider::Graph => {
-            if asked.value.is_empty() {
-                return refuse("the request carries no challenge".into());
-            }
-            text_reply(asked.value.clone())
-        }
+        Provider::EventGrid => json_reply(serde_json::json!({ "validationResponse": asked.value })),
+        Provider::Slack | Provider::Twitch | Provider::Graph => text_reply(asked.value.clone()),
         Provider::Dropbox => {
             let mut reply = text_reply(asked.value.clone());
             reply.content_type = Some("text/plain".into());

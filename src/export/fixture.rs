@@ -105,7 +105,7 @@ pub fn fixture(stored: &StoredDelivery, options: &FixtureOptions) -> Result<Valu
     let d = &stored.delivery;
     let mut headers = d.headers.clone();
     let mut body = d.body.clone();
-    let mut query = d.query.clone();
+    let mut query = d.shown_query().into_owned();
     if !options.redact.is_empty() {
         body = redact(&body, &options.redact).map_err(|reason| ExportError::Redact {
             id: stored.id,
@@ -141,6 +141,7 @@ pub fn fixture(stored: &StoredDelivery, options: &FixtureOptions) -> Result<Valu
         "event_id": stored.event_id,
         "event_type": stored.event_type,
         "recorded_checks": stored.checks,
+        "handshake": stored.handshake,
         "signing": signing,
         "redacted": options.redact,
     }))

@@ -18,7 +18,7 @@ pub(crate) fn url_of(d: &Delivery) -> String {
     let query = if d.query.is_empty() {
         String::new()
     } else {
-        format!("?{}", d.query)
+        format!("?{}", d.shown_query())
     };
     format!("http://{}{}{query}", host_of(d), d.path)
 }
@@ -35,7 +35,7 @@ pub fn har(deliveries: &[StoredDelivery]) -> Value {
                 Err(_) => json!({ "mimeType": mime, "text": B64.encode(&d.body), "encoding": "base64" }),
             };
             let query: Vec<Value> = d
-                .query
+                .shown_query()
                 .split('&')
                 .filter(|p| !p.is_empty())
                 .map(|p| {
@@ -43,11 +43,23 @@ pub fn har(deliveries: &[StoredDelivery]) -> Value {
                     json!({ "name": n, "value": v })
                 })
                 .collect();
-            let answer = if s.response_status == 413 {
-                format!("{{\"error\":\"body over the limit\",\"delivery_id\":{}}}\n", s.id)
-            } else {
-                format!("{{\"received\":true,\"delivery_id\":{}}}\n", s.id)
+            // A handshake's answer is the one it got, exactly; any other is hookscope's own.
+            let reply = s.handshake.as_ref().and_then(|h| h.answer.as_ref());
+            let answer = match reply {
+                Some(reply) => reply.body.clone(),
+                None if s.response_status == 413 => {
+                    format!("{{\"error\":\"body over the limit\",\"delivery_id\":{}}}\n", s.id)
+                }
+                None => format!("{{\"received\":true,\"delivery_id\":{}}}\n", s.id),
             };
+            let mime = reply
+                .map(|r| r.content_type.clone().unwrap_or_default())
+                .unwrap_or_else(|| "application/json".into());
+            let mut answer_headers = vec![json!({ "name": "content-type", "value": mime })];
+            if let Some(reply) = reply {
+                answer_headers.extend(reply.headers.iter().map(|(n, v)| json!({ "name": n, "value": v })));
+            }
+            answer_headers.push(json!({ "name": "x-hookscope-delivery-id", "value": s.id.to_string() }));
             json!({
                 "startedDateTime": rfc3339_ms(d.received_at_ms),
                 "time": s.latency_ms,
@@ -67,15 +79,18 @@ pub fn har(deliveries: &[StoredDelivery]) -> Value {
                     "statusText": "",
                     "httpVersion": "HTTP/1.1",
                     "cookies": [],
-                    "headers": [{ "name": "content-type", "value": "application/json" }, { "name": "x-hookscope-delivery-id", "value": s.id.to_string() }],
-                    "content": { "size": answer.len(), "mimeType": "application/json", "text": answer },
+                    "headers": answer_headers,
+                    "content": { "size": answer.len(), "mimeType": mime, "text": answer },
                     "redirectURL": "",
                     "headersSize": -1,
                     "bodySize": answer.len(),
                 },
                 "cache": {},
                 "timings": { "send": 0, "wait": s.latency_ms, "receive": 0 },
-                "comment": format!("hookscope delivery #{}", s.id),
+                "comment": match &s.handshake {
+                    Some(h) => format!("hookscope delivery #{}: {}", s.id, h.detail),
+                    None => format!("hookscope delivery #{}", s.id),
+                },
             })
         })
         .collect();

@@ -209,13 +209,27 @@ fn handshake_ui(
                 .selectable(true)
                 .wrap(),
         );
+        let own = hookscope::app::confirm::is_providers_own(handshake.provider, url);
+        if !own {
+            ui.colored_label(
+                widgets::WARN,
+                format!(
+                    "This URL is not on {}'s own hosts: anyone can post a confirmation request. Confirm it only if you trust it (LocalStack, a test double).",
+                    handshake.provider.label()
+                ),
+            );
+        }
         ui.horizontal(|ui| {
+            if !own {
+                ui.checkbox(&mut app.confirm_any_host, "Confirm a host that is not the provider's");
+            }
+            let allowed = own || app.confirm_any_host;
             if ui
-                .button(RichText::new("Confirm subscription").strong())
+                .add_enabled(allowed, egui::Button::new(RichText::new("Confirm subscription").strong()))
                 .on_hover_text("GET this URL once, as the provider asks; the answer is kept on the Resend tab's attempts")
                 .clicked()
             {
-                app.send(Command::Confirm { id });
+                app.send(Command::Confirm { id, any_host: !own });
             }
             if ui.button("Copy URL").clicked() {
                 ui.ctx().copy_text(url.clone());

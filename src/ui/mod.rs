@@ -259,6 +259,8 @@ pub struct HookscopeApp {
     confirm_clear: bool,
     /// Deliveries waiting for the user to confirm their deletion.
     confirm_delete: Option<Vec<i64>>,
+    /// The user ticked "Confirm a host that is not the provider's" (a handshake's URL).
+    pub confirm_any_host: bool,
     /// A row's context-menu action waiting for its delivery to load.
     pending_copy: Option<(i64, list::Copy)>,
     about_open: bool,
@@ -325,6 +327,7 @@ impl HookscopeApp {
             endpoints: endpoints::Editor::new(config),
             notice: None,
             confirm_delete: None,
+            confirm_any_host: false,
             pending_copy: None,
             focus_filter: false,
             confirm_clear: false,

@@ -1140,9 +1140,13 @@ pub fn presets() -> Vec<Scheme> {
 /// Stripe's `t=…,v1=…` layout is taken as a Stripe-style provider with that header name.
 pub fn detect(delivery: &Delivery) -> Option<Scheme> {
     for preset in presets() {
-        // GitHub and Meta share `x-hub-signature-256`; GitHub's deliveries name themselves.
+        // GitHub and Meta share `x-hub-signature-256`; GitHub's deliveries name themselves
+        // (`x-github-event`, `x-github-delivery`), Meta's carry neither.
         let shared_header_not_its_own = match preset.name.as_str() {
-            "github" => delivery.header("x-github-event").is_none(),
+            "github" => {
+                delivery.header("x-github-event").is_none()
+                    && delivery.header("x-github-delivery").is_none()
+            }
             _ => false,
         };
         if delivery.header(&preset.signature_header).is_some() && !shared_header_not_its_own {

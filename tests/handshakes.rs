@@ -977,3 +977,58 @@ fn the_simulator_waits_for_an_sns_handler_to_fetch_the_subscribe_url() {
     );
     assert_eq!(code, 1, "this handler refuses no forgery: {card}");
 }
+
+#[test]
+fn the_probe_tells_a_handlers_author_which_handshake_it_fails() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let listener = listener(dir.path());
+    let probe = |url: &str, scheme: &str, secret: &str| {
+        let out = run(
+            dir.path(),
+            &[
+                "probe", url, "--scheme", scheme, "--secret", secret, "--json",
+            ],
+        );
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!("no report ({e}): {}", String::from_utf8_lossy(&out.stderr))
+        });
+        report["cases"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["name"] == "handshake").cloned())
+    };
+    // hookscope's own receiver answers Twitch's challenge.
+    let case = probe(
+        &format!("{}/twitch", listener.base_url),
+        "twitch",
+        "twitch-secret-0123",
+    )
+    .expect("a handshake case for twitch");
+    assert_eq!(case["verdict"], "pass", "{case}");
+    // A handler that answers 200 and nothing else fails Slack's, and is told why.
+    let handler = common::handler::serve(
+        common::handler::Flavour::Correct,
+        axum::http::StatusCode::OK,
+    );
+    let case = probe(
+        &format!("http://{}/record", handler.addr),
+        "slack",
+        "8f742231b10e8888abcd99yyyzzz85a5",
+    )
+    .expect("a handshake case for slack");
+    assert_eq!(case["verdict"], "fail", "{case}");
+    assert!(
+        case["detail"].as_str().is_some_and(|d| d
+            .contains("Slack's url_verification challenge was answered with an empty body")
+            && d.contains("Slack will not deliver")),
+        "{case}"
+    );
+    // A scheme whose provider sends no handshake has no such case.
+    assert!(
+        probe(
+            &format!("http://{}/record", handler.addr),
+            "stripe",
+            "whsec_test"
+        )
+        .is_none()
+    );
+}

@@ -131,6 +131,20 @@ impl Provider {
         matches!(self, Provider::Slack | Provider::Zoom | Provider::Twitch)
     }
 
+    /// The provider whose handshake comes with a signature scheme, if its provider has one
+    /// (`slack`, `zoom`, `twitch` and a custom scheme of its family, `meta`).
+    pub fn of_scheme(scheme: &crate::domain::scheme::Scheme) -> Option<Provider> {
+        if scheme.family == crate::domain::scheme::Family::Twitch {
+            return Some(Provider::Twitch);
+        }
+        match scheme.name.as_str() {
+            "slack" => Some(Provider::Slack),
+            "zoom" => Some(Provider::Zoom),
+            "meta" => Some(Provider::Meta),
+            _ => None,
+        }
+    }
+
     /// The provider a config or filter name names.
     pub fn from_name(name: &str) -> Option<Provider> {
         Provider::ALL.into_iter().find(|p| p.name() == name)

@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::domain::attempt::{Attempt, AttemptKind};
 use crate::domain::clock::now_secs;
 use crate::domain::delivery::Header;
+use crate::domain::handshake::{Challenge, Provider};
 use crate::domain::scheme::{Family, FuturePolicy, Scheme, Secret, new_event_id};
 use crate::net::client::{Client, Outgoing, SLOW_ANSWER, SendError, check_url};
 
@@ -416,6 +417,10 @@ pub async fn probe(
         now,
     };
     let mut cases = Vec::new();
+    // A provider that verifies the endpoint first delivers nothing to a handler that fails it.
+    if let Some(provider) = Provider::of_scheme(scheme) {
+        cases.push(handshake_case(client, url, provider, secrets.first()).await?);
+    }
     for spec in CASES {
         if let Some((expected, detail)) = not_applicable(spec.build, scheme, &probe.base_body) {
             cases.push(ProbeCase {
@@ -460,6 +465,66 @@ pub async fn probe(
         scheme: scheme.name.clone(),
         cases,
         passed,
+    })
+}
+
+/// The handshake the scheme's provider sends before it delivers, judged as the provider would.
+async fn handshake_case(
+    client: &Client,
+    url: &str,
+    provider: Provider,
+    secret: Option<&Secret>,
+) -> Result<ProbeCase, SendError> {
+    let expected = format!("{}'s {} answered", provider.label(), provider.what());
+    let challenge = match Challenge::new(provider, secret, now_secs(), "") {
+        Ok(challenge) => challenge,
+        Err(why) => {
+            return Ok(ProbeCase {
+                name: "handshake".into(),
+                expected,
+                verdict: Verdict::Skipped,
+                statuses: Vec::new(),
+                latency_ms: 0,
+                detail: format!("The handshake could not be made: {why}."),
+            });
+        }
+    };
+    let target = match &challenge.query {
+        Some(query) if url.contains('?') => format!("{url}&{query}"),
+        Some(query) => format!("{url}?{query}"),
+        None => url.to_string(),
+    };
+    let outgoing = Outgoing {
+        method: challenge.method.into(),
+        headers: challenge.headers.clone(),
+        body: challenge.body.clone(),
+    };
+    let attempt = client
+        .send(&target, &outgoing, AttemptKind::Probe, None)
+        .await?;
+    let judged = challenge.judge(
+        attempt.status,
+        &attempt.response_headers,
+        &attempt.response_body,
+        false,
+    );
+    Ok(ProbeCase {
+        name: "handshake".into(),
+        expected,
+        verdict: if judged.is_ok() {
+            Verdict::Pass
+        } else {
+            Verdict::Fail
+        },
+        statuses: attempt.status.into_iter().collect(),
+        latency_ms: attempt.latency_ms,
+        detail: match judged {
+            Ok(sentence) => sentence,
+            Err(why) => format!(
+                "{why}: {} will not deliver to this handler until it answers as documented.",
+                provider.label()
+            ),
+        },
     })
 }
 

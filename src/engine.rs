@@ -111,7 +111,8 @@ pub enum Command {
     StartSimulation(Box<app::simulate::SimulateRequest>),
     /// Stop it (its scorecard follows).
     StopSimulation,
-    /// Ask the job API about one job, or every job that went quiet (*Check now*).
+    /// Ask the job API about one job, or every job seen in the last 24 hours, finished or not
+    /// (*Check now*).
     Reconcile {
         /// The job (`None`: every quiet job, and the in-flight listing).
         job: Option<String>,
@@ -441,33 +442,12 @@ impl Engine {
                 filter,
                 offset,
                 limit,
-            } => match app::list::page(&self.reader, &filter, offset, limit) {
-                Ok(page) => self.emit(Event::Page {
-                    generation,
-                    offset: page.offset,
-                    total: page.total,
-                    rows: page.rows,
-                }),
-                Err(e) => self.emit(Event::QueryFailed {
-                    generation,
-                    message: e.to_string(),
-                }),
-            },
+            } => self.query(generation, &filter, offset, limit),
             Command::Jobs {
                 generation,
                 prefix,
                 limit,
-            } => {
-                let stuck_after_ms = app::jobs::stuck_after_ms(None, &self.config);
-                let now = (now_ms() / 1000) * 1000;
-                let result = app::jobs::recent(&self.reader, &prefix, limit, now, stuck_after_ms)
-                    .and_then(|jobs| Ok((app::jobs::count(&self.reader)?, jobs)));
-                self.emit_result(result, |(total, jobs)| Event::Jobs {
-                    generation,
-                    total,
-                    jobs,
-                });
-            }
+            } => self.jobs(generation, &prefix, limit),
             Command::Resend(request) => self.resend(request),
             Command::Confirm { id, any_host } => self.confirm(id, any_host),
             Command::CountStored => match self.reader.count() {
@@ -493,15 +473,7 @@ impl Engine {
                 let position = app::list::locate(&self.reader, &filter, id);
                 self.emit(Event::Located { id, position });
             }
-            Command::Load { id } => {
-                let result = app::list::delivery(&self.reader, id).map_err(|e| match e {
-                    AppError::Usage(_) => {
-                        AppError::Usage(format!("delivery #{id} is no longer in the store"))
-                    }
-                    other => other,
-                });
-                self.emit_result(result, |stored| Event::Loaded(Box::new(stored)));
-            }
+            Command::Load { id } => self.load(id),
             Command::SaveConfig(file) => self.save_config(*file),
             Command::Recheck { id } => {
                 let settings = self.current_settings();
@@ -562,6 +534,46 @@ impl Engine {
         if let Err(e) = spawned {
             self.emit(Event::Error(format!("cannot start the sender: {e}")));
         }
+    }
+
+    /// A page of the list under a filter.
+    fn query(&mut self, generation: u64, filter: &str, offset: usize, limit: usize) {
+        match app::list::page(&self.reader, filter, offset, limit) {
+            Ok(page) => self.emit(Event::Page {
+                generation,
+                offset: page.offset,
+                total: page.total,
+                rows: page.rows,
+            }),
+            Err(e) => self.emit(Event::QueryFailed {
+                generation,
+                message: e.to_string(),
+            }),
+        }
+    }
+
+    /// The most recent jobs whose id starts with `prefix`, with the count of all.
+    fn jobs(&mut self, generation: u64, prefix: &str, limit: usize) {
+        let stuck_after_ms = app::jobs::stuck_after_ms(None, &self.config);
+        let now = (now_ms() / 1000) * 1000;
+        let result = app::jobs::recent(&self.reader, prefix, limit, now, stuck_after_ms)
+            .and_then(|jobs| Ok((app::jobs::count(&self.reader)?, jobs)));
+        self.emit_result(result, |(total, jobs)| Event::Jobs {
+            generation,
+            total,
+            jobs,
+        });
+    }
+
+    /// One delivery, whole, for the detail pane.
+    fn load(&mut self, id: i64) {
+        let result = app::list::delivery(&self.reader, id).map_err(|e| match e {
+            AppError::Usage(_) => {
+                AppError::Usage(format!("delivery #{id} is no longer in the store"))
+            }
+            other => other,
+        });
+        self.emit_result(result, |stored| Event::Loaded(Box::new(stored)));
     }
 
     fn confirm(&mut self, id: i64, any_host: bool) {

@@ -450,6 +450,22 @@ fn a_wrong_token_or_signature_is_refused_and_never_given_the_challenge() {
     assert!(!a.body.contains("encryptedToken"));
     listener.next_json();
 
+    // X's CRC and Zoom's validation are HMACs under the endpoint's secret: without one, refused.
+    let a = send(&rt, client.get(format!("{base}/open?crc_token=abc")));
+    assert_eq!(a.status, 403);
+    assert!(!a.body.contains("response_token"));
+    let line = listener.next_json();
+    assert!(
+        line["handshake"]["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("no consumer secret is configured for /")),
+        "{line}"
+    );
+    let zoom = r#"{"payload":{"plainToken":"abc"},"event":"endpoint.url_validation"}"#;
+    let a = send(&rt, client.post(format!("{base}/open")).body(zoom));
+    assert_eq!(a.status, 403);
+    listener.next_json();
+
     // An unsigned Slack challenge where a secret could check one: refused.
     let a = send(
         &rt,
@@ -1031,4 +1047,137 @@ fn the_probe_tells_a_handlers_author_which_handshake_it_fails() {
         )
         .is_none()
     );
+}
+
+/// The providers' own sample code (Node.js, as their docs give it) signs deliveries and computes
+/// the handshake answers; hookscope verifies the signatures and its answers match.
+const NODE_PROVIDERS: &str = r#"
+const crypto = require('crypto');
+// With `node -e`, the arguments follow the node binary itself.
+const [zoomSecret, twitchSecret, metaSecret, xSecret] = process.argv.slice(1);
+const ts = Math.floor(Date.now() / 1000);
+// Zoom (developers.zoom.us, "Verify webhook events"): v0:{timestamp}:{body}, hex, "v0=".
+const zoomBody = JSON.stringify({event: 'meeting.started', event_ts: ts * 1000, payload: {account_id: 'a1', object: {id: '1234', uuid: 'u1'}}});
+const zoomSig = 'v0=' + crypto.createHmac('sha256', zoomSecret).update(`v0:${ts}:${zoomBody}`).digest('hex');
+// Zoom's url_validation answer: HMAC-SHA256 of plainToken under the secret token, hex.
+const encryptedToken = crypto.createHmac('sha256', zoomSecret).update('qgg8vlvZRS6UYooatFL8Aw').digest('hex');
+// Twitch (dev.twitch.tv, "Verifying the event message"): id + timestamp + body, "sha256=" hex.
+const twitchId = 'befa7b53-d79d-478f-86b9-120f112b044e';
+const twitchTs = new Date().toISOString();
+const twitchBody = JSON.stringify({subscription: {id: 'f1c2a387', type: 'channel.follow', version: '2'}, event: {user_id: '1234', broadcaster_user_id: '12826'}});
+const twitchSig = 'sha256=' + crypto.createHmac('sha256', twitchSecret).update(twitchId + twitchTs + twitchBody).digest('hex');
+// Meta (developers.facebook.com, "Validating payloads"): HMAC-SHA256 of the raw body, "sha256=".
+const metaBody = JSON.stringify({object: 'whatsapp_business_account', entry: [{id: '102290129340398', changes: [{field: 'messages', value: {messaging_product: 'whatsapp'}}]}]});
+const metaSig = 'sha256=' + crypto.createHmac('sha256', metaSecret).update(metaBody).digest('hex');
+// X (developer.x.com, "Securing webhooks"): base64 HMAC-SHA256 of crc_token, "sha256=".
+const responseToken = 'sha256=' + crypto.createHmac('sha256', xSecret).update('crc-from-x').digest('base64');
+console.log(JSON.stringify({ts, zoomBody, zoomSig, encryptedToken, twitchId, twitchTs, twitchBody, twitchSig, metaBody, metaSig, responseToken}));
+"#;
+
+#[test]
+fn signatures_and_answers_match_the_providers_own_sample_code() {
+    if !common::tool_runs(&["node", "--version"]) {
+        return;
+    }
+    let out = Command::new("node")
+        .args([
+            "-e",
+            NODE_PROVIDERS,
+            "zoom-secret-token",
+            "twitch-secret-0123",
+            "meta-app-secret",
+            "x-consumer-secret",
+        ])
+        .output()
+        .expect("node runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let text = |k: &str| v[k].as_str().expect(k).to_string();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut listener = listener(dir.path());
+    let base = listener.base_url.clone();
+    let rt = runtime();
+    let client = common::http_client();
+
+    let a = send(
+        &rt,
+        client
+            .post(format!("{base}/zoom"))
+            .header("content-type", "application/json")
+            .header("x-zm-request-timestamp", v["ts"].to_string())
+            .header("x-zm-signature", text("zoomSig"))
+            .body(text("zoomBody")),
+    );
+    assert_eq!(a.status, 200);
+    let line = listener.next_json();
+    assert_eq!(line["scheme"], "zoom");
+    assert_eq!(line["checks"]["signature"]["status"], "pass", "{line}");
+    assert_eq!(line["event_type"], "meeting.started");
+
+    let a = send(
+        &rt,
+        client
+            .post(format!("{base}/twitch"))
+            .header("content-type", "application/json")
+            .header("twitch-eventsub-message-id", text("twitchId"))
+            .header("twitch-eventsub-message-timestamp", text("twitchTs"))
+            .header("twitch-eventsub-message-signature", text("twitchSig"))
+            .header("twitch-eventsub-message-type", "notification")
+            .header("twitch-eventsub-subscription-type", "channel.follow")
+            .body(text("twitchBody")),
+    );
+    assert_eq!(a.status, 200);
+    let line = listener.next_json();
+    assert_eq!(line["checks"]["signature"]["status"], "pass", "{line}");
+    assert_eq!(line["checks"]["timestamp"]["status"], "pass", "{line}");
+    assert_eq!(line["event_id"], "befa7b53-d79d-478f-86b9-120f112b044e");
+    assert_eq!(line["event_type"], "channel.follow");
+
+    // Meta, to the app's endpoint: verified with the app secret.
+    let a = send(
+        &rt,
+        client
+            .post(format!("{base}/meta-app"))
+            .header("content-type", "application/json")
+            .header("x-hub-signature-256", text("metaSig"))
+            .body(text("metaBody")),
+    );
+    assert_eq!(a.status, 200);
+    let line = listener.next_json();
+    assert_eq!(line["scheme"], "meta", "{line}");
+    assert_eq!(line["checks"]["signature"]["status"], "pass", "{line}");
+    // Where nothing is configured, its header alone says Meta (GitHub's deliveries name
+    // themselves in x-github-event and x-github-delivery).
+    send(
+        &rt,
+        client
+            .post(format!("{base}/unconfigured"))
+            .header("x-hub-signature-256", text("metaSig"))
+            .body(text("metaBody")),
+    );
+    assert_eq!(listener.next_json()["scheme"], "meta");
+
+    // The handshake answers are what the providers' code computes.
+    let body = r#"{"payload":{"plainToken":"qgg8vlvZRS6UYooatFL8Aw"},"event_ts":1,"event":"endpoint.url_validation"}"#;
+    let a = send(
+        &rt,
+        signed(
+            &client,
+            &format!("{base}/zoom"),
+            "zoom",
+            "zoom-secret-token",
+            "",
+            body,
+        ),
+    );
+    let answer: serde_json::Value = serde_json::from_str(&a.body).expect("JSON");
+    assert_eq!(answer["encryptedToken"], text("encryptedToken"));
+    listener.next_json();
+    let a = send(&rt, client.get(format!("{base}/x?crc_token=crc-from-x")));
+    let answer: serde_json::Value = serde_json::from_str(&a.body).expect("JSON");
+    assert_eq!(answer["response_token"], text("responseToken"));
 }

@@ -63,9 +63,10 @@ pub fn export(
     request: &ExportRequest,
 ) -> Result<Exported, AppError> {
     if !request.redact.is_empty() && !request.resign_with_test_secret {
-        return Err(AppError::Usage(
-            "--redact changes the body, so the captured signature would no longer verify: add --resign-with-test-secret".into(),
-        ));
+        return Err(AppError::Usage(request.front.says(
+            "--redact changes the body, so the captured signature would no longer verify: add --resign-with-test-secret",
+            "redacting changes the body, so the captured signature would no longer verify: tick re-sign with a generated test secret (a fixture)",
+        )));
     }
     let scheme = request
         .scheme

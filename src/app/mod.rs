@@ -56,6 +56,15 @@ impl Front {
     }
 }
 
+/// What a refused certificate's sentence suggests, in the front end's terms: the flag on the
+/// command line, the checkbox in the window.
+pub fn insecure_hint(front: Front) -> &'static str {
+    match front {
+        Front::Cli => "; for a development certificate, pass --insecure",
+        Front::Window => "; for a development certificate, tick accept self-signed certificates",
+    }
+}
+
 /// A small single-threaded runtime for one outbound call from synchronous code (the CLI, the
 /// engine's sender threads).
 pub fn small_runtime() -> Result<tokio::runtime::Runtime, AppError> {

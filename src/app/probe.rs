@@ -24,6 +24,8 @@ pub struct ProbeRequest {
     pub timeout: Duration,
     /// Accept any TLS certificate (`--insecure`): a self-signed development certificate.
     pub insecure: bool,
+    /// Who asks, for the words of a refusal.
+    pub front: crate::app::Front,
 }
 
 impl ProbeRequest {
@@ -36,6 +38,7 @@ impl ProbeRequest {
             body: None,
             timeout: client::DEFAULT_TIMEOUT,
             insecure: false,
+            front: crate::app::Front::Cli,
         }
     }
 }
@@ -64,7 +67,8 @@ pub async fn run(prepared: &PreparedProbe) -> Result<ProbeReport, AppError> {
     let client = Client::with_tls(
         prepared.request.timeout,
         Tls::insecure_if(prepared.request.insecure),
-    )?;
+    )?
+    .with_insecure_hint(crate::app::insecure_hint(prepared.request.front));
     Ok(probe::probe(
         &client,
         &prepared.request.url,

@@ -93,6 +93,7 @@ pub struct PreparedResend {
     pub resigned: bool,
     timeout: Duration,
     tls: Tls,
+    front: crate::app::Front,
 }
 
 /// Looks the delivery up, resolves the scheme and secrets (with the defaults above) and builds
@@ -132,6 +133,7 @@ pub fn prepare(
         resigned: request.resign,
         timeout: request.timeout,
         tls: Tls::insecure_if(request.insecure),
+        front: request.front,
     })
 }
 
@@ -178,7 +180,8 @@ fn no_scheme(front: crate::app::Front, name: Option<&str>) -> AppError {
 /// Sends a prepared resend and records the attempt; returns it with its stored id. A handler
 /// that does not answer is an attempt with an error, not an `Err`.
 pub async fn send(prepared: &PreparedResend, writer: &StoreWriter) -> Result<Attempt, AppError> {
-    let client = Client::with_tls(prepared.timeout, prepared.tls)?;
+    let client = Client::with_tls(prepared.timeout, prepared.tls)?
+        .with_insecure_hint(crate::app::insecure_hint(prepared.front));
     let mut attempt = client
         .send(
             &prepared.url,

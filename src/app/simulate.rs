@@ -164,6 +164,7 @@ pub struct Prepared {
     seed: u64,
     insecure: bool,
     handshake: Option<Provider>,
+    front: crate::app::Front,
     settings: Settings,
 }
 
@@ -221,6 +222,7 @@ pub fn prepare(file: &ConfigFile, request: &SimulateRequest) -> Result<Prepared,
     let api = &scenario.api;
     Ok(Prepared {
         handshake,
+        front,
         target: request.target.clone(),
         jobs,
         scheme,
@@ -523,7 +525,13 @@ pub async fn start(prepared: Prepared, writer: StoreWriter) -> Result<Running, A
             ))
         })?;
     let api_addr = server.addr;
-    let client = Client::with_tls(prepared.timeout, Tls::insecure_if(prepared.insecure))?;
+    let client = Client::with_tls(prepared.timeout, Tls::insecure_if(prepared.insecure))?
+        .with_insecure_hint(match prepared.front {
+            crate::app::Front::Cli => crate::app::insecure_hint(crate::app::Front::Cli),
+            crate::app::Front::Window => {
+                "; the Simulate view verifies every certificate: give an http:// target, or run hookscope simulate with --insecure"
+            }
+        });
     let handshake = match (prepared.handshake, &prepared.target) {
         (Some(provider), Some(target)) => Some(
             handshake_first(

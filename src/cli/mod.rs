@@ -75,7 +75,7 @@ pub enum Command {
     List(list::ListArgs),
     /// List async jobs with their state and flags, or show one job's timeline
     Jobs(jobs::JobsArgs),
-    /// Ask the job API about jobs that went quiet: exit 1 when it disagrees with the webhooks (missed_terminal_event, state_mismatch, never_notified)
+    /// Ask the job API about every job seen within --since (24 h), finished or not: exit 1 when it disagrees with the webhooks (missed_terminal_event, state_mismatch, never_notified)
     Reconcile(reconcile::ReconcileArgs),
     /// Follow jobs by polling the job API alone until they finish: exit 0 when every job reached a terminal state
     Follow(reconcile::FollowArgs),

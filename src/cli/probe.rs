@@ -52,6 +52,7 @@ pub fn run(common: &Common, args: ProbeArgs) -> Result<ExitCode, AppError> {
         body: body_file(args.body_file.as_deref())?,
         timeout: std::time::Duration::from_secs(args.timeout_secs),
         insecure: args.insecure,
+        front: app::Front::Cli,
     };
     let prepared = app::probe::prepare(&file, request)?;
     let report = app::small_runtime()?.block_on(app::probe::run(&prepared))?;

@@ -145,7 +145,9 @@ fn tls_failure(error: &(dyn std::error::Error + 'static)) -> Option<String> {
 }
 
 /// What a refused certificate's sentence suggests by default (resend, probe, forward).
-const INSECURE_HINT: &str = "; for a development certificate, pass --insecure (in the window: accept self-signed certificates)";
+/// The front ends give their own ([`Client::with_insecure_hint`]); this one names no front end's
+/// control.
+const INSECURE_HINT: &str = "; for a development certificate, accept self-signed certificates";
 
 impl Client {
     /// A client with a timeout per request that verifies certificates.

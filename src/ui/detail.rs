@@ -351,6 +351,22 @@ fn checks_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery)
                 "event type",
                 stored.event_type.clone().unwrap_or_else(|| "-".into()),
             );
+            if let Some(event) = hookscope::domain::cloudevents::read(&stored.delivery) {
+                let mode = match event.mode {
+                    hookscope::domain::cloudevents::Mode::Binary => "binary mode (ce- headers)",
+                    hookscope::domain::cloudevents::Mode::Structured => {
+                        "structured mode (JSON envelope)"
+                    }
+                };
+                fact(ui, "CloudEvent", format!("{} {mode}", event.specversion));
+                fact(ui, "source", event.source.clone());
+                // The occurrence's time: a retry carries the old one, so it is not judged.
+                fact(
+                    ui,
+                    "event time",
+                    event.time.clone().unwrap_or_else(|| "-".into()),
+                );
+            }
             if let Some(job) = &stored.job {
                 let status = job.status.as_deref().unwrap_or("?");
                 ui.weak("job");

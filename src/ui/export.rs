@@ -152,7 +152,8 @@ pub fn export_window(app: &mut HookscopeApp, ctx: &egui::Context) {
                 scheme: None,
                 format: form.format,
                 resign_with_test_secret: form.format == Format::Fixture && form.resign,
-                redact: if form.resign { form.redact.split_whitespace().map(str::to_string).collect() } else { Vec::new() },
+                // Redacting goes with re-signing, which only a fixture does.
+                redact: if form.format == Format::Fixture && form.resign { form.redact.split_whitespace().map(str::to_string).collect() } else { Vec::new() },
                 snippets: form.format == Format::Fixture && form.snippets,
                 out: PathBuf::from(form.out.trim()),
                 front: hookscope::app::Front::Window,

@@ -990,6 +990,9 @@ impl eframe::App for HookscopeApp {
 /// (SIGTERM: a logout, `systemctl`, a task manager; SIGINT: Ctrl+C in the terminal that started
 /// it): eframe saves the window's state and [`run`] returns, so hookscope exits 0. Where there
 /// are no such signals (Windows), the system closes the window through its own messages.
+#[cfg(unix)]
+const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
 fn close_on_terminate(ctx: egui::Context) {
     #[cfg(unix)]
     {
@@ -997,6 +1000,7 @@ fn close_on_terminate(ctx: egui::Context) {
             use tokio::signal::unix::{SignalKind, signal};
             let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
                 .enable_io()
+                .enable_time()
                 .build()
             else {
                 return;
@@ -1014,6 +1018,20 @@ fn close_on_terminate(ctx: egui::Context) {
                 }
                 ctx.send_viewport_cmd(egui::ViewportCommand::Close);
                 ctx.request_repaint();
+                // Handling the signals replaced their default action for the whole process: a
+                // second one, or a window that has not closed in time (one that draws no frames
+                // while minimised), ends the process, so it can always be stopped.
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = int.recv() => {}
+                    () = tokio::time::sleep(CLOSE_GRACE) => {
+                        eprintln!(
+                            "hookscope: the window did not close within {} s of the signal; exiting",
+                            CLOSE_GRACE.as_secs()
+                        );
+                    }
+                }
+                std::process::exit(0);
             });
         };
         if let Err(e) = std::thread::Builder::new()
@@ -1064,8 +1082,9 @@ pub fn run(options: EngineOptions) -> anyhow::Result<()> {
                 .storage
                 .and_then(|s| eframe::get_value(s, eframe::APP_KEY))
                 .unwrap_or_default();
-            let app = HookscopeApp::new(&cc.egui_ctx, options, state)?;
+            // Watched before the engine starts, so a signal during start-up closes it too.
             close_on_terminate(cc.egui_ctx.clone());
+            let app = HookscopeApp::new(&cc.egui_ctx, options, state)?;
             Ok(Box::new(app))
         }),
     )

@@ -332,6 +332,7 @@ pub fn probe_window(app: &mut HookscopeApp, ctx: &egui::Context) {
             form.report = None;
             run = Some(Command::Probe(ProbeRequest {
                 insecure: form.insecure && form.url.trim().starts_with("https://"),
+                front: hookscope::app::Front::Window,
                 ..ProbeRequest::new(form.url.trim(), form.scheme.clone(), vec![form.secret.clone()])
             }));
         }

@@ -1219,6 +1219,7 @@ fn bench_gui_while_simulating() {
         poll_gap: None,
         seed: 1,
         insecure: false,
+        handshake: None,
         front: hookscope::app::Front::Window,
     };
     let started = Instant::now();
@@ -1324,4 +1325,75 @@ fn bench_gui_while_simulating() {
         figures(Some(super::View::Simulate))
     );
     println!("  in the jobs view: {}", figures(Some(super::View::Jobs)));
+}
+
+/// A server that counts the requests it gets and answers 200: an SNS SubscribeURL stand-in.
+fn counting_server() -> (SocketAddr, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = std::sync::Arc::clone(&count);
+    std::thread::Builder::new()
+        .name("test-subscribe-url".into())
+        .spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let mut buf = [0u8; 4096];
+                let n = stream.read(&mut buf).unwrap_or(0);
+                if buf[..n].starts_with(b"GET ") {
+                    counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+                let _ = stream.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+                );
+            }
+        })
+        .expect("server thread");
+    (addr, count)
+}
+
+#[test]
+fn an_sns_confirmation_is_shown_and_confirmed_only_by_the_users_click() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut harness = harness(dir.path());
+    let addr = receiver_addr(&mut harness);
+    let (sns, gets) = counting_server();
+    let body = format!(
+        r#"{{"Type":"SubscriptionConfirmation","Token":"2336412f","TopicArn":"arn:aws:sns:us-west-2:123456789012:MyTopic","SubscribeURL":"http://{sns}/?Action=ConfirmSubscription&Token=2336412f"}}"#
+    );
+    let request = format!(
+        "POST /hooks/sns HTTP/1.1\r\nHost: {addr}\r\nx-amz-sns-message-type: SubscriptionConfirmation\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream.write_all(request.as_bytes()).expect("send");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("answer");
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+
+    wait_until(&mut harness, "the handshake row", |h| {
+        h.query_by_label("confirm subscription").is_some()
+    });
+    harness.get_by_label("confirm subscription").click();
+    wait_until(&mut harness, "the Confirm subscription button", |h| {
+        h.query_by_label("Confirm subscription").is_some()
+    });
+    // Not AWS's host: the button waits for the user's tick, and nothing was fetched.
+    harness.get_by_label("Confirm subscription").click();
+    for _ in 0..20 {
+        harness.step();
+    }
+    assert_eq!(gets.load(std::sync::atomic::Ordering::SeqCst), 0);
+    harness
+        .get_by_label("Confirm a host that is not the provider's")
+        .click();
+    harness.step();
+    harness.get_by_label("Confirm subscription").click();
+    wait_until(&mut harness, "the one GET", |_| {
+        gets.load(std::sync::atomic::Ordering::SeqCst) == 1
+    });
+    wait_until(&mut harness, "the notice", |h| {
+        h.query_by_label_contains("confirmed AWS SNS's subscription")
+            .is_some()
+    });
 }

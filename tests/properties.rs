@@ -210,7 +210,10 @@ fn the_scheme_table_is_complete() {
             "paddle",
             "twilio",
             "gitlab",
-            "discord"
+            "discord",
+            "zoom",
+            "twitch",
+            "meta"
         ]
     );
     assert!(Scheme::preset("nope").is_none());

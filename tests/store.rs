@@ -668,8 +668,18 @@ fn a_schema_13_store_migrates_with_every_delivery_and_its_journaled_rows_once() 
         "137 from the tables and 3 from the journal"
     );
     for (now, then) in listed.iter().zip(&expected) {
+        // Fields added to the delivery JSON since that build are null for every old delivery;
+        // every other field is as that build listed it.
+        let mut now = now.clone();
+        for added in ["handshake", "cloudevent"] {
+            let value = now
+                .as_object_mut()
+                .and_then(|o| o.remove(added))
+                .unwrap_or_else(|| panic!("delivery {} has no {added} field", then["id"]));
+            assert!(value.is_null(), "delivery {}: {added} {value}", then["id"]);
+        }
         assert_eq!(
-            now, then,
+            &now, then,
             "delivery {} as the old build listed it",
             then["id"]
         );

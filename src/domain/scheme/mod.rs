@@ -1070,6 +1070,21 @@ pub fn presets() -> Vec<Scheme> {
             public_url: None,
         },
         Scheme {
+            name: "discord".into(),
+            label: "Discord".into(),
+            family: Family::Discord,
+            signature_header: "x-signature-ed25519".into(),
+            timestamp_header: Some("x-signature-timestamp".into()),
+            event_id_header: None,
+            event_type_header: None,
+            encoding: Encoding::Hex,
+            prefix: String::new(),
+            // Discord's libraries check no age; hookscope still shows it.
+            tolerance_secs: None,
+            future: FuturePolicy::Warn,
+            public_url: None,
+        },
+        Scheme {
             name: "zoom".into(),
             label: "Zoom".into(),
             // Zoom signs `v0:{x-zm-request-timestamp}:{body}` as Slack does, in its own headers.
@@ -1114,21 +1129,6 @@ pub fn presets() -> Vec<Scheme> {
             prefix: "sha256=".into(),
             tolerance_secs: None,
             future: FuturePolicy::Reject,
-            public_url: None,
-        },
-        Scheme {
-            name: "discord".into(),
-            label: "Discord".into(),
-            family: Family::Discord,
-            signature_header: "x-signature-ed25519".into(),
-            timestamp_header: Some("x-signature-timestamp".into()),
-            event_id_header: None,
-            event_type_header: None,
-            encoding: Encoding::Hex,
-            prefix: String::new(),
-            // Discord's libraries check no age; hookscope still shows it.
-            tolerance_secs: None,
-            future: FuturePolicy::Warn,
             public_url: None,
         },
     ]

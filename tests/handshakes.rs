@@ -1181,3 +1181,37 @@ fn signatures_and_answers_match_the_providers_own_sample_code() {
     let answer: serde_json::Value = serde_json::from_str(&a.body).expect("JSON");
     assert_eq!(answer["response_token"], text("responseToken"));
 }
+
+#[test]
+fn a_handshake_is_answered_at_once_whatever_the_endpoint_is_told_to_answer() {
+    // Every delivery is answered 500 after 3 s; a provider's challenge still gets its answer
+    // at once (Slack and Zoom allow 3 s, Graph 10 s).
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut listener = Listener::start(
+        dir.path(),
+        &["--respond-status", "500", "--respond-delay-ms", "3000"],
+    );
+    let rt = runtime();
+    let client = common::http_client();
+    let started = std::time::Instant::now();
+    let a = send(
+        &rt,
+        client.get(format!("{}/dropbox?challenge=abc", listener.base_url)),
+    );
+    assert_eq!((a.status, a.body.as_str()), (200, "abc"));
+    assert!(
+        started.elapsed() < std::time::Duration::from_millis(2500),
+        "answered after {:?}",
+        started.elapsed()
+    );
+    let line = listener.next_json();
+    assert_eq!(line["response"]["status"], 200, "{line}");
+    // An ordinary delivery still gets the configured answer.
+    let a = send(
+        &rt,
+        client
+            .post(format!("{}/hooks/x", listener.base_url))
+            .body("{}"),
+    );
+    assert_eq!(a.status, 500);
+}

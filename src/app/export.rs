@@ -114,3 +114,38 @@ pub fn import_har(file: &ConfigFile, writer: &StoreWriter, path: &Path) -> Resul
     let records = crate::export::import_records(requests, &name, &settings);
     Ok(writer.insert_many_blocking(records)?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_redaction_without_re_signing_is_refused_in_each_front_ends_terms() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let reader = Reader::open(&dir.path().join("s.sqlite")).expect("reader");
+        let mut request = ExportRequest {
+            ids: vec![1],
+            filter: None,
+            format: Format::Har,
+            resign_with_test_secret: false,
+            scheme: None,
+            redact: vec!["/data/email".into()],
+            snippets: false,
+            out: dir.path().join("out.har"),
+            front: crate::app::Front::Cli,
+        };
+        let cli = export(&ConfigFile::default(), &reader, &request)
+            .expect_err("refused")
+            .to_string();
+        assert!(cli.contains("--resign-with-test-secret"), "{cli}");
+        request.front = crate::app::Front::Window;
+        let window = export(&ConfigFile::default(), &reader, &request)
+            .expect_err("refused")
+            .to_string();
+        assert!(!window.contains("--"), "{window}");
+        assert!(
+            window.contains("tick re-sign with a generated test secret"),
+            "{window}"
+        );
+    }
+}

@@ -1149,7 +1149,11 @@ mod tests {
             Accept::parse("event-grid"),
             Ok(Accept::Only(Provider::EventGrid))
         );
-        assert!(Accept::parse("slak").unwrap_err().contains("slack"));
+        assert!(
+            Accept::parse("slak")
+                .expect_err("a typo is refused")
+                .contains("slack")
+        );
     }
 
     #[test]

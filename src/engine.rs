@@ -595,12 +595,7 @@ impl Engine {
                 }
                 Err(e) => out.push(Event::Error(e.to_string())),
             }
-            if let Ok(attempts) = Reader::open(&path).and_then(|r| r.attempts_for(id)) {
-                out.push(Event::Attempts {
-                    delivery_id: id,
-                    attempts,
-                });
-            }
+            out.extend(attempts_event(&path, id));
             out
         });
     }
@@ -622,12 +617,7 @@ impl Engine {
                 Ok(attempt) => out.push(Event::Error(app::resend::summary(&prepared, &attempt))),
                 Err(e) => out.push(Event::Error(e.to_string())),
             }
-            if let Ok(attempts) = Reader::open(&path).and_then(|r| r.attempts_for(id)) {
-                out.push(Event::Attempts {
-                    delivery_id: id,
-                    attempts,
-                });
-            }
+            out.extend(attempts_event(&path, id));
             out
         });
     }
@@ -927,4 +917,14 @@ impl Engine {
             ))),
         }
     }
+}
+
+/// The attempts of delivery `id` as they are stored now, for the Resend tab after an outbound
+/// request (a resend, a confirmation).
+fn attempts_event(path: &std::path::Path, id: i64) -> Option<Event> {
+    let attempts = Reader::open(path).and_then(|r| r.attempts_for(id)).ok()?;
+    Some(Event::Attempts {
+        delivery_id: id,
+        attempts,
+    })
 }

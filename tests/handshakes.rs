@@ -677,40 +677,17 @@ fn only_the_providers_own_hosts_are_confirmed_without_asking() {
 /// The CloudEvents Python SDK, installed on first use with pip from PyPI; `None` (skipped,
 /// and saying so) without python3 and pip, or when PyPI is out of reach.
 fn cloudevents_python() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("py-cloudevents-2.2.0");
-    if !dir.join("cloudevents/v1/http/__init__.py").exists() {
-        if !common::tool_runs(&["python3", "-m", "pip", "--version"]) {
-            return None;
-        }
-        let out = Command::new("python3")
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "--no-deps",
-                "--target",
-            ])
-            .arg(&dir)
-            .args([
-                "cloudevents==2.2.0",
-                "deprecation==2.1.0",
-                "python-dateutil==2.9.0.post0",
-                "six==1.17.0",
-                "packaging==24.2",
-            ])
-            .output()
-            .expect("python3 runs");
-        if !out.status.success() {
-            common::skip(&format!(
-                "pip could not install cloudevents from PyPI: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-            return None;
-        }
-    }
-    Some(dir)
+    common::pip_target(
+        "py-cloudevents-2.2.0",
+        "cloudevents/v1/http/__init__.py",
+        &[
+            "cloudevents==2.2.0",
+            "deprecation==2.1.0",
+            "python-dateutil==2.9.0.post0",
+            "six==1.17.0",
+            "packaging==24.2",
+        ],
+    )
 }
 
 /// Sends, with the SDK's own HTTP binding, one event in binary mode, the same event (same source

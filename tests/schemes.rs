@@ -533,35 +533,11 @@ fn each_new_scheme_round_trips_hookscope_resigns_and_listen_verifies() {
 /// with pip from PyPI; only `twilio.request_validator` is used, which needs nothing else.
 /// `None` (the test skipped, and saying so) without python3 and pip, or when PyPI is out of reach.
 fn twilio_python() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("py-twilio-9.13.0");
-    if !dir.join("twilio/request_validator.py").exists() {
-        if !common::tool_runs(&["python3", "-m", "pip", "--version"]) {
-            return None;
-        }
-        let out = Command::new("python3")
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "--no-deps",
-                "--target",
-            ])
-            .arg(&dir)
-            .arg("twilio==9.13.0")
-            .output()
-            .expect("python3 runs");
-        if !out.status.success() {
-            // Offline, or PyPI unreachable: the validator cannot be had.
-            common::skip(&format!(
-                "pip could not install twilio from PyPI: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-            return None;
-        }
-    }
-    Some(dir)
+    common::pip_target(
+        "py-twilio-9.13.0",
+        "twilio/request_validator.py",
+        &["twilio==9.13.0"],
+    )
 }
 
 const TWILIO_HANDLER: &str = r#"

@@ -686,22 +686,12 @@ async fn handshake_first(
             Ok(challenge) => challenge,
             Err(e) => return fail(format!("The handshake could not be made: {e}.")),
         };
-    let url = match &challenge.query {
-        Some(query) if target.contains('?') => format!("{target}&{query}"),
-        Some(query) => format!("{target}?{query}"),
-        None => target.to_string(),
-    };
-    let outgoing = Outgoing {
-        method: challenge.method.into(),
-        headers: challenge.headers.clone(),
-        body: challenge.body.clone(),
-    };
     let attempt = match client
-        .send(&url, &outgoing, AttemptKind::Simulate, None)
+        .send_challenge(target, &challenge, AttemptKind::Simulate)
         .await
     {
         Ok(attempt) => attempt,
-        Err(e) => unreachable_attempt(&url, e.to_string()),
+        Err(e) => unreachable_attempt(&challenge.url_for(target), e.to_string()),
     };
     if let Err(e) = writer.attempt(attempt.clone()).await {
         eprintln!("hookscope: the handshake's attempt could not be recorded: {e}");

@@ -5,9 +5,8 @@ use std::process::ExitCode;
 
 use clap::Args;
 use hookscope::app::{self, AppError};
-use hookscope::store::Store;
 
-use super::{Common, exit_if};
+use super::{Common, exit_if, record_outbound};
 
 /// `hookscope confirm`.
 #[derive(Debug, Args)]
@@ -36,18 +35,17 @@ pub fn run(common: &Common, args: ConfirmArgs) -> Result<ExitCode, AppError> {
     let confirmation =
         app::confirm::prepare(&reader, args.delivery_id, args.any_host, app::Front::Cli)?;
     drop(reader);
-    let store = Store::open(&paths.store_file())?;
-    let writer = store.writer();
-    let sent = app::small_runtime()?.block_on(app::confirm::send(&confirmation, &writer));
-    drop(writer);
-    store.shutdown();
-    let attempt = sent?;
-    if args.json {
-        let text = serde_json::to_string(&attempt).map_err(|e| AppError::Failed(e.to_string()))?;
-        println!("{text}");
-    } else {
-        println!("GET {}", confirmation.url);
-        println!("{}", app::confirm::summary(&confirmation, &attempt));
-    }
+    let attempt = record_outbound(
+        &store_file,
+        args.json,
+        |writer| {
+            let confirmation = &confirmation;
+            async move { app::confirm::send(confirmation, &writer).await }
+        },
+        |attempt| {
+            println!("GET {}", confirmation.url);
+            println!("{}", app::confirm::summary(&confirmation, attempt));
+        },
+    )?;
     Ok(exit_if(app::confirm::accepted(&attempt)))
 }

@@ -241,6 +241,30 @@ impl SecretSources {
 }
 
 /// `0` when `ok`, else `1`.
+/// One outbound request that records its attempt (a resend, a confirmation), made with a store
+/// opened for it alone and shut down after; `--json` prints the attempt, else `say` does.
+fn record_outbound<F>(
+    store_file: &std::path::Path,
+    json: bool,
+    send: impl FnOnce(hookscope::store::StoreWriter) -> F,
+    say: impl FnOnce(&hookscope::domain::attempt::Attempt),
+) -> Result<hookscope::domain::attempt::Attempt, AppError>
+where
+    F: std::future::Future<Output = Result<hookscope::domain::attempt::Attempt, AppError>>,
+{
+    let store = hookscope::store::Store::open(store_file)?;
+    let sent = hookscope::app::small_runtime()?.block_on(send(store.writer()));
+    store.shutdown();
+    let attempt = sent?;
+    if json {
+        let text = serde_json::to_string(&attempt).map_err(|e| AppError::Failed(e.to_string()))?;
+        println!("{text}");
+    } else {
+        say(&attempt);
+    }
+    Ok(attempt)
+}
+
 fn exit_if(ok: bool) -> ExitCode {
     if ok {
         ExitCode::SUCCESS

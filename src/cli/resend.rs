@@ -6,9 +6,9 @@ use std::process::ExitCode;
 use clap::Args;
 use hookscope::app::resend::ResendRequest;
 use hookscope::app::{self, AppError};
-use hookscope::store::{Reader, Store};
+use hookscope::store::Reader;
 
-use super::{Common, body_file, exit_if, load_config};
+use super::{Common, body_file, exit_if, load_config, record_outbound};
 
 /// `hookscope resend`.
 #[derive(Debug, Args)]
@@ -63,22 +63,21 @@ pub fn run(common: &Common, args: ResendArgs) -> Result<ExitCode, AppError> {
         front: app::Front::Cli,
     };
     let prepared = app::resend::prepare(&file, &reader, &request)?;
-    let store = Store::open(&paths.store_file())?;
-    let writer = store.writer();
-    let sent = app::small_runtime()?.block_on(app::resend::send(&prepared, &writer));
-    drop(writer);
-    store.shutdown();
-    let attempt = sent?;
-    if args.json {
-        let text = serde_json::to_string(&attempt).map_err(|e| AppError::Failed(e.to_string()))?;
-        println!("{text}");
-    } else {
-        println!("{}", app::resend::summary(&prepared, &attempt));
-        let body = String::from_utf8_lossy(&attempt.response_body);
-        if !body.trim().is_empty() {
-            println!("{}", body.trim().chars().take(500).collect::<String>());
-        }
-    }
+    let attempt = record_outbound(
+        &paths.store_file(),
+        args.json,
+        |writer| {
+            let prepared = &prepared;
+            async move { app::resend::send(prepared, &writer).await }
+        },
+        |attempt| {
+            println!("{}", app::resend::summary(&prepared, attempt));
+            let body = String::from_utf8_lossy(&attempt.response_body);
+            if !body.trim().is_empty() {
+                println!("{}", body.trim().chars().take(500).collect::<String>());
+            }
+        },
+    )?;
     Ok(exit_if(
         attempt.status.is_some_and(|s| (200..300).contains(&s)),
     ))

@@ -855,6 +855,15 @@ impl Challenge {
         Ok(challenge)
     }
 
+    /// The URL the challenge goes to: the handler's, with the challenge's query added.
+    pub fn url_for(&self, url: &str) -> String {
+        match &self.query {
+            Some(query) if url.contains('?') => format!("{url}&{query}"),
+            Some(query) => format!("{url}?{query}"),
+            None => url.to_string(),
+        }
+    }
+
     /// Whether SNS's answer is a GET of the SubscribeURL, which the caller watches for.
     pub fn awaits_confirmation(&self) -> bool {
         matches!(self.expected, Expected::Confirm)

@@ -150,6 +150,22 @@ fn tls_failure(error: &(dyn std::error::Error + 'static)) -> Option<String> {
 const INSECURE_HINT: &str = "; for a development certificate, accept self-signed certificates";
 
 impl Client {
+    /// Sends a provider's handshake challenge to the handler at `url`, as an attempt of `kind`.
+    pub async fn send_challenge(
+        &self,
+        url: &str,
+        challenge: &crate::domain::handshake::Challenge,
+        kind: AttemptKind,
+    ) -> Result<Attempt, SendError> {
+        let outgoing = Outgoing {
+            method: challenge.method.into(),
+            headers: challenge.headers.clone(),
+            body: challenge.body.clone(),
+        };
+        self.send(&challenge.url_for(url), &outgoing, kind, None)
+            .await
+    }
+
     /// A client with a timeout per request that verifies certificates.
     pub fn new(timeout: Duration) -> Result<Client, SendError> {
         Client::with_tls(timeout, Tls::Verify)

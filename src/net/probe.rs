@@ -489,18 +489,8 @@ async fn handshake_case(
             });
         }
     };
-    let target = match &challenge.query {
-        Some(query) if url.contains('?') => format!("{url}&{query}"),
-        Some(query) => format!("{url}?{query}"),
-        None => url.to_string(),
-    };
-    let outgoing = Outgoing {
-        method: challenge.method.into(),
-        headers: challenge.headers.clone(),
-        body: challenge.body.clone(),
-    };
     let attempt = client
-        .send(&target, &outgoing, AttemptKind::Probe, None)
+        .send_challenge(url, &challenge, AttemptKind::Probe)
         .await?;
     let judged = challenge.judge(
         attempt.status,

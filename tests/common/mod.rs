@@ -47,6 +47,44 @@ pub fn skip(why: &str) {
     eprintln!("skipped: {why}");
 }
 
+/// Python packages installed with pip into `dir_name` under the target directory on first use
+/// (`marker`, a file inside, says they are there), for a test that checks hookscope against a
+/// provider's or a standard's own library. `None` (the test skipped, and saying so) without
+/// python3 and pip, or when PyPI is out of reach.
+pub fn pip_target(dir_name: &str, marker: &str, packages: &[&str]) -> Option<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(dir_name);
+    if dir.join(marker).exists() {
+        return Some(dir);
+    }
+    if !tool_runs(&["python3", "-m", "pip", "--version"]) {
+        return None;
+    }
+    let out = Command::new("python3")
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-deps",
+            "--target",
+        ])
+        .arg(&dir)
+        .args(packages)
+        .output()
+        .expect("python3 runs");
+    if !out.status.success() {
+        // Offline, or PyPI unreachable: the library cannot be had.
+        skip(&format!(
+            "pip could not install {} from PyPI: {}",
+            packages.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+        return None;
+    }
+    Some(dir)
+}
+
 /// The binary under test.
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_hookscope"))

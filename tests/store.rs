@@ -57,6 +57,50 @@ fn wait_for_count(reader: &Reader, filter: &str, expected: i64) {
 }
 
 #[test]
+fn or_parentheses_and_type_wildcards_select_in_the_store() {
+    let (_dir, _store, reader) = seeded(200);
+    // Five states, 40 each: job.queued, job.processing, job.needs_review, job.completed,
+    // job.failed.
+    assert_eq!(count(&reader, "type:job.*"), 200);
+    assert_eq!(
+        count(&reader, "type:job.needs_review OR type:job.failed"),
+        80
+    );
+    assert_eq!(count(&reader, "type:*review"), 40);
+    // `?` and `[` are literal in a pattern, not GLOB's.
+    assert_eq!(count(&reader, "type:job.?ailed*"), 0);
+    // OR binds looser than AND: (needs_review on ocr) OR failed.
+    let ocr_review = count(&reader, "type:job.needs_review path:/hooks/ocr");
+    assert!(ocr_review > 0 && ocr_review < 40, "{ocr_review}");
+    assert_eq!(
+        count(
+            &reader,
+            "type:job.needs_review path:/hooks/ocr OR type:job.failed"
+        ),
+        ocr_review + 40
+    );
+    // Parentheses group, and `-` negates a group.
+    assert_eq!(
+        count(
+            &reader,
+            "(type:job.needs_review OR type:job.failed) path:/hooks/ocr"
+        ),
+        count(&reader, "type:job.needs_review path:/hooks/ocr")
+            + count(&reader, "type:job.failed path:/hooks/ocr")
+    );
+    assert_eq!(
+        count(&reader, "-(type:job.needs_review OR type:job.failed)"),
+        120
+    );
+    assert_eq!(count(&reader, "-type:job.n*"), 160);
+    // Free text inside an alternative.
+    assert_eq!(
+        count(&reader, "needs_review OR sig:fail"),
+        40 + 10 - count(&reader, "needs_review sig:fail")
+    );
+}
+
+#[test]
 fn filters_count_what_the_seed_put_there() {
     let (_dir, _store, reader) = seeded(200);
     assert_eq!(count(&reader, ""), 200);

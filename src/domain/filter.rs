@@ -57,6 +57,11 @@ pub enum Term {
     ReceivedBefore(i64),
     /// The request was a provider's handshake (`handshake:yes`) or not (`handshake:no`).
     Handshake(bool),
+    /// The event type matches a pattern where `*` stands for any text (`type:invoice.*`).
+    TypePattern(String),
+    /// Any of these groups holds, each group a list of terms that must all hold
+    /// (`a b OR c`, `(a OR b) c`).
+    Or(Vec<Vec<Term>>),
     /// The term does not hold (`-term`).
     Not(Box<Term>),
 }
@@ -67,7 +72,7 @@ pub enum Term {
 pub struct FilterError(pub String);
 
 /// The keys the filter understands, for help texts.
-pub const KEYS: &str = "sig:pass|fail|skipped  ts:pass|warn|fail|skipped  dup:yes|no  handshake:yes|no  type:T  job:ID  event:ID  path:/prefix  method:M  status:CODE  after:DATE|-1h  before:DATE  -term";
+pub const KEYS: &str = "sig:pass|fail|skipped  ts:pass|warn|fail|skipped  dup:yes|no  handshake:yes|no  type:T (type:invoice.*)  job:ID  event:ID  path:/prefix  method:M  status:CODE  after:DATE|-1h  before:DATE  -term  a OR b  (…)";
 
 /// The keys by name, for the error on an unknown one.
 const KEY_NAMES: &str =
@@ -88,6 +93,14 @@ fn split_terms(text: &str) -> Vec<String> {
                 if !current.is_empty() {
                     terms.push(std::mem::take(&mut current));
                 }
+            }
+            // A parenthesis outside quotes is a token of its own; `-(` negates a group.
+            '(' | ')' if !quoted => {
+                if !current.is_empty() && current != "-" {
+                    terms.push(std::mem::take(&mut current));
+                }
+                current.push(c);
+                terms.push(std::mem::take(&mut current));
             }
             c => current.push(c),
         }
@@ -112,23 +125,28 @@ impl Filter {
     /// read in `zone`. A `key:` that is not a key is an error listing the keys (a typo such as
     /// `sgi:fail` would otherwise search for text), except where the value starts with `/`
     /// (`http://…`) or the key is not a word (`12:30`); quote text with a colon to search it.
+    ///
+    /// Terms that follow each other must all hold; `OR` (upper case) between them makes
+    /// alternatives, binding looser than that (`a b OR c` is `(a b) OR c`); parentheses group;
+    /// `-` negates the term or the group it is written on, binding tightest.
     pub fn parse_at(text: &str, now_ms: i64, zone: &Zone) -> Result<Filter, FilterError> {
-        let mut terms = Vec::new();
-        for raw in split_terms(text) {
-            let (negated, body) = match raw.strip_prefix('-') {
-                Some(rest) if !rest.is_empty() && !rest.starts_with('-') => {
-                    (true, rest.to_string())
-                }
-                _ => (false, raw.clone()),
-            };
-            let term = term_of(&body, now_ms, zone)?;
-            terms.push(if negated {
-                Term::Not(Box::new(term))
-            } else {
-                term
-            });
+        let tokens = split_terms(text);
+        let mut parser = Parser {
+            tokens: &tokens,
+            at: 0,
+            depth: 0,
+            now_ms,
+            zone,
+        };
+        let groups = parser.alternatives()?;
+        if let Some(extra) = tokens.get(parser.at) {
+            return Err(FilterError(format!(
+                "`{extra}` closes no parenthesis: remove it, or open one before"
+            )));
         }
-        Ok(Filter { terms })
+        Ok(Filter {
+            terms: flatten(groups),
+        })
     }
 
     /// Whether the filter lets everything through.
@@ -139,6 +157,109 @@ impl Filter {
     /// The terms, in the order written.
     pub fn terms(&self) -> &[Term] {
         &self.terms
+    }
+}
+
+/// Alternatives as terms: one group is its terms (all must hold), several are one `Or` term.
+fn flatten(mut groups: Vec<Vec<Term>>) -> Vec<Term> {
+    if groups.len() == 1 {
+        groups.pop().unwrap_or_default()
+    } else {
+        vec![Term::Or(groups)]
+    }
+}
+
+/// The deepest parentheses may nest.
+const MAX_DEPTH: usize = 16;
+
+/// The filter's tokens read as alternatives of terms.
+struct Parser<'a> {
+    tokens: &'a [String],
+    at: usize,
+    /// How many parentheses are open, bounded so that no text can exhaust the stack.
+    depth: usize,
+    now_ms: i64,
+    zone: &'a Zone,
+}
+
+impl Parser<'_> {
+    fn peek(&self) -> Option<&str> {
+        self.tokens.get(self.at).map(String::as_str)
+    }
+
+    /// `group (OR group)*`, up to a `)` or the end.
+    fn alternatives(&mut self) -> Result<Vec<Vec<Term>>, FilterError> {
+        let mut groups = vec![self.group()?];
+        while self.peek() == Some("OR") {
+            self.at += 1;
+            let group = self.group()?;
+            if group.is_empty() {
+                return Err(FilterError(
+                    "OR needs a term on each side (`type:a OR type:b`)".into(),
+                ));
+            }
+            groups.push(group);
+        }
+        if groups.len() > 1 && groups[0].is_empty() {
+            return Err(FilterError(
+                "OR needs a term on each side (`type:a OR type:b`)".into(),
+            ));
+        }
+        Ok(groups)
+    }
+
+    /// Terms that must all hold, up to `OR`, a `)` or the end.
+    fn group(&mut self) -> Result<Vec<Term>, FilterError> {
+        let mut terms = Vec::new();
+        while let Some(token) = self.peek() {
+            match token {
+                "OR" | ")" => break,
+                "(" | "-(" => {
+                    let negated = token == "-(";
+                    self.at += 1;
+                    self.depth += 1;
+                    if self.depth > MAX_DEPTH {
+                        return Err(FilterError(format!(
+                            "parentheses nest {MAX_DEPTH} deep at the most"
+                        )));
+                    }
+                    let inner = self.alternatives()?;
+                    self.depth -= 1;
+                    if self.peek() != Some(")") {
+                        return Err(FilterError(
+                            "a `(` is not closed: add `)` after its terms".into(),
+                        ));
+                    }
+                    self.at += 1;
+                    let mut inner = flatten(inner);
+                    if inner.is_empty() {
+                        return Err(FilterError("`()` holds no term".into()));
+                    }
+                    if !negated {
+                        terms.extend(inner);
+                    } else if inner.len() == 1 {
+                        let one = inner.pop().unwrap_or(Term::Or(Vec::new()));
+                        terms.push(Term::Not(Box::new(one)));
+                    } else {
+                        terms.push(Term::Not(Box::new(Term::Or(vec![inner]))));
+                    }
+                }
+                raw => {
+                    let (negated, body) = match raw.strip_prefix('-') {
+                        Some(rest) if !rest.is_empty() && !rest.starts_with('-') => (true, rest),
+                        _ => (false, raw),
+                    };
+                    let term = term_of(body, self.now_ms, self.zone)?;
+                    self.at += 1;
+                    terms.push(if negated {
+                        Term::Not(Box::new(term))
+                    } else {
+                        term
+                    });
+                }
+            }
+        }
+        Ok(terms)
     }
 }
 
@@ -180,6 +301,7 @@ fn term_of(raw: &str, now_ms: i64, zone: &Zone) -> Result<Term, FilterError> {
             }
         }
         "handshake" => Term::Handshake(one_of(&["yes", "no"])? == "yes"),
+        "type" if value.contains('*') => Term::TypePattern(value),
         "type" => Term::Is {
             field: Field::EventType,
             value,
@@ -269,6 +391,72 @@ fn time_bound(key: &str, value: &str, now_ms: i64, zone: &Zone) -> Result<i64, F
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn is(field: Field, value: &str) -> Term {
+        Term::Is {
+            field,
+            value: value.into(),
+        }
+    }
+
+    #[test]
+    fn or_binds_looser_than_and_and_minus_tightest_with_parentheses_grouping() {
+        let parse = |text: &str| Filter::parse(text).expect("parses").terms().to_vec();
+        let sig_fail = is(Field::Signature, "fail");
+        let job = is(Field::JobId, "j1");
+        // `a b OR c` is `(a b) OR c`.
+        assert_eq!(
+            parse("sig:fail job:j1 OR type:x.*"),
+            [Term::Or(vec![
+                vec![sig_fail.clone(), job.clone()],
+                vec![Term::TypePattern("x.*".into())]
+            ])]
+        );
+        // `(a OR b) c`, written with the parentheses against the words.
+        assert_eq!(
+            parse("(type:invoice.* OR type:customer.subscription.*) job:j1"),
+            [
+                Term::Or(vec![
+                    vec![Term::TypePattern("invoice.*".into())],
+                    vec![Term::TypePattern("customer.subscription.*".into())]
+                ]),
+                job.clone()
+            ]
+        );
+        // `-` on a group negates the group; on a term, the term alone.
+        assert_eq!(
+            parse("-(sig:fail OR job:j1) -job:j1"),
+            [
+                Term::Not(Box::new(Term::Or(vec![
+                    vec![sig_fail.clone()],
+                    vec![job.clone()]
+                ]))),
+                Term::Not(Box::new(job.clone()))
+            ]
+        );
+        // Without OR, nothing changes: a plain list of terms; a lower-case `or` is a word.
+        assert_eq!(
+            parse("sig:fail or"),
+            [sig_fail.clone(), Term::Text("or".into())]
+        );
+        // A quoted parenthesis is text.
+        assert_eq!(parse(r#""(a)""#), [Term::Text(r#""(a)""#.into())]);
+    }
+
+    #[test]
+    fn unbalanced_parentheses_and_a_dangling_or_are_said() {
+        for (text, says) in [
+            ("(sig:fail", "not closed"),
+            ("sig:fail)", "closes no parenthesis"),
+            ("sig:fail OR", "OR needs a term on each side"),
+            ("OR sig:fail", "OR needs a term on each side"),
+            ("()", "holds no term"),
+            (&"(".repeat(100_000), "16 deep at the most"),
+        ] {
+            let err = Filter::parse(text).expect_err(text);
+            assert!(err.0.contains(says), "{text}: {err}");
+        }
+    }
 
     #[test]
     fn keys_become_typed_terms_with_normalised_values() {

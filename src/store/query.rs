@@ -110,6 +110,17 @@ fn clause(term: &Term, params: &mut Vec<String>) -> String {
         // `handshake IS NOT NULL` is the partial index's own condition (schema v16).
         Term::Handshake(true) => "handshake IS NOT NULL".into(),
         Term::Handshake(false) => "handshake IS NULL".into(),
+        Term::TypePattern(pattern) => type_pattern(pattern, params),
+        Term::Or(groups) => {
+            let alternatives: Vec<String> = groups
+                .iter()
+                .map(|group| {
+                    let all: Vec<String> = group.iter().map(|t| clause(t, params)).collect();
+                    format!("({})", all.join(" AND "))
+                })
+                .collect();
+            format!("({})", alternatives.join(" OR "))
+        }
         // `IS NOT` rather than `NOT (… = …)`, so a delivery with no value (no event type, no
         // job) is kept by `-type:…`, as a person means it.
         Term::Not(inner) => match inner.as_ref() {
@@ -117,8 +128,45 @@ fn clause(term: &Term, params: &mut Vec<String>) -> String {
                 params.push(value.clone());
                 format!("{} IS NOT ?{}", column(*field), params.len())
             }
-            other => format!("NOT ({})", clause(other, params)),
+            // A delivery with no event type is not of the pattern's types.
+            Term::TypePattern(pattern) => {
+                format!(
+                    "(event_type IS NULL OR NOT {})",
+                    type_pattern(pattern, params)
+                )
+            }
+            // `IFNULL(…, 0)`: a term on a missing value (no event type, no job) does not hold,
+            // so its negation does, as `-type:…` keeps such deliveries.
+            other => format!("NOT IFNULL({}, 0)", clause(other, params)),
         },
+    }
+}
+
+/// `type:` with `*` wildcards: a range on the event-type index when the only `*` ends it
+/// (`invoice.*`), else a GLOB with every other GLOB character taken literally.
+fn type_pattern(pattern: &str, params: &mut Vec<String>) -> String {
+    match pattern
+        .strip_suffix('*')
+        .filter(|prefix| !prefix.contains('*'))
+    {
+        Some(prefix) => {
+            params.push(prefix.to_string());
+            let low = params.len();
+            params.push(format!("{prefix}\u{10FFFF}"));
+            format!("(event_type >= ?{low} AND event_type < ?{})", params.len())
+        }
+        None => {
+            let glob: String = pattern
+                .chars()
+                .map(|c| match c {
+                    '?' => "[?]".to_string(),
+                    '[' => "[[]".to_string(),
+                    c => c.to_string(),
+                })
+                .collect();
+            params.push(glob);
+            format!("event_type GLOB ?{}", params.len())
+        }
     }
 }
 

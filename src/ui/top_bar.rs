@@ -134,7 +134,7 @@ pub fn top_bar_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
     ui.horizontal(|ui| {
         let label = ui.label("Filter");
         let hint = match app.state.view {
-            View::Deliveries => "text, or terms: sig:fail dup:yes type:job.failed job:job_123 path:/hooks/acme after:-1h -term  (Ctrl+F)",
+            View::Deliveries => "text, or terms: sig:fail dup:yes type:invoice.* job:job_123 path:/hooks/acme after:-1h -term, a OR b, (…)  (Ctrl+F)",
             View::Jobs | View::Simulate => "job id prefix, or terms: flag:stuck flag:out_of_order state:needs_review  (Ctrl+F)",
         };
         let edit = egui::TextEdit::singleline(&mut app.state.filter)

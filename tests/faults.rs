@@ -395,6 +395,35 @@ fn a_read_only_data_dir_at_start_is_one_sentence_and_no_listening() {
     );
 }
 
+#[cfg(target_os = "linux")]
+#[test]
+fn an_older_store_on_a_read_only_volume_is_one_sentence_not_a_query_error() {
+    if !can_mount() || !common::tool_runs(&["python3", "--version"]) {
+        return;
+    }
+    // A store of schema 15 (today's with v16's columns taken out again) on a volume that turned
+    // read-only cannot be migrated there: `list` says so in one sentence, not `no such column`.
+    let err = OnVolume::start(
+        "8m",
+        "\"$1\" --data-dir \"$0\" listen --port 0 2>/dev/null & p=$!; sleep 2; kill -TERM $p; wait $p
+        python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.executescript(\"DROP INDEX deliveries_handshake; ALTER TABLE deliveries DROP COLUMN handshake; ALTER TABLE deliveries DROP COLUMN event_source; PRAGMA user_version = 15\"); c.close()' \"$0/hookscope.sqlite\" || exit 96
+        mount -o remount,ro \"$0\" || exit 98
+        \"$1\" --data-dir \"$0\" list --json >&2; echo \"list exit $?\" >&2; exit 1",
+    )
+    .err()
+    .expect("the script stops before listen");
+    assert!(
+        err.contains("has schema version 15, older than this hookscope reads")
+            && err.contains("copy the data dir somewhere writable"),
+        "{err}"
+    );
+    assert!(err.contains("list exit 1"), "{err}");
+    assert!(
+        !err.contains("no such column") && !err.contains("panicked"),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_second_listen_on_the_same_dir_through_a_symlink_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -439,7 +439,9 @@ fn a_wrong_token_or_signature_is_refused_and_never_given_the_challenge() {
     );
     assert_eq!(a.status, 403);
     assert!(!a.body.contains("pogchamp"));
-    listener.next_json();
+    let line = listener.next_json();
+    assert_eq!(line["handshake"]["provider"], "twitch", "{line}");
+    assert_eq!(line["handshake"]["outcome"], "refused", "{line}");
 
     let zoom = r#"{"payload":{"plainToken":"abc"},"event":"endpoint.url_validation"}"#;
     let a = send(
@@ -448,7 +450,9 @@ fn a_wrong_token_or_signature_is_refused_and_never_given_the_challenge() {
     );
     assert_eq!(a.status, 403);
     assert!(!a.body.contains("encryptedToken"));
-    listener.next_json();
+    let line = listener.next_json();
+    assert_eq!(line["handshake"]["provider"], "zoom", "{line}");
+    assert_eq!(line["handshake"]["outcome"], "refused", "{line}");
 
     // X's CRC and Zoom's validation are HMACs under the endpoint's secret: without one, refused.
     let a = send(&rt, client.get(format!("{base}/open?crc_token=abc")));
@@ -1013,6 +1017,41 @@ fn the_probe_tells_a_handlers_author_which_handshake_it_fails() {
         case["detail"].as_str().is_some_and(|d| d
             .contains("Slack's url_verification challenge was answered with an empty body")
             && d.contains("Slack will not deliver")),
+        "{case}"
+    );
+    // Meta's: with the Verify token (not the app secret), hookscope's receiver answers it.
+    let out = run(
+        dir.path(),
+        &[
+            "probe",
+            &format!("{}/meta-app", listener.base_url),
+            "--scheme",
+            "meta",
+            "--secret",
+            "meta-app-secret",
+            "--verify-token",
+            "meatyhamhock",
+            "--json",
+        ],
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("report");
+    let case = report["cases"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["name"] == "handshake"))
+        .expect("a handshake case for meta");
+    assert_eq!(case["verdict"], "pass", "{case}");
+    // Without it, the case is skipped and says why.
+    let case = probe(
+        &format!("{}/meta-app", listener.base_url),
+        "meta",
+        "meta-app-secret",
+    )
+    .expect("a handshake case for meta");
+    assert_eq!(case["verdict"], "skipped", "{case}");
+    assert!(
+        case["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("Verify token")),
         "{case}"
     );
     // A scheme whose provider sends no handshake has no such case.

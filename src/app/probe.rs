@@ -24,6 +24,8 @@ pub struct ProbeRequest {
     pub timeout: Duration,
     /// Accept any TLS certificate (`--insecure`): a self-signed development certificate.
     pub insecure: bool,
+    /// Meta's Verify token, for the handshake case of the `meta` scheme.
+    pub verify_token: Option<String>,
     /// Who asks, for the words of a refusal.
     pub front: crate::app::Front,
 }
@@ -38,6 +40,7 @@ impl ProbeRequest {
             body: None,
             timeout: client::DEFAULT_TIMEOUT,
             insecure: false,
+            verify_token: None,
             front: crate::app::Front::Cli,
         }
     }
@@ -75,6 +78,7 @@ pub async fn run(prepared: &PreparedProbe) -> Result<ProbeReport, AppError> {
         &prepared.scheme,
         &prepared.secrets,
         prepared.request.body.clone(),
+        prepared.request.verify_token.as_deref(),
     )
     .await?)
 }

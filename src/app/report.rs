@@ -128,11 +128,16 @@ pub fn human_lines(stored: &StoredDelivery, zone: &Zone) -> String {
             handshake.outcome.as_str(),
             handshake.detail
         ));
-        if let Some(url) = &handshake.confirm_url {
-            out.push_str(&format!(
+        match (&handshake.confirm_url, handshake.outcome) {
+            // Event Grid's handshake was answered: its URL is for manual validation only.
+            (Some(url), crate::domain::handshake::Outcome::Answered) => out.push_str(&format!(
+                "\n    validationUrl (manual validation, not needed: the handshake was answered): {url}"
+            )),
+            (Some(url), _) => out.push_str(&format!(
                 "\n    confirm: {url} (`hookscope confirm {}` makes the one GET)",
                 stored.id
-            ));
+            )),
+            (None, _) => {}
         }
     }
     if checks.signature.status == SignatureStatus::Fail {

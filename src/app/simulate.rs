@@ -15,7 +15,7 @@ use crate::config::ConfigFile;
 use crate::domain::attempt::{Attempt, AttemptKind};
 use crate::domain::clock::{now_ms, now_secs};
 use crate::domain::delivery::Header;
-use crate::domain::handshake::{Challenge, Provider};
+use crate::domain::handshake::{Challenge, Keys, Provider};
 use crate::domain::scheme::{Scheme, Secret};
 use crate::domain::sim::world::{Settings, Work, WorkKind, World};
 use crate::domain::sim::{self, Chaos, Check, IdempotencyStyle, Lifecycle};
@@ -131,6 +131,8 @@ pub struct SimulateRequest {
     pub insecure: bool,
     /// Send this provider's handshake first, and deliver nothing unless it is answered right.
     pub handshake: Option<String>,
+    /// Meta's Verify token, for `handshake = meta` (not the app secret).
+    pub verify_token: Option<String>,
     /// Who asks, for the words of a refusal.
     pub front: crate::app::Front,
 }
@@ -164,6 +166,7 @@ pub struct Prepared {
     seed: u64,
     insecure: bool,
     handshake: Option<Provider>,
+    verify_token: Option<String>,
     front: crate::app::Front,
     settings: Settings,
 }
@@ -222,6 +225,7 @@ pub fn prepare(file: &ConfigFile, request: &SimulateRequest) -> Result<Prepared,
     let api = &scenario.api;
     Ok(Prepared {
         handshake,
+        verify_token: request.verify_token.clone(),
         front,
         target: request.target.clone(),
         jobs,
@@ -282,6 +286,17 @@ fn handshake_of(request: &SimulateRequest) -> Result<Option<Provider>, AppError>
         return Err(AppError::Usage(front.says(
             "--handshake needs --target: the handler that answers it",
             "enter a Target: the handler that answers the handshake",
+        )));
+    }
+    if provider == Provider::Meta
+        && request
+            .verify_token
+            .as_deref()
+            .is_none_or(|t| t.trim().is_empty())
+    {
+        return Err(AppError::Usage(front.says(
+            "--handshake meta needs --verify-token: the Verify token your handler checks (not the app secret)",
+            "enter the Verify token your handler checks (not the app secret) for Meta's handshake",
         )));
     }
     Ok(Some(provider))
@@ -681,17 +696,24 @@ async fn handshake_first(
     confirmations: &AtomicUsize,
 ) -> Check {
     let fail = |detail: String| Check::new("handshake", sim::Verdict::Fail, detail);
-    let challenge =
-        match Challenge::new(provider, prepared.secrets.first(), now_secs(), confirm_url) {
-            Ok(challenge) => challenge,
-            Err(e) => return fail(format!("The handshake could not be made: {e}.")),
-        };
+    let keys = Keys {
+        secret: prepared.secrets.first(),
+        verify_token: prepared.verify_token.as_deref(),
+        scheme: Some(&prepared.scheme),
+    };
+    let challenge = match Challenge::new(provider, keys, now_secs(), confirm_url) {
+        Ok(challenge) => challenge,
+        Err(e) => return fail(format!("The handshake could not be made: {e}.")),
+    };
     let attempt = match client
         .send_challenge(target, &challenge, AttemptKind::Simulate)
         .await
     {
         Ok(attempt) => attempt,
-        Err(e) => unreachable_attempt(&challenge.url_for(target), e.to_string()),
+        Err(e) => unreachable_attempt(
+            &crate::domain::delivery::masked_url(&challenge.url_for(target)),
+            e.to_string(),
+        ),
     };
     if let Err(e) = writer.attempt(attempt.clone()).await {
         eprintln!("hookscope: the handshake's attempt could not be recorded: {e}");

@@ -40,6 +40,9 @@ pub struct ProbeArgs {
     /// Print the report as JSON
     #[arg(long)]
     pub json: bool,
+    /// Meta's Verify token, for the handshake case of `--scheme meta` (not the app secret)
+    #[arg(long, value_name = "TOKEN")]
+    pub verify_token: Option<String>,
 }
 
 pub fn run(common: &Common, args: ProbeArgs) -> Result<ExitCode, AppError> {
@@ -52,6 +55,7 @@ pub fn run(common: &Common, args: ProbeArgs) -> Result<ExitCode, AppError> {
         body: body_file(args.body_file.as_deref())?,
         timeout: std::time::Duration::from_secs(args.timeout_secs),
         insecure: args.insecure,
+        verify_token: args.verify_token,
         front: app::Front::Cli,
     };
     let prepared = app::probe::prepare(&file, request)?;

@@ -95,6 +95,9 @@ pub struct SimulateArgs {
     /// Send this provider's handshake first (slack, zoom, twitch, meta, graph, event-grid, cloudevents, x, dropbox, okta, sns) and, like the provider, deliver nothing unless the handler answers it right
     #[arg(long, value_name = "PROVIDER")]
     pub handshake: Option<String>,
+    /// Meta's Verify token, for --handshake meta (the token your handler checks, not the app secret)
+    #[arg(long, value_name = "TOKEN")]
+    pub verify_token: Option<String>,
     /// Print the scorecard as one JSON object
     #[arg(long)]
     pub json: bool,
@@ -135,6 +138,7 @@ pub fn run(common: &Common, args: SimulateArgs) -> Result<ExitCode, AppError> {
         seed: args.seed,
         insecure: args.insecure,
         handshake: args.handshake,
+        verify_token: args.verify_token,
         front: hookscope::app::Front::Cli,
     };
     let prepared = simulate::prepare(&file, &request)?;

@@ -141,6 +141,10 @@ pub struct SignatureCheck {
     /// Why it failed, when it failed and a hypothesis reproduces the received signature.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnosis: Option<Diagnosis>,
+    /// Which configured secret matched (an index into the endpoint's), for the handshakes
+    /// answered with it; not stored (`secret` says it in words).
+    #[serde(skip)]
+    pub matched: Option<usize>,
 }
 
 /// The timestamp check's result.
@@ -321,6 +325,7 @@ pub fn evaluate_with(
             secret: None,
             secrets_tried: 0,
             diagnosis: None,
+            matched: None,
         }
     } else {
         let mut check = signature_check(delivery, endpoint, verify_with, detected.as_ref());
@@ -341,6 +346,8 @@ pub fn evaluate_with(
                 &handshake::Context {
                     accept: endpoint.handshake,
                     secrets: &endpoint.secrets,
+                    matched_secret: signature.matched,
+                    endpoint_scheme: configured,
                     verify_token: endpoint.verify_token.as_ref(),
                     path: &endpoint.path,
                 },
@@ -401,9 +408,13 @@ pub fn evaluate_with(
                         .and_then(|j| first_text(j, &["/type", "/event_type", "/event"]))
                 })
         });
-    let job = body_json
-        .as_ref()
-        .and_then(|j| extract_job(j, event_type.as_deref(), &endpoint.job_pointers));
+    // A structured CloudEvent carries the body in its envelope's `data`: the job is read there,
+    // as in binary mode, where the body is the data.
+    let data = match (&cloudevent, body_json.as_ref()) {
+        (Some(e), Some(j)) if e.mode == cloudevents::Mode::Structured => j.get("data"),
+        (_, j) => j,
+    };
+    let job = data.and_then(|j| extract_job(j, event_type.as_deref(), &endpoint.job_pointers));
     // A handshake is neither an event of a job nor a copy of one.
     let is_handshake = handshake.is_some();
 
@@ -474,6 +485,7 @@ fn signature_check(
         secret: None,
         secrets_tried,
         diagnosis: None,
+        matched: None,
     };
     if endpoint.secrets.is_empty() {
         return failed(
@@ -582,6 +594,7 @@ fn not_verified(
         secret: None,
         secrets_tried: 0,
         diagnosis: None,
+        matched: None,
     }
 }
 
@@ -636,6 +649,7 @@ fn verified(
         secret: Some(format!("secret #{}", secret_index + 1)),
         secrets_tried: secret_index + 1,
         diagnosis: None,
+        matched: Some(secret_index),
     }
 }
 

@@ -52,6 +52,46 @@ pub const CREDENTIAL_HEADERS: &[&str] = &["x-gitlab-token"];
 /// Query parameters whose value is a secret (Meta's verify token), masked the same way.
 pub const CREDENTIAL_PARAMS: &[&str] = &["hub.verify_token"];
 
+/// A query with the value of each credential parameter ([`CREDENTIAL_PARAMS`], its name read
+/// percent-decoded, as a receiver reads it) replaced by `[redacted]`.
+pub fn masked_query(query: &str) -> std::borrow::Cow<'_, str> {
+    let secret = |part: &str| {
+        let name = part.split_once('=').map_or(part, |(n, _)| n);
+        let decoded = crate::domain::pretty::percent_decode(name);
+        CREDENTIAL_PARAMS.contains(&decoded.as_deref().unwrap_or(name))
+    };
+    if !query.split('&').any(secret) {
+        return std::borrow::Cow::Borrowed(query);
+    }
+    let parts: Vec<String> = query
+        .split('&')
+        .map(|part| match part.split_once('=') {
+            Some((name, _)) if secret(part) => format!("{name}=[redacted]"),
+            _ => part.to_string(),
+        })
+        .collect();
+    std::borrow::Cow::Owned(parts.join("&"))
+}
+
+/// A URL with its query's credential parameters masked, as an attempt records where it went.
+pub fn masked_url(url: &str) -> String {
+    match url.split_once('?') {
+        Some((base, rest)) => {
+            let (query, fragment) = match rest.split_once('#') {
+                Some((q, f)) => (q, Some(f)),
+                None => (rest, None),
+            };
+            let mut out = format!("{base}?{}", masked_query(query));
+            if let Some(f) = fragment {
+                out.push('#');
+                out.push_str(f);
+            }
+            out
+        }
+        None => url.to_string(),
+    }
+}
+
 /// A request as hookscope received it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Delivery {
@@ -79,22 +119,7 @@ impl Delivery {
     /// The query as shown and exported: as received, but the value of a credential parameter
     /// ([`CREDENTIAL_PARAMS`]) replaced by `[redacted]`. The store keeps it as received.
     pub fn shown_query(&self) -> std::borrow::Cow<'_, str> {
-        let secret = |part: &str| {
-            let name = part.split_once('=').map_or(part, |(n, _)| n);
-            CREDENTIAL_PARAMS.contains(&name)
-        };
-        if !self.query.split('&').any(secret) {
-            return std::borrow::Cow::Borrowed(&self.query);
-        }
-        let parts: Vec<String> = self
-            .query
-            .split('&')
-            .map(|part| match part.split_once('=') {
-                Some((name, _)) if secret(part) => format!("{name}=[redacted]"),
-                _ => part.to_string(),
-            })
-            .collect();
-        std::borrow::Cow::Owned(parts.join("&"))
+        masked_query(&self.query)
     }
 
     /// The first value of a header, by case-insensitive name.
@@ -302,6 +327,24 @@ fn take_varint(blob: &mut &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_verify_token_is_masked_however_its_name_is_encoded_and_urls_keep_the_rest() {
+        for query in [
+            "hub.mode=subscribe&hub.verify_token=s3cret&hub.challenge=1",
+            "hub.mode=subscribe&hub%2Everify_token=s3cret&hub.challenge=1",
+        ] {
+            let shown = masked_query(query);
+            assert!(!shown.contains("s3cret"), "{shown}");
+            assert!(shown.contains("=[redacted]") && shown.contains("hub.challenge=1"));
+        }
+        assert_eq!(masked_query("a=1&b=2"), "a=1&b=2");
+        assert_eq!(
+            masked_url("http://h/p?hub.verify_token=s3cret#frag"),
+            "http://h/p?hub.verify_token=[redacted]#frag"
+        );
+        assert_eq!(masked_url("http://h/p"), "http://h/p");
+    }
 
     #[test]
     fn headers_round_trip_with_non_utf8_values_and_repeats() {

@@ -281,8 +281,13 @@ impl Handshake {
 pub struct Context<'a> {
     /// Which handshakes it answers.
     pub accept: Accept,
-    /// Its secrets (Zoom's secret token, X's consumer secret): the first one answers.
+    /// Its secrets (Zoom's secret token, X's consumer secret): the one the signature matched
+    /// answers, else the first.
     pub secrets: &'a [Secret],
+    /// Which secret verified the request's signature, when one did.
+    pub matched_secret: Option<usize>,
+    /// The scheme the endpoint is configured with, when it is set.
+    pub endpoint_scheme: Option<&'a crate::domain::scheme::Scheme>,
     /// Meta's `verify_token`.
     pub verify_token: Option<&'a Secret>,
     /// The endpoint's path, for sentences.
@@ -481,6 +486,20 @@ fn decide(asked: Asked, context: &Context<'_>, signed: Signed) -> Handshake {
         }),
     };
     if signs && signed == Signed::Failed {
+        // An endpoint set up for another provider's scheme cannot verify this one's challenge.
+        if let Some(scheme) = context
+            .endpoint_scheme
+            .filter(|s| Provider::of_scheme(s) != Some(provider))
+        {
+            return refuse(format!(
+                "{} verifies {} signatures, not {}'s: give {}'s challenges an endpoint of their own (scheme = \"{}\")",
+                context.path,
+                scheme.name,
+                provider.label(),
+                provider.label(),
+                provider.name()
+            ));
+        }
         return refuse(format!(
             "its signature did not verify against the secret of {}, so the challenge was not answered",
             context.path
@@ -496,7 +515,12 @@ fn decide(asked: Asked, context: &Context<'_>, signed: Signed) -> Handshake {
     if provider != Provider::Sns && asked.value.trim().is_empty() {
         return refuse(format!("the request carries no {}", provider.field()));
     }
-    let first_secret = context.secrets.first();
+    // The secret that verified the signature answers (a rotation, several providers' secrets);
+    // else the first.
+    let first_secret = context
+        .matched_secret
+        .and_then(|i| context.secrets.get(i))
+        .or(context.secrets.first());
     let reply = match provider {
         Provider::Cloudevents => {
             let headers = vec![
@@ -569,6 +593,7 @@ fn decide(asked: Asked, context: &Context<'_>, signed: Signed) -> Handshake {
                     "AWS SNS asks to confirm the subscription to {topic}, but the message carries no SubscribeURL to confirm with."
                 ),
             };
+            // Answered 200 at once like any handshake; the subscription waits for the user.
             return Handshake {
                 provider,
                 asked: phrase,
@@ -576,7 +601,12 @@ fn decide(asked: Asked, context: &Context<'_>, signed: Signed) -> Handshake {
                 detail,
                 verified: None,
                 confirm_url: asked.url,
-                answer: None,
+                answer: Some(Reply {
+                    status: 200,
+                    content_type: None,
+                    headers: Vec::new(),
+                    body: String::new(),
+                }),
             };
         }
     };
@@ -672,6 +702,9 @@ pub struct Challenge {
 enum Expected {
     /// The body is exactly this text.
     Text(String),
+    /// Slack's: the challenge as plain text, as JSON `{"challenge": …}`, or as a form
+    /// `challenge=…` (Slack's docs accept all three; its Bolt SDKs answer JSON).
+    Challenge(String),
     /// The body is JSON with these members equal to these values.
     Json(Vec<(&'static str, String)>),
     /// This header has this value (or `*`).
@@ -687,32 +720,64 @@ fn token(n: usize) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 
-fn signed_headers(
-    scheme: &str,
-    secret: &Secret,
-    id: &str,
-    now_secs: i64,
-    body: &[u8],
-) -> Result<Vec<Header>, String> {
-    let scheme = crate::domain::scheme::Scheme::preset(scheme)
-        .ok_or_else(|| format!("the {scheme} preset is missing"))?;
-    scheme
-        .sign(std::slice::from_ref(secret), id, now_secs, body)
-        .map_err(|e| e.to_string())
+/// What a provider's handshake is made with, as the simulator and the probe know it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Keys<'a> {
+    /// The signing secret (Slack, Zoom, Twitch sign with it; Zoom's and X's answers are HMACs
+    /// under it).
+    pub secret: Option<&'a Secret>,
+    /// Meta's Verify token, which is not its app secret.
+    pub verify_token: Option<&'a str>,
+    /// The scheme the handler verifies, when it is the provider's own family (a custom scheme
+    /// with renamed headers signs the challenge as it signs the deliveries).
+    pub scheme: Option<&'a crate::domain::scheme::Scheme>,
+}
+
+impl Keys<'_> {
+    fn signed_headers(
+        &self,
+        preset: &str,
+        secret: &Secret,
+        id: &str,
+        now_secs: i64,
+        body: &[u8],
+    ) -> Result<Vec<Header>, String> {
+        let preset_scheme = crate::domain::scheme::Scheme::preset(preset)
+            .ok_or_else(|| format!("the {preset} preset is missing"))?;
+        let scheme = match self.scheme {
+            Some(own) if own.family == preset_scheme.family => own.clone(),
+            _ => preset_scheme,
+        };
+        scheme
+            .sign(std::slice::from_ref(secret), id, now_secs, body)
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// Percent-encodes a query parameter's value.
+fn encode_param(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            b => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 impl Challenge {
-    /// The handshake `provider` sends, signed or answered with `secret` where the provider uses
-    /// one (Slack, Zoom, Twitch sign with it; Zoom's and X's answers are HMACs under it; it is
-    /// Meta's verify token). `confirm_url` is where SNS's SubscribeURL points.
+    /// The handshake `provider` sends, signed or answered with `keys` where the provider uses
+    /// them. `confirm_url` is where SNS's SubscribeURL points.
     pub fn new(
         provider: Provider,
-        secret: Option<&Secret>,
+        keys: Keys<'_>,
         now_secs: i64,
         confirm_url: &str,
     ) -> Result<Challenge, String> {
         let needs_secret = || {
-            secret.ok_or_else(|| {
+            keys.secret.ok_or_else(|| {
                 format!(
                     "{}'s {} needs the secret",
                     provider.label(),
@@ -763,8 +828,9 @@ impl Challenge {
                     "token": token(12), "challenge": value, "type": "url_verification"
                 }));
                 let signed =
-                    signed_headers("slack", needs_secret()?, "", now_secs, &challenge.body)?;
+                    keys.signed_headers("slack", needs_secret()?, "", now_secs, &challenge.body)?;
                 challenge.headers.extend(signed);
+                challenge.expected = Expected::Challenge(value.clone());
             }
             Provider::Zoom => {
                 challenge.body = json(serde_json::json!({
@@ -773,7 +839,7 @@ impl Challenge {
                     "event": "endpoint.url_validation"
                 }));
                 let secret = needs_secret()?;
-                let signed = signed_headers("zoom", secret, "", now_secs, &challenge.body)?;
+                let signed = keys.signed_headers("zoom", secret, "", now_secs, &challenge.body)?;
                 challenge.headers.extend(signed);
                 let mac = hmac_sha256(secret.expose().as_bytes(), &[value.as_bytes()]);
                 challenge.expected = Expected::Json(vec![
@@ -788,7 +854,7 @@ impl Challenge {
                 }));
                 let id = token(12);
                 let signed =
-                    signed_headers("twitch", needs_secret()?, &id, now_secs, &challenge.body)?;
+                    keys.signed_headers("twitch", needs_secret()?, &id, now_secs, &challenge.body)?;
                 challenge.headers.extend(signed);
                 challenge.headers.push(Header::new(
                     "twitch-eventsub-message-type",
@@ -807,9 +873,12 @@ impl Challenge {
             Provider::Meta => {
                 challenge.method = "GET";
                 challenge.headers.clear();
+                let token = keys.verify_token.ok_or_else(|| {
+                    "Meta's verification request needs the Verify token entered in Meta's dashboard (not the app secret)".to_string()
+                })?;
                 challenge.query = Some(format!(
                     "hub.mode=subscribe&hub.challenge={value}&hub.verify_token={}",
-                    needs_secret()?.expose()
+                    encode_param(token)
                 ));
             }
             Provider::X => {
@@ -918,6 +987,31 @@ impl Challenge {
                     ));
                 }
             }
+            Expected::Challenge(expected) => {
+                let as_json = serde_json::from_slice::<serde_json::Value>(body)
+                    .ok()
+                    .and_then(|v| v.get("challenge")?.as_str().map(str::to_string));
+                let as_form = crate::domain::pretty::form_fields(body).and_then(|fields| {
+                    fields
+                        .into_iter()
+                        .find(|(name, _)| name == "challenge")
+                        .map(|(_, value)| value)
+                });
+                let answered = text == *expected
+                    || as_json.as_deref() == Some(expected.as_str())
+                    || as_form.as_deref() == Some(expected.as_str());
+                if !answered {
+                    let got = if text.is_empty() {
+                        "with an empty body".to_string()
+                    } else {
+                        format!("`{}`", short(&text))
+                    };
+                    return Err(format!(
+                        "{who} was answered {got} where the provider expects the challenge `{}` (as text, as JSON {{\"challenge\": …}} or as a form)",
+                        short(expected)
+                    ));
+                }
+            }
             Expected::Json(members) => {
                 let value: serde_json::Value = serde_json::from_slice(body).map_err(|_| {
                     let names: Vec<&str> = members.iter().map(|(name, _)| *name).collect();
@@ -988,6 +1082,8 @@ mod tests {
         Context {
             accept: Accept::Any,
             secrets,
+            matched_secret: None,
+            endpoint_scheme: None,
             verify_token: token,
             path: "/hooks/x",
         }
@@ -1014,18 +1110,34 @@ mod tests {
     #[test]
     fn every_challenge_sent_is_recognised_and_its_answer_judged_right_and_a_wrong_one_not() {
         let secret = Secret::new("s3cret-token");
+        let keys = Keys {
+            secret: Some(&secret),
+            verify_token: Some("meta verify+token/1"),
+            scheme: None,
+        };
         for provider in Provider::ALL {
-            let c = Challenge::new(
-                provider,
-                Some(&secret),
-                1_700_000_000,
-                "http://127.0.0.1:9/sns",
-            )
-            .expect("a challenge");
+            let now = 1_700_000_000;
+            let c =
+                Challenge::new(provider, keys, now, "http://127.0.0.1:9/sns").expect("a challenge");
             let d = as_received(&c);
-            let secrets = [secret.clone()];
-            let h = respond(&d, &context(&secrets, Some(&secret)), Signed::Verified)
+            // Through the receiver's own checks, with the endpoint a user would configure: the
+            // signed challenges' signatures are verified, not assumed.
+            let endpoint = crate::domain::endpoint::Endpoint {
+                scheme: provider
+                    .signs()
+                    .then(|| crate::domain::scheme::Scheme::preset(provider.name()))
+                    .flatten(),
+                secrets: vec![secret.clone()],
+                verify_token: Some(Secret::new("meta verify+token/1")),
+                ..crate::domain::endpoint::Endpoint::catch_all()
+            };
+            let h = crate::domain::checks::evaluate(&d, &endpoint, now)
+                .handshake
                 .unwrap_or_else(|| panic!("{provider:?} is recognised"));
+            assert_ne!(h.outcome, Outcome::Refused, "{provider:?}: {}", h.detail);
+            if provider.signs() {
+                assert_eq!(h.verified, Some(true), "{provider:?}: {}", h.detail);
+            }
             assert_eq!(h.provider, provider);
             let (status, headers, body) = match &h.answer {
                 Some(reply) => {
@@ -1047,10 +1159,54 @@ mod tests {
                 "{provider:?}: {:?}",
                 c.judge(Some(status), &headers, &body, confirmed)
             );
-            // A handler that answers 200 with an empty body passes only where no body is asked.
+            // A handler that answers 200 with an empty body passes for no provider (CloudEvents
+            // wants its header, SNS the GET of its URL).
             let empty = c.judge(Some(200), &[], b"", false);
             assert!(empty.is_err(), "{provider:?} must not pass an empty answer");
         }
+    }
+
+    #[test]
+    fn slacks_challenge_answered_as_json_or_a_form_is_right_as_slack_accepts_it() {
+        let secret = Secret::new("s");
+        let keys = Keys {
+            secret: Some(&secret),
+            ..Keys::default()
+        };
+        let c = Challenge::new(Provider::Slack, keys, 1_700_000_000, "").expect("a challenge");
+        let sent: serde_json::Value = serde_json::from_slice(&c.body).expect("JSON");
+        let value = sent["challenge"].as_str().expect("challenge");
+        let json = format!(r#"{{"challenge":"{value}"}}"#);
+        let form = format!("challenge={value}");
+        for body in [value.to_string(), json, form] {
+            assert!(
+                c.judge(Some(200), &[], body.as_bytes(), false).is_ok(),
+                "{body}"
+            );
+        }
+        assert!(
+            c.judge(Some(200), &[], br#"{"challenge":"other"}"#, false)
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn metas_challenge_needs_its_verify_token_not_the_app_secret_and_encodes_it() {
+        let secret = Secret::new("app-secret");
+        let without = Keys {
+            secret: Some(&secret),
+            ..Keys::default()
+        };
+        let err = Challenge::new(Provider::Meta, without, 0, "").expect_err("no token");
+        assert!(err.contains("Verify token"), "{err}");
+        let with = Keys {
+            verify_token: Some("a+b/c d"),
+            ..without
+        };
+        let c = Challenge::new(Provider::Meta, with, 0, "").expect("a challenge");
+        let query = c.query.clone().expect("a query");
+        assert!(query.contains("hub.verify_token=a%2Bb%2Fc%20d"), "{query}");
+        assert!(!query.contains("app-secret"), "{query}");
     }
 
     #[test]
@@ -1175,7 +1331,7 @@ mod tests {
         );
         let h = respond(&d, &context(&[], None), Signed::NotChecked).expect("sns");
         assert_eq!(h.outcome, Outcome::Awaiting);
-        assert_eq!(h.answer, None);
+        assert_eq!(h.answer.as_ref().map(|a| a.status), Some(200));
         assert!(
             h.confirm_url
                 .as_deref()

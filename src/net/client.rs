@@ -236,7 +236,8 @@ impl Client {
             id: 0,
             delivery_id,
             kind,
-            url: url.to_string(),
+            // Where it went, with a credential in the query (Meta's verify token) masked.
+            url: crate::domain::delivery::masked_url(url),
             sent_at_ms,
             request_headers: outgoing.headers.clone(),
             request_body: outgoing.body.clone(),

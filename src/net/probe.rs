@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::domain::attempt::{Attempt, AttemptKind};
 use crate::domain::clock::now_secs;
 use crate::domain::delivery::Header;
-use crate::domain::handshake::{Challenge, Provider};
+use crate::domain::handshake::{Challenge, Keys, Provider};
 use crate::domain::scheme::{Family, FuturePolicy, Scheme, Secret, new_event_id};
 use crate::net::client::{Client, Outgoing, SLOW_ANSWER, SendError, check_url};
 
@@ -398,6 +398,7 @@ pub async fn probe(
     scheme: &Scheme,
     secrets: &[Secret],
     body: Option<Vec<u8>>,
+    verify_token: Option<&str>,
 ) -> Result<ProbeReport, SendError> {
     check_url(url)?;
     // A scheme that signs the URL (Twilio) signs the handler's.
@@ -419,7 +420,12 @@ pub async fn probe(
     let mut cases = Vec::new();
     // A provider that verifies the endpoint first delivers nothing to a handler that fails it.
     if let Some(provider) = Provider::of_scheme(scheme) {
-        cases.push(handshake_case(client, url, provider, secrets.first()).await?);
+        let keys = Keys {
+            secret: secrets.first(),
+            verify_token,
+            scheme: Some(scheme),
+        };
+        cases.push(handshake_case(client, url, provider, keys).await?);
     }
     for spec in CASES {
         if let Some((expected, detail)) = not_applicable(spec.build, scheme, &probe.base_body) {
@@ -473,10 +479,10 @@ async fn handshake_case(
     client: &Client,
     url: &str,
     provider: Provider,
-    secret: Option<&Secret>,
+    keys: Keys<'_>,
 ) -> Result<ProbeCase, SendError> {
     let expected = format!("{}'s {} answered", provider.label(), provider.what());
-    let challenge = match Challenge::new(provider, secret, now_secs(), "") {
+    let challenge = match Challenge::new(provider, keys, now_secs(), "") {
         Ok(challenge) => challenge,
         Err(why) => {
             return Ok(ProbeCase {

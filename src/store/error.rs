@@ -25,6 +25,18 @@ pub enum StoreError {
         /// The newest version this build knows.
         supported: i64,
     },
+    /// An older store on a read-only volume: it cannot be brought up to date where it is.
+    #[error(
+        "the store {path} has schema version {found}, older than this hookscope reads ({supported}), and sits on a read-only volume, so it cannot be brought up to date there: copy the data dir somewhere writable and open the copy"
+    )]
+    OlderReadOnly {
+        /// The database file.
+        path: PathBuf,
+        /// The version found.
+        found: i64,
+        /// The version this build reads.
+        supported: i64,
+    },
     /// A query failed.
     #[error("store query failed: {0}")]
     Query(#[from] rusqlite::Error),

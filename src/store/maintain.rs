@@ -181,8 +181,8 @@ pub(crate) fn maintain(
     Ok(touched)
 }
 
-/// `checks::duplicate_scope` of a stored row, in SQL over `deliveries`' columns: the migration that
-/// scoped the event ids and *Re-check* read the scope of rows already stored with it.
+/// `checks::duplicate_scope` of a stored row, in SQL over `deliveries`' columns (schema v16's
+/// `event_source` included): *Re-check* reads the scope of rows already stored with it.
 pub(crate) const SCOPE_SQL: &str = "(CASE WHEN endpoint = '/' THEN path ELSE endpoint END || ' (' || COALESCE(scheme, 'no scheme') || ')' || COALESCE(' from ' || event_source, ''))";
 
 /// Replaces a delivery's signature and timestamp verdicts and its advice, and decides its

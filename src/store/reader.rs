@@ -40,6 +40,24 @@ impl Reader {
                     && crate::store::health::probe_dir(path).is_some() =>
             {
                 let conn = crate::store::schema::open_immutable(path)?;
+                // Its queries name today's columns: an older schema cannot be read as it is.
+                let found: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+                let supported = MIGRATIONS.len() as i64;
+                if found != supported {
+                    return Err(if found > supported {
+                        StoreError::NewerSchema {
+                            path: path.to_path_buf(),
+                            found,
+                            supported,
+                        }
+                    } else {
+                        StoreError::OlderReadOnly {
+                            path: path.to_path_buf(),
+                            found,
+                            supported,
+                        }
+                    });
+                }
                 crate::store::text::attach(&conn, path, true);
                 Ok(Reader { conn })
             }

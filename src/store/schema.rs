@@ -179,7 +179,8 @@ pub const MIGRATIONS: &[&str] = &[
     // v15: an event id is unique within its scope (`checks::duplicate_scope`: the endpoint and
     // the scheme, and on the catch-all endpoint the path), not within the endpoint: a Slack
     // and a Stripe delivery with the same body id are not the same event. Each event id is
-    // scoped by its first delivery (the expression is `maintain::SCOPE_SQL`); when two land in
+    // scoped by its first delivery (the expression below, which `maintain::SCOPE_SQL` extended
+    // in v16 with a CloudEvent's source); when two land in
     // one scope the earlier stays, and `seen` counts the copies within the scope. The verdicts
     // already stored stay as they were; *Re-check* decides a delivery's again. An event id
     // whose first delivery was deleted goes: its scope cannot be told.

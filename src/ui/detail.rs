@@ -167,9 +167,11 @@ pub fn detail_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
 fn handshake_ui(
     app: &mut HookscopeApp,
     ui: &mut egui::Ui,
-    id: i64,
+    stored: &StoredDelivery,
     handshake: &hookscope::domain::handshake::Handshake,
 ) {
+    use hookscope::domain::handshake::{Outcome, Provider};
+    let id = stored.id;
     let (color, word) = widgets::handshake_look(handshake.outcome);
     ui.horizontal(|ui| {
         ui.label(RichText::new("Handshake").strong());
@@ -177,6 +179,19 @@ fn handshake_ui(
         ui.weak(handshake.provider.label());
     });
     ui.add(egui::Label::new(&handshake.detail).wrap());
+    // What was answered stays as it was; a Re-check since may see it otherwise.
+    if handshake.outcome == Outcome::Refused
+        && handshake.provider.signs()
+        && stored.checks.signature.status == hookscope::domain::checks::SignatureStatus::Pass
+    {
+        ui.colored_label(
+            widgets::WARN,
+            format!(
+                "Re-checked with today's secrets, its signature verifies: ask {} to send its challenge again.",
+                handshake.provider.label()
+            ),
+        );
+    }
     egui::Grid::new("handshake_grid")
         .num_columns(2)
         .spacing([12.0, 4.0])
@@ -203,12 +218,45 @@ fn handshake_ui(
         });
     if let Some(url) = &handshake.confirm_url {
         ui.add_space(6.0);
-        ui.label("Confirming is the one GET of this URL, made when you press the button:");
+        // Event Grid's own handshake was answered: its URL is for manual validation only.
+        let optional =
+            handshake.provider == Provider::EventGrid && handshake.outcome == Outcome::Answered;
+        ui.label(if optional {
+            "Its validationUrl is for manual validation, not needed now that the handshake was answered; a GET of it validates by hand:"
+        } else {
+            "Confirming is the one GET of this URL, made when you press the button:"
+        });
         ui.add(
             egui::Label::new(RichText::new(url).monospace())
                 .selectable(true)
                 .wrap(),
         );
+        let known = app.attempts.iter().any(|(d, _)| *d == id);
+        if !known && app.confirm_attempts_asked != Some(id) {
+            app.confirm_attempts_asked = Some(id);
+            app.send(Command::Attempts { id });
+        }
+        let confirmed: Option<(u16, i64)> =
+            app.attempts
+                .iter()
+                .find(|(d, _)| *d == id)
+                .and_then(|(_, all)| {
+                    all.iter().rev().find_map(|a| {
+                        let status = a.status.filter(|s| (200..300).contains(s))?;
+                        (a.kind == hookscope::domain::attempt::AttemptKind::Confirm)
+                            .then_some((status, a.sent_at_ms))
+                    })
+                });
+        if let Some((status, at_ms)) = confirmed {
+            ui.colored_label(
+                widgets::PASS,
+                format!(
+                    "Confirmed: {} answered {status} at {}.",
+                    handshake.provider.label(),
+                    full_time(at_ms, app.zone())
+                ),
+            );
+        }
         let own = hookscope::app::confirm::is_providers_own(handshake.provider, url);
         if !own {
             ui.colored_label(
@@ -219,17 +267,34 @@ fn handshake_ui(
                 ),
             );
         }
+        let pending = app.confirm_pending == Some(id);
         ui.horizontal(|ui| {
             if !own {
-                ui.checkbox(&mut app.confirm_any_host, "Confirm a host that is not the provider's");
+                let mut ticked = app.confirm_any_host == Some(id);
+                if ui
+                    .checkbox(&mut ticked, "Confirm a host that is not the provider's")
+                    .changed()
+                {
+                    app.confirm_any_host = ticked.then_some(id);
+                }
             }
-            let allowed = own || app.confirm_any_host;
+            let allowed = (own || app.confirm_any_host == Some(id)) && !pending;
+            let label = match (optional, confirmed.is_some()) {
+                (true, _) => "Validate manually",
+                (false, true) => "Confirm again",
+                (false, false) => "Confirm subscription",
+            };
             if ui
-                .add_enabled(allowed, egui::Button::new(RichText::new("Confirm subscription").strong()))
+                .add_enabled(allowed, egui::Button::new(RichText::new(label).strong()))
                 .on_hover_text("GET this URL once, as the provider asks; the answer is kept on the Resend tab's attempts")
                 .clicked()
             {
+                app.confirm_pending = Some(id);
+                app.confirm_any_host = None;
                 app.send(Command::Confirm { id, any_host: !own });
+            }
+            if pending {
+                ui.spinner();
             }
             if ui.button("Copy URL").clicked() {
                 ui.ctx().copy_text(url.clone());
@@ -262,7 +327,7 @@ fn checks_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery)
     });
     ui.add_space(4.0);
     if let Some(handshake) = &stored.handshake {
-        handshake_ui(app, ui, stored.id, handshake);
+        handshake_ui(app, ui, stored, handshake);
         ui.add_space(8.0);
     }
     egui::Grid::new("checks_grid")

@@ -259,8 +259,13 @@ pub struct HookscopeApp {
     confirm_clear: bool,
     /// Deliveries waiting for the user to confirm their deletion.
     confirm_delete: Option<Vec<i64>>,
-    /// The user ticked "Confirm a host that is not the provider's" (a handshake's URL).
-    pub confirm_any_host: bool,
+    /// The delivery whose "Confirm a host that is not the provider's" the user ticked; the
+    /// tick holds for that delivery only, and until it is confirmed.
+    pub confirm_any_host: Option<i64>,
+    /// The delivery whose confirmation is on the wire (its button waits).
+    pub confirm_pending: Option<i64>,
+    /// The delivery whose attempts the Checks tab asked for (to show a confirmation).
+    pub confirm_attempts_asked: Option<i64>,
     /// A row's context-menu action waiting for its delivery to load.
     pending_copy: Option<(i64, list::Copy)>,
     about_open: bool,
@@ -327,7 +332,9 @@ impl HookscopeApp {
             endpoints: endpoints::Editor::new(config),
             notice: None,
             confirm_delete: None,
-            confirm_any_host: false,
+            confirm_any_host: None,
+            confirm_pending: None,
+            confirm_attempts_asked: None,
             pending_copy: None,
             focus_filter: false,
             confirm_clear: false,
@@ -440,6 +447,9 @@ impl HookscopeApp {
                 delivery_id,
                 attempts,
             } => {
+                if self.confirm_pending == Some(delivery_id) {
+                    self.confirm_pending = None;
+                }
                 self.attempts.retain(|(id, _)| *id != delivery_id);
                 self.attempts.push((delivery_id, attempts));
                 // Keep the attempts of the last few deliveries looked at.

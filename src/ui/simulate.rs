@@ -27,6 +27,8 @@ pub struct SimulateForm {
     show_secret: bool,
     /// The provider whose handshake goes first ("" for none).
     handshake: String,
+    /// Meta's Verify token, for Meta's handshake.
+    verify_token: String,
     timeout_secs: u64,
     duplicate_rate: f64,
     reorder_rate: f64,
@@ -50,6 +52,7 @@ impl Default for SimulateForm {
             secret: String::new(),
             show_secret: false,
             handshake: String::new(),
+            verify_token: String::new(),
             timeout_secs: 10,
             duplicate_rate: 0.1,
             reorder_rate: 0.1,
@@ -146,6 +149,12 @@ pub fn simulate_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, own_url: Option<St
                             }
                         });
                         ui.end_row();
+                        if form.handshake == "meta" {
+                            let label = ui.label("Verify token");
+                            ui.add(egui::TextEdit::singleline(&mut form.verify_token).password(!form.show_secret).desired_width(160.0).hint_text("the token your handler checks"))
+                                .labelled_by(label.id);
+                            ui.end_row();
+                        }
                         for (name, value, hover) in [
                             ("Duplicates", &mut form.duplicate_rate, "Send an attempt twice at once"),
                             ("Reorders", &mut form.reorder_rate, "Deliver an event after the job's next one"),
@@ -210,6 +219,7 @@ pub fn simulate_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, own_url: Option<St
                         seed: form.seed,
                         insecure: false,
                         handshake: Some(form.handshake.clone()).filter(|h| !h.is_empty()),
+                        verify_token: Some(form.verify_token.trim().to_string()).filter(|t| !t.is_empty()),
                         front: hookscope::app::Front::Window,
                     };
                     app.send(Command::StartSimulation(Box::new(request)));

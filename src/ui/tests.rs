@@ -1220,6 +1220,7 @@ fn bench_gui_while_simulating() {
         seed: 1,
         insecure: false,
         handshake: None,
+        verify_token: None,
         front: hookscope::app::Front::Window,
     };
     let started = Instant::now();
@@ -1396,4 +1397,11 @@ fn an_sns_confirmation_is_shown_and_confirmed_only_by_the_users_click() {
         h.query_by_label_contains("confirmed AWS SNS's subscription")
             .is_some()
     });
+    // Said on the delivery, and the button now offers to confirm again (one click, one GET).
+    wait_until(&mut harness, "the confirmation on the delivery", |h| {
+        h.query_by_label_contains("Confirmed: AWS SNS answered 200")
+            .is_some()
+    });
+    assert!(harness.query_by_label("Confirm again").is_some());
+    assert_eq!(gets.load(std::sync::atomic::Ordering::SeqCst), 1);
 }

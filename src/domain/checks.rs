@@ -141,10 +141,23 @@ pub struct SignatureCheck {
     /// Why it failed, when it failed and a hypothesis reproduces the received signature.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnosis: Option<Diagnosis>,
-    /// Which configured secret matched (an index into the endpoint's), for the handshakes
-    /// answered with it; not stored (`secret` says it in words).
-    #[serde(skip)]
-    pub matched: Option<usize>,
+}
+
+impl SignatureCheck {
+    /// Which configured secret verified the signature (an index into the endpoint's), read
+    /// from its label (`secret #2`), for the handshakes answered with that secret.
+    pub fn matched_secret(&self) -> Option<usize> {
+        if self.status != SignatureStatus::Pass {
+            return None;
+        }
+        let n: usize = self
+            .secret
+            .as_deref()?
+            .strip_prefix("secret #")?
+            .parse()
+            .ok()?;
+        n.checked_sub(1)
+    }
 }
 
 /// The timestamp check's result.
@@ -325,8 +338,7 @@ pub fn evaluate_with(
             secret: None,
             secrets_tried: 0,
             diagnosis: None,
-            matched: None,
-        }
+            }
     } else {
         let mut check = signature_check(delivery, endpoint, verify_with, detected.as_ref());
         if check.status == SignatureStatus::Fail
@@ -346,7 +358,7 @@ pub fn evaluate_with(
                 &handshake::Context {
                     accept: endpoint.handshake,
                     secrets: &endpoint.secrets,
-                    matched_secret: signature.matched,
+                    matched_secret: signature.matched_secret(),
                     endpoint_scheme: configured,
                     verify_token: endpoint.verify_token.as_ref(),
                     path: &endpoint.path,
@@ -485,7 +497,6 @@ fn signature_check(
         secret: None,
         secrets_tried,
         diagnosis: None,
-        matched: None,
     };
     if endpoint.secrets.is_empty() {
         return failed(
@@ -594,7 +605,6 @@ fn not_verified(
         secret: None,
         secrets_tried: 0,
         diagnosis: None,
-        matched: None,
     }
 }
 
@@ -649,7 +659,6 @@ fn verified(
         secret: Some(format!("secret #{}", secret_index + 1)),
         secrets_tried: secret_index + 1,
         diagnosis: None,
-        matched: Some(secret_index),
     }
 }
 

@@ -1210,6 +1210,32 @@ mod tests {
     }
 
     #[test]
+    fn zoom_is_answered_with_the_secret_that_verified_it_during_a_rotation() {
+        let (old, new) = (Secret::new("old-token"), Secret::new("new-token"));
+        let keys = Keys {
+            secret: Some(&new),
+            ..Keys::default()
+        };
+        let now = 1_700_000_000;
+        let c = Challenge::new(Provider::Zoom, keys, now, "").expect("a challenge");
+        let endpoint = crate::domain::endpoint::Endpoint {
+            scheme: crate::domain::scheme::Scheme::preset("zoom"),
+            secrets: vec![old, new],
+            ..crate::domain::endpoint::Endpoint::catch_all()
+        };
+        let h = crate::domain::checks::evaluate(&as_received(&c), &endpoint, now)
+            .handshake
+            .expect("zoom");
+        let answer = h.answer.expect("answered");
+        assert!(
+            c.judge(Some(answer.status), &[], answer.body.as_bytes(), false)
+                .is_ok(),
+            "{}",
+            answer.body
+        );
+    }
+
+    #[test]
     fn an_ordinary_delivery_is_no_handshake() {
         let d = request("POST", "", &[], r#"{"type":"invoice.paid","id":"evt_1"}"#);
         assert_eq!(respond(&d, &context(&[], None), Signed::NotChecked), None);

@@ -135,9 +135,10 @@ fn clause(term: &Term, params: &mut Vec<String>) -> String {
                     type_pattern(pattern, params)
                 )
             }
-            // `IFNULL(…, 0)`: a term on a missing value (no event type, no job) does not hold,
-            // so its negation does, as `-type:…` keeps such deliveries.
-            other => format!("NOT IFNULL({}, 0)", clause(other, params)),
+            // `IFNULL(…, 0)`: inside a negated group, a term on a missing value (no event type,
+            // no job) does not hold, so the negation does, as `-type:…` keeps such deliveries.
+            group @ Term::Or(_) => format!("NOT IFNULL({}, 0)", clause(group, params)),
+            other => format!("NOT ({})", clause(other, params)),
         },
     }
 }

@@ -61,6 +61,13 @@ pub enum Command {
     },
     /// Send a stored delivery again to a handler.
     Resend(ResendRequest),
+    /// Compare two deliveries.
+    Compare {
+        /// The first.
+        a: i64,
+        /// The second.
+        b: i64,
+    },
     /// Confirm the subscription a handshake asks to confirm by its URL (SNS, Event Grid).
     Confirm {
         /// The handshake's delivery.
@@ -176,6 +183,8 @@ pub enum Event {
     },
     /// A probe's report, or why it could not run.
     Probed(Result<Box<ProbeReport>, String>),
+    /// Two deliveries compared.
+    Compared(Box<crate::domain::compare::Comparison>),
     /// The position of a delivery for [`Command::Locate`] (`None`: not under this filter).
     Located {
         /// The delivery.
@@ -450,6 +459,10 @@ impl Engine {
             } => self.jobs(generation, &prefix, limit),
             Command::Resend(request) => self.resend(request),
             Command::Confirm { id, any_host } => self.confirm(id, any_host),
+            Command::Compare { a, b } => {
+                let result = app::compare::compare(&self.reader, a, b);
+                self.emit_result(result, |c| Event::Compared(Box::new(c)));
+            }
             Command::CountStored => match self.reader.count() {
                 Ok(n) => self.emit(Event::Stored(n)),
                 Err(e) => self.emit(Event::Error(e.to_string())),

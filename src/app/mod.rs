@@ -12,12 +12,14 @@
 //! | resend a capture, as captured or re-signed | [`resend`] |
 //! | the receiver checklist against a handler | [`probe`] |
 //! | confirm a subscription by its URL (SNS, Event Grid) | [`confirm`] |
+//! | compare two deliveries | [`compare`] |
 //! | asking the job API what webhooks missed | [`reconcile`] |
 //! | fixtures, HAR, curl out; HAR in | [`export`] |
 //! | retention, delete, clear, re-check | [`history`] |
 //! | the window's "Send a test delivery" | [`test_delivery`] |
 //! | the JSON and human shapes of a delivery | [`report`] |
 
+pub mod compare;
 pub mod confirm;
 pub mod error;
 pub mod export;

@@ -12,6 +12,7 @@ use hookscope::app::paths::{LoadedConfig, Paths};
 use hookscope::domain::fmt::Zone;
 
 mod confirm;
+mod diff;
 mod export;
 mod import;
 mod jobs;
@@ -83,6 +84,8 @@ pub enum Command {
     Simulate(simulate::SimulateArgs),
     /// Send a captured delivery again to a handler, as captured or re-signed
     Resend(resend::ResendArgs),
+    /// Compare two stored deliveries: headers, the body by JSON pointer (or line by line), the checks; exit 0 when nothing differs beyond what differs between any two attempts, 1 otherwise
+    Diff(diff::DiffArgs),
     /// Confirm a subscription a provider asked to be confirmed (AWS SNS, Event Grid's manual validation): the one GET of its URL
     Confirm(confirm::ConfirmArgs),
     /// Export deliveries as test fixtures, HAR 1.2 or curl commands
@@ -117,6 +120,7 @@ pub fn run(common: &Common, command: Command) -> ExitCode {
         Command::Simulate(args) => simulate::run(common, args),
         Command::Resend(args) => resend::run(common, args),
         Command::Confirm(args) => confirm::run(common, args),
+        Command::Diff(args) => diff::run(common, args),
         Command::Export(args) => export::run(common, args),
         Command::Import(args) => import::run(common, args),
         Command::Probe(args) => probe::run(common, args),

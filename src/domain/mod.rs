@@ -9,6 +9,7 @@ pub mod attempt;
 pub mod checks;
 pub mod clock;
 pub mod cloudevents;
+pub mod compare;
 pub mod delivery;
 pub mod diagnose;
 pub mod endpoint;

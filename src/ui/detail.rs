@@ -131,6 +131,20 @@ pub fn detail_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
             {
                 app.export.open = true;
             }
+            if app.multi.len() == 2 {
+                let mut ids: Vec<i64> = app.multi.iter().copied().collect();
+                ids.sort_unstable();
+                if ui
+                    .button("Compare")
+                    .on_hover_text(format!(
+                        "What differs between #{} and #{}: headers, the body by JSON pointer, the checks",
+                        ids[0], ids[1]
+                    ))
+                    .clicked()
+                {
+                    app.send(Command::Compare { a: ids[0], b: ids[1] });
+                }
+            }
             if ui.button("Copy as curl").clicked() {
                 let ctx = ui.ctx().clone();
                 super::export::copy_as_curl(app, &ctx, &stored);
@@ -451,13 +465,25 @@ fn checks_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery)
         (checks.duplicate.status, checks.duplicate.first_id)
     {
         ui.add_space(6.0);
-        if ui
-            .link(format!("Go to the first delivery of this event (#{first})"))
-            .clicked()
-        {
-            app.select(first);
-            app.scroll_to_selected = true;
-        }
+        ui.horizontal(|ui| {
+            if ui
+                .link(format!("Go to the first delivery of this event (#{first})"))
+                .clicked()
+            {
+                app.select(first);
+                app.scroll_to_selected = true;
+            }
+            if ui
+                .small_button("Compare with it")
+                .on_hover_text("What differs between this retry and the event's first delivery")
+                .clicked()
+            {
+                app.send(Command::Compare {
+                    a: first,
+                    b: stored.id,
+                });
+            }
+        });
     }
     if let Some(note) = &stored.note {
         ui.add_space(6.0);
@@ -884,4 +910,51 @@ fn marked(ui: &egui::Ui, text: &str, at: Option<usize>) -> LayoutJob {
     job.append(&text[split..next], 0.0, highlighted);
     job.append(&text[next..], 0.0, format(&font, plain));
     job
+}
+
+/// The *Compare* window: two deliveries' differences, a line each, coloured by kind (added,
+/// removed, changed), with the headers expected to differ folded into one line.
+pub fn compare_window(app: &mut HookscopeApp, ctx: &egui::Context) {
+    let Some(comparison) = &app.comparison else {
+        return;
+    };
+    let text = hookscope::domain::compare::human_lines(comparison);
+    let mut open = true;
+    let mut copy = false;
+    egui::Window::new(format!("Compare #{} and #{}", comparison.a, comparison.b))
+        .open(&mut open)
+        .default_width(760.0)
+        .show(ctx, |ui| {
+            ui.label(if comparison.differs {
+                "What differs (+ only in the second, - only in the first, ~ changed):"
+            } else {
+                "Nothing differs beyond what differs between any two attempts of one event."
+            });
+            ui.add_space(4.0);
+            egui::ScrollArea::vertical()
+                .max_height(480.0)
+                .show(ui, |ui| {
+                    for line in text.lines().skip(1) {
+                        let color = match line.chars().next() {
+                            Some('+') => widgets::PASS,
+                            Some('-') => widgets::FAIL,
+                            Some('~') | Some('^') => widgets::WARN,
+                            _ => ui.visuals().text_color(),
+                        };
+                        ui.add(
+                            egui::Label::new(RichText::new(line).monospace().color(color))
+                                .selectable(true),
+                        );
+                    }
+                });
+            ui.add_space(4.0);
+            copy = ui.button("Copy").clicked();
+        });
+    if copy {
+        ctx.copy_text(text.clone());
+        app.notice("copied the comparison".to_string(), false);
+    }
+    if !open {
+        app.comparison = None;
+    }
 }

@@ -262,6 +262,8 @@ pub struct HookscopeApp {
     /// The delivery whose "Confirm a host that is not the provider's" the user ticked; the
     /// tick holds for that delivery only, and until it is confirmed.
     pub confirm_any_host: Option<i64>,
+    /// Two deliveries compared, shown in the *Compare* window until it is closed.
+    pub comparison: Option<hookscope::domain::compare::Comparison>,
     /// The delivery whose confirmation is on the wire (its button waits).
     pub confirm_pending: Option<i64>,
     /// The delivery whose attempts the Checks tab asked for (to show a confirmation).
@@ -333,6 +335,7 @@ impl HookscopeApp {
             notice: None,
             confirm_delete: None,
             confirm_any_host: None,
+            comparison: None,
             confirm_pending: None,
             confirm_attempts_asked: None,
             pending_copy: None,
@@ -458,6 +461,7 @@ impl HookscopeApp {
                 }
             }
             Event::Probed(report) => self.probe.finished(report),
+            Event::Compared(comparison) => self.comparison = Some(*comparison),
             Event::Located { id, position } => {
                 if Some(id) == self.selected {
                     match position {
@@ -731,6 +735,8 @@ impl HookscopeApp {
         }
         if self.about_open {
             self.about_open = false;
+        } else if self.comparison.is_some() {
+            self.comparison = None;
         } else if self.probe.open {
             self.probe.open = false;
         } else if self.export.open {
@@ -852,6 +858,7 @@ impl HookscopeApp {
         endpoints::endpoints_window(self, &ctx);
         send::probe_window(self, &ctx);
         export::export_window(self, &ctx);
+        detail::compare_window(self, &ctx);
         self.about_window(&ctx);
         self.confirm_delete_window(&ctx);
         export::poll_dialog(self);

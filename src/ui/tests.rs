@@ -1405,3 +1405,43 @@ fn an_sns_confirmation_is_shown_and_confirmed_only_by_the_users_click() {
     assert!(harness.query_by_label("Confirm again").is_some());
     assert_eq!(gets.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
+
+#[test]
+fn two_selected_deliveries_are_compared_in_a_window() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut harness = harness(dir.path());
+    let addr = receiver_addr(&mut harness);
+    post_signed(
+        addr,
+        "/hooks/ocr",
+        "msg_same",
+        r#"{"id":"msg_same","status":"queued"}"#,
+        false,
+    );
+    post_signed(
+        addr,
+        "/hooks/ocr",
+        "msg_same",
+        r#"{"id":"msg_same","status":"done"}"#,
+        false,
+    );
+    wait_until(&mut harness, "both rows", |h| {
+        h.query_all_by_label("msg_same").count() == 2
+    });
+    // Two rows selected (Ctrl+click in the window): the detail pane offers Compare.
+    harness.state_mut().select(2);
+    harness.state_mut().multi.extend([1, 2]);
+    wait_until(&mut harness, "the Compare button", |h| {
+        h.query_by_label("Compare").is_some()
+    });
+    harness.get_by_label("Compare").click();
+    wait_until(&mut harness, "the Compare window", |h| {
+        h.query_by_label_contains("~ /status: \"queued\" -> \"done\"")
+            .is_some()
+    });
+    assert!(
+        harness
+            .query_by_label_contains("expected to differ between attempts")
+            .is_some()
+    );
+}

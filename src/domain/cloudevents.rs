@@ -147,4 +147,15 @@ mod tests {
         let plain = delivery(&[("content-type", "application/json")], r#"{"id":"x1"}"#);
         assert_eq!(read(&plain), None);
     }
+
+    #[test]
+    fn an_event_without_a_source_is_still_read_and_scoped_by_its_endpoint_alone() {
+        let d = delivery(&[("ce-specversion", "1.0"), ("ce-id", "e1")], "{}");
+        let e = read(&d).expect("binary");
+        assert_eq!((e.id.as_str(), e.source.as_str()), ("e1", ""));
+        let evaluation =
+            crate::domain::checks::evaluate(&d, &crate::domain::endpoint::Endpoint::catch_all(), 0);
+        assert_eq!(evaluation.event_id.as_deref(), Some("e1"));
+        assert_eq!(evaluation.event_source, None, "no ` from ` in its scope");
+    }
 }

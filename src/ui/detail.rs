@@ -924,6 +924,8 @@ pub fn compare_window(app: &mut HookscopeApp, ctx: &egui::Context) {
     egui::Window::new(format!("Compare #{} and #{}", comparison.a, comparison.b))
         .open(&mut open)
         .default_width(760.0)
+        .pivot(egui::Align2::CENTER_CENTER)
+        .default_pos(ctx.content_rect().center())
         .show(ctx, |ui| {
             ui.label(if comparison.differs {
                 "What differs (+ only in the second, - only in the first, ~ changed):"

@@ -600,7 +600,7 @@ impl Engine {
         self.spawn_outbound(move |runtime| {
             let mut out = Vec::new();
             match runtime.block_on(app::confirm::send(&confirmation, &writer)) {
-                Ok(attempt) if app::confirm::accepted(&attempt) => out.push(Event::Notice(
+                Ok(attempt) if attempt.succeeded() => out.push(Event::Notice(
                     app::confirm::summary(&confirmation, &attempt),
                 )),
                 Ok(attempt) => {

@@ -115,16 +115,11 @@ pub async fn send(confirmation: &Confirmation, writer: &StoreWriter) -> Result<A
     Ok(attempt)
 }
 
-/// Whether the provider accepted the confirmation (a 2xx).
-pub fn accepted(attempt: &Attempt) -> bool {
-    attempt.status.is_some_and(|s| (200..300).contains(&s))
-}
-
 /// One sentence on how it went.
 pub fn summary(confirmation: &Confirmation, attempt: &Attempt) -> String {
     let (id, who) = (confirmation.delivery_id, confirmation.provider.label());
     match (attempt.status, &attempt.error) {
-        (Some(status), _) if accepted(attempt) => format!(
+        (Some(status), _) if attempt.succeeded() => format!(
             "confirmed {who}'s subscription of #{id}: {status} in {} ms",
             attempt.latency_ms
         ),

@@ -719,7 +719,7 @@ async fn handshake_first(
         eprintln!("hookscope: the handshake's attempt could not be recorded: {e}");
     }
     let mut confirmed = false;
-    if challenge.awaits_confirmation() && attempt.status.is_some_and(|s| (200..300).contains(&s)) {
+    if challenge.awaits_confirmation() && attempt.succeeded() {
         let deadline = std::time::Instant::now() + prepared.timeout;
         while std::time::Instant::now() < deadline {
             if confirmations.load(Ordering::SeqCst) > 0 {

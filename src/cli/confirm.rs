@@ -47,5 +47,5 @@ pub fn run(common: &Common, args: ConfirmArgs) -> Result<ExitCode, AppError> {
             println!("{}", app::confirm::summary(&confirmation, attempt));
         },
     )?;
-    Ok(exit_if(app::confirm::accepted(&attempt)))
+    Ok(exit_if(attempt.succeeded()))
 }

@@ -78,7 +78,5 @@ pub fn run(common: &Common, args: ResendArgs) -> Result<ExitCode, AppError> {
             }
         },
     )?;
-    Ok(exit_if(
-        attempt.status.is_some_and(|s| (200..300).contains(&s)),
-    ))
+    Ok(exit_if(attempt.succeeded()))
 }

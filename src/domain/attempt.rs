@@ -88,6 +88,13 @@ pub struct Attempt {
     pub attempt_number: Option<u32>,
 }
 
+impl Attempt {
+    /// Whether the other side answered 2xx.
+    pub fn succeeded(&self) -> bool {
+        self.status.is_some_and(|s| (200..300).contains(&s))
+    }
+}
+
 fn headers_as_pairs<S: serde::Serializer>(headers: &[Header], s: S) -> Result<S::Ok, S::Error> {
     use serde::ser::SerializeSeq as _;
     let mut seq = s.serialize_seq(Some(headers.len()))?;

@@ -374,7 +374,7 @@ pub fn evaluate_with(
     // A provider that signs no handshake (a Meta GET, X's CRC…) gets no signature verdict
     // from the scheme of its deliveries: it proves itself another way.
     let (signature, timestamp) = match &handshake {
-        Some(h) if !h.provider.signs() => unsigned_handshake(h, signature, timestamp),
+        Some(h) if !h.provider.signs() => unsigned_handshake(h, signature),
         _ => (signature, timestamp),
     };
     let cloudevent = cloudevents::read(delivery);
@@ -449,7 +449,6 @@ pub fn evaluate_with(
 fn unsigned_handshake(
     handshake: &Handshake,
     signature: SignatureCheck,
-    _timestamp: TimestampCheck,
 ) -> (SignatureCheck, TimestampCheck) {
     let (label, what) = (handshake.provider.label(), handshake.provider.what());
     let detail = match handshake.provider {

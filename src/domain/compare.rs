@@ -482,20 +482,9 @@ pub fn human_lines(c: &Comparison) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::delivery::Header;
 
     fn delivery(headers: &[(&str, &str)], body: &str) -> Delivery {
-        Delivery {
-            received_at_ms: 0,
-            method: "POST".into(),
-            path: "/h".into(),
-            query: String::new(),
-            headers: headers.iter().map(|(n, v)| Header::new(n, *v)).collect(),
-            body: body.as_bytes().to_vec(),
-            body_size: body.len() as u64,
-            body_complete: true,
-            remote_addr: None,
-        }
+        crate::domain::delivery::test_request("POST", "", headers, body)
     }
 
     fn checks() -> Checks {

@@ -324,6 +324,27 @@ fn take_varint(blob: &mut &[u8]) -> Option<usize> {
     None
 }
 
+/// A request built from text, for the domain's unit tests: received at 0 on `/hooks/x`.
+#[cfg(test)]
+pub(crate) fn test_request(
+    method: &str,
+    query: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Delivery {
+    Delivery {
+        received_at_ms: 0,
+        method: method.into(),
+        path: "/hooks/x".into(),
+        query: query.into(),
+        headers: headers.iter().map(|(n, v)| Header::new(n, *v)).collect(),
+        body: body.as_bytes().to_vec(),
+        body_size: body.len() as u64,
+        body_complete: true,
+        remote_addr: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

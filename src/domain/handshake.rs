@@ -269,13 +269,6 @@ pub struct Handshake {
     pub answer: Option<Reply>,
 }
 
-impl Handshake {
-    /// The sentence shown on the row and in the list's line.
-    pub fn sentence(&self) -> &str {
-        &self.detail
-    }
-}
-
 /// What an endpoint brings to a handshake.
 #[derive(Debug, Clone, Copy)]
 pub struct Context<'a> {
@@ -1065,17 +1058,7 @@ mod tests {
     use super::*;
 
     fn request(method: &str, query: &str, headers: &[(&str, &str)], body: &str) -> Delivery {
-        Delivery {
-            received_at_ms: 0,
-            method: method.into(),
-            path: "/hooks/x".into(),
-            query: query.into(),
-            headers: headers.iter().map(|(n, v)| Header::new(n, *v)).collect(),
-            body: body.as_bytes().to_vec(),
-            body_size: body.len() as u64,
-            body_complete: true,
-            remote_addr: None,
-        }
+        crate::domain::delivery::test_request(method, query, headers, body)
     }
 
     fn context<'a>(secrets: &'a [Secret], token: Option<&'a Secret>) -> Context<'a> {

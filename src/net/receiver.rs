@@ -359,25 +359,53 @@ async fn answer_handshake(
     stored: StoredDelivery,
     reply: crate::domain::handshake::Reply,
 ) -> Response {
+    let id = report(shared, stored).await;
+    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::OK);
+    response(
+        status,
+        reply.content_type.as_deref(),
+        reply.body,
+        &reply.headers,
+        id,
+    )
+}
+
+/// Sends the stored delivery to the front end's channel; answers its id. Waiting here (not
+/// dropping) keeps `--json` output complete under load.
+async fn report(shared: &Shared, stored: StoredDelivery) -> i64 {
     let id = stored.id;
     if let Some(events) = &shared.events {
         let _ = events.send(stored).await;
     }
-    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::OK);
-    let mut response = (status, reply.body).into_response();
-    let headers = response.headers_mut();
-    headers.remove(header::CONTENT_TYPE);
-    let content_type = reply.content_type.iter().map(|t| ("content-type", t));
-    for (name, value) in content_type.chain(reply.headers.iter().map(|(n, v)| (n.as_str(), v))) {
+    id
+}
+
+/// An answer: the status, the content type (none when `None`), the body, then `headers` (a
+/// `content-type` among them wins; one HTTP cannot carry is left out) and the delivery's id.
+fn response(
+    status: StatusCode,
+    content_type: Option<&str>,
+    body: String,
+    headers: &[(String, String)],
+    id: i64,
+) -> Response {
+    let mut response = (status, body).into_response();
+    let out = response.headers_mut();
+    out.remove(header::CONTENT_TYPE);
+    let content_type = content_type.map(|t| ("content-type", t));
+    for (name, value) in content_type
+        .into_iter()
+        .chain(headers.iter().map(|(n, v)| (n.as_str(), v.as_str())))
+    {
         if let (Ok(name), Ok(value)) = (
             axum::http::HeaderName::from_bytes(name.as_bytes()),
             HeaderValue::from_str(value),
         ) {
-            headers.insert(name, value);
+            out.insert(name, value);
         }
     }
     if let Ok(value) = HeaderValue::from_str(&id.to_string()) {
-        headers.insert("x-hookscope-delivery-id", value);
+        out.insert("x-hookscope-delivery-id", value);
     }
     response
 }
@@ -587,11 +615,7 @@ async fn forward(shared: &Shared, stored: &StoredDelivery, status: u16) -> u16 {
 /// Reports the stored delivery to the front end, then answers the sender: the endpoint's body
 /// and headers when it has them (a refused body always gets hookscope's own explanation).
 async fn answer(shared: &Shared, stored: StoredDelivery, how: Answer<'_>) -> Response {
-    let id = stored.id;
-    if let Some(events) = &shared.events {
-        // Waiting here (not dropping) keeps `--json` output complete under load.
-        let _ = events.send(stored).await;
-    }
+    let id = report(shared, stored).await;
     let status = StatusCode::from_u16(how.status).unwrap_or(StatusCode::OK);
     let (body, content_type) = match (status == StatusCode::PAYLOAD_TOO_LARGE, how.body) {
         (true, _) => (
@@ -615,21 +639,11 @@ async fn answer(shared: &Shared, stored: StoredDelivery, how: Answer<'_>) -> Res
             "application/json",
         ),
     };
-    let mut response = (status, [(header::CONTENT_TYPE, content_type)], body).into_response();
-    if status != StatusCode::PAYLOAD_TOO_LARGE {
-        for (name, value) in how.headers {
-            if let (Ok(name), Ok(value)) = (
-                axum::http::HeaderName::from_bytes(name.as_bytes()),
-                HeaderValue::from_str(value),
-            ) {
-                response.headers_mut().insert(name, value);
-            }
-        }
-    }
-    if let Ok(value) = HeaderValue::from_str(&id.to_string()) {
-        response
-            .headers_mut()
-            .insert("x-hookscope-delivery-id", value);
-    }
-    response
+    // A refused body always gets hookscope's own explanation, without the endpoint's headers.
+    let headers = if status == StatusCode::PAYLOAD_TOO_LARGE {
+        &[]
+    } else {
+        how.headers
+    };
+    response(status, Some(content_type), body, headers, id)
 }

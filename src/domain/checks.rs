@@ -353,8 +353,9 @@ pub fn evaluate_with(
     let handshake = delivery
         .body_complete
         .then(|| {
-            handshake::respond(
+            handshake::respond_with(
                 delivery,
+                body_json.as_ref(),
                 &handshake::Context {
                     accept: endpoint.handshake,
                     secrets: &endpoint.secrets,

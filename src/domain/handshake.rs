@@ -293,7 +293,22 @@ pub const REFUSED_STATUS: u16 = 403;
 /// The handshake `delivery` is, answered or refused, or `None` when it is not one (or the
 /// endpoint does not answer that provider's).
 pub fn respond(delivery: &Delivery, context: &Context<'_>, signed: Signed) -> Option<Handshake> {
-    let asked = recognise(delivery)?;
+    respond_with(
+        delivery,
+        Json::parse(&delivery.body).as_ref(),
+        context,
+        signed,
+    )
+}
+
+/// [`respond`] with the body already parsed (the checks parse it once for every reader).
+pub fn respond_with(
+    delivery: &Delivery,
+    body: Option<&Json<'_>>,
+    context: &Context<'_>,
+    signed: Signed,
+) -> Option<Handshake> {
+    let asked = recognise(delivery, body)?;
     if !context.accept.allows(asked.provider) {
         return None;
     }
@@ -344,7 +359,7 @@ fn param<'a>(params: &'a [(String, String)], name: &str) -> Option<&'a str> {
 }
 
 /// Which provider's handshake the request is, from the request alone.
-fn recognise(delivery: &Delivery) -> Option<Asked> {
+fn recognise(delivery: &Delivery, body: Option<&Json<'_>>) -> Option<Asked> {
     let method = delivery.method.to_ascii_uppercase();
     let params = query_params(&delivery.query);
     let header = |name: &str| delivery.header_str(name).map(str::trim);
@@ -357,7 +372,7 @@ fn recognise(delivery: &Delivery) -> Option<Asked> {
             Some(asked)
         }
         "GET" => recognise_get(delivery, &params),
-        "POST" => recognise_post(delivery, &params),
+        "POST" => recognise_post(delivery, body, &params),
         _ => None,
     }
 }
@@ -379,12 +394,15 @@ fn recognise_get(delivery: &Delivery, params: &[(String, String)]) -> Option<Ask
     param(params, "challenge").map(|c| Asked::new(Provider::Dropbox, c.to_string()))
 }
 
-fn recognise_post(delivery: &Delivery, params: &[(String, String)]) -> Option<Asked> {
+fn recognise_post(
+    delivery: &Delivery,
+    body: Option<&Json<'_>>,
+    params: &[(String, String)],
+) -> Option<Asked> {
     let header = |name: &str| delivery.header_str(name).map(str::trim);
-    let body = Json::parse(&delivery.body);
-    let text = |pointer: &str| body.as_ref()?.pointer(pointer)?.as_text();
+    let text = |pointer: &str| body?.pointer(pointer)?.as_text();
     if header("aeg-event-type").is_some_and(|t| t.eq_ignore_ascii_case("SubscriptionValidation")) {
-        let event = body.as_ref().and_then(|b| {
+        let event = body.and_then(|b| {
             b.as_array()?.iter().find(|e| {
                 e.get("eventType").and_then(Json::as_text).as_deref()
                     == Some("Microsoft.EventGrid.SubscriptionValidationEvent")

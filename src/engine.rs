@@ -586,7 +586,15 @@ impl Engine {
             }
             other => other,
         });
+        let loaded = result.is_ok();
         self.emit_result(result, |stored| Event::Loaded(Box::new(stored)));
+        // Its attempts too: the detail pane and "copy as JSON" show them.
+        if loaded && let Ok(attempts) = self.reader.attempts_for(id) {
+            self.emit(Event::Attempts {
+                delivery_id: id,
+                attempts,
+            });
+        }
     }
 
     fn confirm(&mut self, id: i64, any_host: bool) {
@@ -797,7 +805,8 @@ impl Engine {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         match app::export::import_har(&self.config, &self.store.writer(), &path) {
-            Ok(n) => {
+            Ok(ids) => {
+                let n = ids.len();
                 if let Ok(Some(latest)) = self.reader.list(1, None).map(|l| l.first().map(|d| d.id))
                 {
                     self.latest_id.fetch_max(latest, Ordering::SeqCst);

@@ -100,8 +100,12 @@ pub fn export(
 }
 
 /// Reads a HAR file, checks each request with the config's endpoints at its recorded time, and
-/// stores them; returns how many.
-pub fn import_har(file: &ConfigFile, writer: &StoreWriter, path: &Path) -> Result<usize, AppError> {
+/// stores them; returns their ids, in the file's order.
+pub fn import_har(
+    file: &ConfigFile,
+    writer: &StoreWriter,
+    path: &Path,
+) -> Result<Vec<i64>, AppError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| AppError::Usage(format!("cannot read {}: {e}", path.display())))?;
     let requests = crate::export::read_har(&text)

@@ -29,6 +29,7 @@ pub mod list;
 pub mod paths;
 pub mod probe;
 pub mod reconcile;
+pub mod replay;
 pub mod report;
 pub mod resend;
 pub mod simulate;

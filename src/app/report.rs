@@ -6,6 +6,7 @@
 
 use serde_json::{Value, json};
 
+use crate::domain::attempt::Attempt;
 use crate::domain::checks::{Evaluation, SignatureStatus, TimestampStatus, status_word};
 use crate::domain::clock::now_ms;
 use crate::domain::delivery::Delivery;
@@ -22,8 +23,9 @@ fn headers_json(delivery: &Delivery) -> Value {
     )
 }
 
-/// The JSON object for a stored delivery (the shape in docs/interface.md).
-pub fn delivery_json(stored: &StoredDelivery) -> Value {
+/// The JSON object for a stored delivery and the attempts made from it (the shape in
+/// docs/interface.md).
+pub fn delivery_json(stored: &StoredDelivery, attempts: &[Attempt]) -> Value {
     let d = &stored.delivery;
     let mut value = json!({
         "id": stored.id,
@@ -43,11 +45,25 @@ pub fn delivery_json(stored: &StoredDelivery) -> Value {
         "response": {"status": stored.response_status, "latency_ms": stored.latency_ms},
         "handshake": stored.handshake,
         "cloudevent": crate::domain::cloudevents::read(d),
+        "attempts": attempts.iter().map(attempt_json).collect::<Vec<_>>(),
     });
     if let (Some(note), Some(obj)) = (&stored.note, value.as_object_mut()) {
         obj.insert("note".into(), json!(note));
     }
     value
+}
+
+/// An attempt as a delivery's JSON lists it: where it went, how it was answered, when.
+pub fn attempt_json(attempt: &Attempt) -> Value {
+    json!({
+        "id": attempt.id,
+        "kind": attempt.kind,
+        "url": attempt.url,
+        "status": attempt.status,
+        "latency_ms": attempt.latency_ms,
+        "sent_at": rfc3339_ms(attempt.sent_at_ms),
+        "error": attempt.error,
+    })
 }
 
 /// The JSON object `verify --json` prints: the same fields as a delivery, minus what only the

@@ -107,8 +107,19 @@ pub fn prepare(
         AppError::Usage(format!("no delivery #{} in the store", request.delivery_id))
     })?;
     let settings = Settings::resolve(file, &Default::default())?;
+    build(file, &settings, &stored, request)
+}
+
+/// Builds the request for a delivery already read, under settings already resolved (a replay
+/// builds thousands).
+pub fn build(
+    file: &ConfigFile,
+    settings: &Settings,
+    stored: &StoredDelivery,
+    request: &ResendRequest,
+) -> Result<PreparedResend, AppError> {
     let resign = if request.resign {
-        let (mut scheme, secrets) = resign_with(file, &settings, &stored, request)?;
+        let (mut scheme, secrets) = resign_with(file, settings, stored, request)?;
         // A scheme that signs the URL (Twilio) signs the handler's.
         scheme.public_url = Some(request.url.clone());
         Some((scheme, secrets))
@@ -120,7 +131,7 @@ pub fn prepare(
         new_id: request.new_id,
         body: request.body.clone(),
     };
-    let outgoing = client::prepare_resend(&stored, &options, now_secs())?;
+    let outgoing = client::prepare_resend(stored, &options, now_secs())?;
     // Twilio puts a JSON body's hash in the URL it signs: send to that URL.
     let url = match &options.resign {
         Some((scheme, _)) => scheme.request_url(&request.url, &outgoing.body),
@@ -180,13 +191,32 @@ fn no_scheme(front: crate::app::Front, name: Option<&str>) -> AppError {
 /// Sends a prepared resend and records the attempt; returns it with its stored id. A handler
 /// that does not answer is an attempt with an error, not an `Err`.
 pub async fn send(prepared: &PreparedResend, writer: &StoreWriter) -> Result<Attempt, AppError> {
-    let client = Client::with_tls(prepared.timeout, prepared.tls)?
-        .with_insecure_hint(crate::app::insecure_hint(prepared.front));
+    let client = client_for(prepared.timeout, prepared.tls, prepared.front)?;
+    send_with(&client, prepared, AttemptKind::Resend, writer).await
+}
+
+/// The client resends go through: its timeout, its certificate check, and the certificate hint
+/// in the front end's words.
+pub fn client_for(
+    timeout: Duration,
+    tls: Tls,
+    front: crate::app::Front,
+) -> Result<Client, AppError> {
+    Ok(Client::with_tls(timeout, tls)?.with_insecure_hint(crate::app::insecure_hint(front)))
+}
+
+/// Sends a prepared resend through `client` as an attempt of `kind`, and records it.
+pub async fn send_with(
+    client: &Client,
+    prepared: &PreparedResend,
+    kind: AttemptKind,
+    writer: &StoreWriter,
+) -> Result<Attempt, AppError> {
     let mut attempt = client
         .send(
             &prepared.url,
             &prepared.outgoing,
-            AttemptKind::Resend,
+            kind,
             Some(prepared.delivery_id),
         )
         .await?;

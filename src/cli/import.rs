@@ -24,7 +24,7 @@ pub fn run(common: &Common, args: ImportArgs) -> Result<ExitCode, AppError> {
     let imported = app::export::import_har(&file, &writer, &args.file);
     drop(writer);
     store.shutdown();
-    let count = imported?;
+    let count = imported?.len();
     eprintln!("imported {count} deliveries from {}", args.file.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -33,7 +33,8 @@ pub fn run(common: &Common, args: ListArgs) -> Result<ExitCode, AppError> {
     let mut stdout = std::io::stdout().lock();
     for stored in deliveries {
         let line = if args.json {
-            report::delivery_json(&stored).to_string()
+            let attempts = reader.attempts_for(stored.id)?;
+            report::delivery_json(&stored, &attempts).to_string()
         } else {
             report::human_lines(&stored, &zone)
         };

@@ -221,7 +221,8 @@ async fn print_until_stopped(
 /// Adds a delivery's line to `lines`: one JSON object with `--json`, else the human lines.
 fn render_delivery(stored: &StoredDelivery, json: bool, zone: &Zone, lines: &mut String) {
     if json {
-        lines.push_str(&report::delivery_json(stored).to_string());
+        // Just stored: a forward, if any, is on its way.
+        lines.push_str(&report::delivery_json(stored, &[]).to_string());
     } else {
         lines.push_str(&report::human_lines(stored, zone));
     }

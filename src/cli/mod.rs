@@ -20,6 +20,7 @@ mod list;
 mod listen;
 mod probe;
 mod reconcile;
+mod replay;
 mod resend;
 mod simulate;
 mod verify;
@@ -84,6 +85,8 @@ pub enum Command {
     Simulate(simulate::SimulateArgs),
     /// Send a captured delivery again to a handler, as captured or re-signed
     Resend(resend::ResendArgs),
+    /// Send many captured deliveries again (a filter, ids, a job, fixtures or a HAR file) at a rate, each attempt stored: exit 0 when every one was answered 2xx
+    Replay(replay::ReplayArgs),
     /// Compare two stored deliveries: headers, the body by JSON pointer (or line by line), the checks; exit 0 when nothing differs beyond what differs between any two attempts, 1 otherwise
     Diff(diff::DiffArgs),
     /// Confirm a subscription a provider asked to be confirmed (AWS SNS, Event Grid's manual validation): the one GET of its URL
@@ -119,6 +122,7 @@ pub fn run(common: &Common, command: Command) -> ExitCode {
         Command::Follow(args) => reconcile::follow(common, args),
         Command::Simulate(args) => simulate::run(common, args),
         Command::Resend(args) => resend::run(common, args),
+        Command::Replay(args) => replay::run(common, args),
         Command::Confirm(args) => confirm::run(common, args),
         Command::Diff(args) => diff::run(common, args),
         Command::Export(args) => export::run(common, args),

@@ -11,6 +11,8 @@ use crate::domain::delivery::Header;
 pub enum AttemptKind {
     /// A captured delivery sent again (`hookscope resend`, the Resend tab).
     Resend,
+    /// One delivery of many sent again (`hookscope replay`, the window's *Replay*).
+    Replay,
     /// A delivery forwarded as it arrived (`listen --forward-to`).
     Forward,
     /// A case of the receiver checklist (`hookscope probe`).
@@ -28,6 +30,7 @@ impl AttemptKind {
     pub fn as_str(self) -> &'static str {
         match self {
             AttemptKind::Resend => "resend",
+            AttemptKind::Replay => "replay",
             AttemptKind::Forward => "forward",
             AttemptKind::Probe => "probe",
             AttemptKind::Poll => "poll",
@@ -39,6 +42,7 @@ impl AttemptKind {
     /// The kind a stored word names; an unknown word (a newer hookscope's) reads as a resend.
     pub fn from_word(word: &str) -> AttemptKind {
         match word {
+            "replay" => AttemptKind::Replay,
             "forward" => AttemptKind::Forward,
             "probe" => AttemptKind::Probe,
             "poll" => AttemptKind::Poll,
@@ -106,6 +110,15 @@ fn headers_as_pairs<S: serde::Serializer>(headers: &[Header], s: S) -> Result<S:
 
 fn bytes_as_text<S: serde::Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&String::from_utf8_lossy(bytes))
+}
+
+/// The value at fraction `p` (0.5, 0.99) of sorted latencies, nearest rank; 0 when empty.
+pub fn percentile(sorted: &[u64], p: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
 }
 
 #[cfg(test)]

@@ -282,15 +282,23 @@ pub struct LoadedFixture {
 
 /// Reads a fixture (or the first fixture of a bundle).
 pub fn load_fixture(text: &str) -> Result<LoadedFixture, ExportError> {
+    load_fixtures(text)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| ExportError::Format("the bundle is empty".into()))
+}
+
+/// Reads a fixture, or every fixture of a bundle, in order.
+pub fn load_fixtures(text: &str) -> Result<Vec<LoadedFixture>, ExportError> {
     let value: Value =
         serde_json::from_str(text).map_err(|e| ExportError::Format(format!("not JSON: {e}")))?;
-    let fixture = match value.get("fixtures").and_then(Value::as_array) {
-        Some(list) => list
-            .first()
-            .cloned()
-            .ok_or_else(|| ExportError::Format("the bundle is empty".into()))?,
-        None => value,
-    };
+    match value.get("fixtures").and_then(Value::as_array) {
+        Some(list) => list.iter().map(one_fixture).collect(),
+        None => one_fixture(&value).map(|f| vec![f]),
+    }
+}
+
+fn one_fixture(fixture: &Value) -> Result<LoadedFixture, ExportError> {
     if fixture.get("hookscope_fixture").is_none() {
         return Err(ExportError::Format(
             "not a hookscope fixture (no \"hookscope_fixture\" field)".into(),

@@ -17,7 +17,7 @@ pub mod write;
 
 pub use curl::curl;
 pub use error::{ExportError, FixtureOptions, Format};
-pub use fixture::{LoadedFixture, bundle, fixture, load_fixture, test_secret};
+pub use fixture::{LoadedFixture, bundle, fixture, load_fixture, load_fixtures, test_secret};
 pub use har::{HarRequest, har, read_har};
 pub use import::import_records;
 pub use redact::redact;

@@ -183,8 +183,8 @@ impl StoreWriter {
     }
 
     /// Writes many deliveries in one transaction (imports, seeding a store for benchmarks);
-    /// returns how many were written.
-    pub fn insert_many_blocking(&self, records: Vec<NewRecord>) -> Result<usize, StoreError> {
+    /// returns their ids, in order.
+    pub fn insert_many_blocking(&self, records: Vec<NewRecord>) -> Result<Vec<i64>, StoreError> {
         self.ask_blocking(|reply| WriteJob::InsertMany { records, reply })
     }
 

@@ -374,6 +374,14 @@ impl Reader {
             .optional()?)
     }
 
+    /// Whether delivery `id` is stored.
+    pub fn exists(&self, id: i64) -> Result<bool, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM deliveries WHERE id = ?1)")?;
+        Ok(stmt.query_row(params![id], |r| r.get(0))?)
+    }
+
     /// The outbound attempts made from a delivery, oldest first.
     pub fn attempts_for(&self, delivery_id: i64) -> Result<Vec<Attempt>, StoreError> {
         let mut stmt = self.conn.prepare_cached(

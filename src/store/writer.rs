@@ -45,7 +45,7 @@ pub(crate) enum WriteJob {
     },
     InsertMany {
         records: Vec<NewRecord>,
-        reply: oneshot::Sender<Result<usize, StoreError>>,
+        reply: oneshot::Sender<Result<Vec<i64>, StoreError>>,
     },
     Maintain {
         task: Box<Maintenance>,
@@ -67,7 +67,10 @@ impl WriteJob {
             WriteJob::Attempt { reply, .. } => {
                 let _ = reply.send(Err(err()));
             }
-            WriteJob::InsertMany { reply, .. } | WriteJob::Maintain { reply, .. } => {
+            WriteJob::InsertMany { reply, .. } => {
+                let _ = reply.send(Err(err()));
+            }
+            WriteJob::Maintain { reply, .. } => {
                 let _ = reply.send(Err(err()));
             }
         }
@@ -319,17 +322,19 @@ impl Writer<'_> {
 
     /// Bulk writes (imports, seeding): one transaction, then indexed for free text before the
     /// answer, so they are searchable as soon as they are answered.
-    fn insert_many(&mut self, records: &[NewRecord]) -> Result<usize, StoreError> {
+    fn insert_many(&mut self, records: &[NewRecord]) -> Result<Vec<i64>, StoreError> {
         let refs: Vec<&NewRecord> = records.iter().collect();
-        let n = self
+        let ids: Vec<i64> = self
             .transact(|tx| write_rows(tx, &refs).map_err(|(_, e)| e))?
-            .len();
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
         if let Some(text) = &self.text {
             while crate::store::text::index_pending(&self.conn, text, BULK_INDEX_CHUNK, &|_| {})
                 .is_ok_and(|n| n > 0)
             {}
         }
-        Ok(n)
+        Ok(ids)
     }
 
     /// Stores a batch of deliveries in one transaction and answers each once it committed. A

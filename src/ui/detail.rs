@@ -150,7 +150,8 @@ pub fn detail_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
                 super::export::copy_as_curl(app, &ctx, &stored);
             }
             if ui.button("Copy as JSON").on_hover_text("Ctrl+C").clicked() {
-                ui.ctx().copy_text(delivery_json(&stored).to_string());
+                let json = delivery_json(&stored, app.attempts_of(stored.id));
+                ui.ctx().copy_text(json.to_string());
                 app.notice(format!("copied delivery #{} as JSON", stored.id), false);
             }
         });

@@ -362,6 +362,15 @@ impl HookscopeApp {
         }
     }
 
+    /// The attempts made from delivery `id`, as last loaded (none when not loaded).
+    pub(crate) fn attempts_of(&self, id: i64) -> &[hookscope::domain::attempt::Attempt] {
+        self.attempts
+            .iter()
+            .find(|(d, _)| *d == id)
+            .map(|(_, a)| a.as_slice())
+            .unwrap_or(&[])
+    }
+
     /// Selects a delivery and loads it for the detail pane.
     fn select(&mut self, id: i64) {
         if self.selected != Some(id) {
@@ -657,7 +666,8 @@ impl HookscopeApp {
         if keys.copy
             && let Some(stored) = &self.detail
         {
-            ctx.copy_text(hookscope::app::report::delivery_json(stored).to_string());
+            let json = hookscope::app::report::delivery_json(stored, self.attempts_of(stored.id));
+            ctx.copy_text(json.to_string());
             self.notice(format!("copied delivery #{} as JSON", stored.id), false);
         }
         if keys.delete {
@@ -717,8 +727,9 @@ impl HookscopeApp {
         self.pending_copy = None;
         match what {
             list::Copy::Json => {
-                self.ctx
-                    .copy_text(hookscope::app::report::delivery_json(&stored).to_string());
+                let json =
+                    hookscope::app::report::delivery_json(&stored, self.attempts_of(stored.id));
+                self.ctx.copy_text(json.to_string());
                 self.notice(format!("copied delivery #{id} as JSON"), false);
             }
             list::Copy::Curl => {

@@ -205,7 +205,8 @@ fn seed_store(data_dir: Option<PathBuf>, count: usize) -> Result<(), String> {
         if batch.len() == 5000 || n + 1 == count {
             written += writer
                 .insert_many_blocking(std::mem::take(&mut batch))
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| e.to_string())?
+                .len();
             eprint!("\rseeded {written}/{count}");
         }
     }

@@ -3,6 +3,7 @@
 //! delivery loop are `net::simulator` and `app::simulate`; nothing here does I/O or reads a
 //! clock (times are passed in, in milliseconds).
 
+use crate::domain::attempt::percentile;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -476,14 +477,6 @@ pub struct Observed {
 
 /// How close in time the same request under another key counts as a retry, in ms.
 const RETRY_WINDOW_MS: i64 = 60_000;
-
-fn percentile(sorted: &[u64], p: f64) -> u64 {
-    if sorted.is_empty() {
-        return 0;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
-}
 
 /// Whether a scorecard passed: no line failed (`unknown` and `skipped` do not fail it).
 pub fn passed(checks: &[Check]) -> bool {

@@ -26,7 +26,8 @@ fn seeded(count: usize) -> (tempfile::TempDir, Store, Reader) {
         store
             .writer()
             .insert_many_blocking(records)
-            .expect("insert"),
+            .expect("insert")
+            .len(),
         count
     );
     let reader = store.reader().expect("reader");
@@ -669,12 +670,15 @@ fn v13_body(n: usize) -> String {
 
 /// What a reader of `path` lists, newest first, as `list --json` prints it.
 fn listed_json(path: &std::path::Path) -> Vec<serde_json::Value> {
-    Reader::open(path)
-        .expect("reader")
+    let reader = Reader::open(path).expect("reader");
+    reader
         .list(500, None)
         .expect("list")
         .iter()
-        .map(hookscope::app::report::delivery_json)
+        .map(|d| {
+            let attempts = reader.attempts_for(d.id).expect("attempts");
+            hookscope::app::report::delivery_json(d, &attempts)
+        })
         .collect()
 }
 

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::endpoint::Endpoint;
+use crate::domain::endpoint::{Endpoint, ForwardRule};
 use crate::domain::scheme::{Encoding, Family, Scheme, Secret};
 
 /// The default body-size limit: 10 MiB.
@@ -238,6 +238,28 @@ pub struct EndpointConfig {
     /// Meta's Verify token: `hub.verify_token` must equal it for the challenge to be answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify_token: Option<Secret>,
+    /// `[[endpoint.forward]]`: where deliveries go, each rule with its condition.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forward: Vec<ForwardConfig>,
+}
+
+/// `[[endpoint.forward]]`: a target and, optionally, the condition a delivery must meet to go
+/// there, in the list's filter language.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForwardConfig {
+    /// The handler's URL.
+    pub to: String,
+    /// The condition (`type:invoice.* OR type:charge.*`); absent: every delivery.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<String>,
+    /// `"mirror"`: the sender gets this target's answer (one rule at most); `"configured"`
+    /// (default): the endpoint's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// Accept any TLS certificate from this target (a development certificate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub insecure: Option<bool>,
 }
 
 /// `[endpoint.reconcile]`: the job API hookscope asks about jobs that went quiet. The API key
@@ -306,6 +328,7 @@ impl EndpointConfig {
             reconcile: None,
             handshake: None,
             verify_token: None,
+            forward: Vec::new(),
         }
     }
 }
@@ -445,6 +468,60 @@ fn catch_all_ref() -> &'static Endpoint {
 fn is_http_url(url: &str) -> bool {
     crate::domain::scheme::twilio::origin(url)
         .is_some_and(|(proto, host)| matches!(proto.as_str(), "http" | "https") && !host.is_empty())
+}
+
+/// An endpoint's forwarding rules, checked: an http(s) target, a condition that parses with
+/// typed keys only, one mirrored answer at most. The error names the rule.
+fn forward_rules(config: &EndpointConfig) -> Result<Vec<ForwardRule>, ConfigError> {
+    let mut mirrored: Option<usize> = None;
+    let mut rules = Vec::with_capacity(config.forward.len());
+    for (n, rule) in config.forward.iter().enumerate() {
+        let invalid = |reason: String| ConfigError::InvalidEndpoint {
+            path: config.path.clone(),
+            reason: format!("forward rule {} (to \"{}\"): {reason}", n + 1, rule.to),
+        };
+        let to = rule.to.trim();
+        if !is_http_url(to) {
+            return Err(invalid(
+                "`to` is not an http:// or https:// URL with a host".into(),
+            ));
+        }
+        let when = rule
+            .when
+            .as_deref()
+            .map(str::trim)
+            .filter(|w| !w.is_empty());
+        let filter = when
+            .map(crate::domain::filter::Filter::parse_rule)
+            .transpose()
+            .map_err(|e| invalid(format!("when \"{}\": {e}", when.unwrap_or_default())))?;
+        let mirror = match rule.answer.as_deref().map(str::trim) {
+            None | Some("configured") => false,
+            Some("mirror") => true,
+            Some(other) => {
+                return Err(invalid(format!(
+                    "answer \"{other}\" is not \"mirror\" or \"configured\""
+                )));
+            }
+        };
+        if mirror {
+            if let Some(first) = mirrored {
+                return Err(invalid(format!(
+                    "rule {} already mirrors its answer; the sender can get one answer only",
+                    first + 1
+                )));
+            }
+            mirrored = Some(n);
+        }
+        rules.push(ForwardRule {
+            to: to.to_string(),
+            when: when.map(str::to_string),
+            filter,
+            mirror,
+            insecure: rule.insecure.unwrap_or(false),
+        });
+    }
+    Ok(rules)
 }
 
 /// An endpoint's job API, checked: http(s) URLs, `{job_id}` in the job URL, JSON pointers.
@@ -656,6 +733,7 @@ fn resolve_endpoint(file: &ConfigFile, config: &EndpointConfig) -> Result<Endpoi
             .transpose()?,
         handshake,
         verify_token: config.verify_token.clone(),
+        forward: forward_rules(config)?,
         other_secrets: std::sync::Arc::from(Vec::new()),
     })
 }

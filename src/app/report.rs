@@ -46,6 +46,7 @@ pub fn delivery_json(stored: &StoredDelivery, attempts: &[Attempt]) -> Value {
         "handshake": stored.handshake,
         "cloudevent": crate::domain::cloudevents::read(d),
         "attempts": attempts.iter().map(attempt_json).collect::<Vec<_>>(),
+        "unrouted": stored.unrouted.is_some(),
     });
     if let (Some(note), Some(obj)) = (&stored.note, value.as_object_mut()) {
         obj.insert("note".into(), json!(note));
@@ -178,7 +179,22 @@ pub fn human_lines(stored: &StoredDelivery, zone: &Zone) -> String {
     if let Some(note) = &stored.note {
         out.push_str(&format!("\n    note: {note}"));
     }
+    if let Some(rules) = stored.unrouted {
+        out.push_str(&format!("\n    forward: {}", unrouted_sentence(rules)));
+    }
     out
+}
+
+/// Why a delivery was not forwarded: it met none of its endpoint's rules.
+pub fn unrouted_sentence(rules: u32) -> String {
+    match rules {
+        1 => {
+            "not forwarded: it did not meet the condition of its endpoint's forwarding rule".into()
+        }
+        n => format!(
+            "not forwarded: it met none of the conditions of its endpoint's {n} forwarding rules"
+        ),
+    }
 }
 
 /// One job in `jobs --json`: the timeline's summary and its flags, without the deliveries.

@@ -302,6 +302,9 @@ fn print_banner(
     eprintln!("listening on http://{addr}");
     for endpoint in &settings.endpoints {
         eprintln!("  {}", describe_endpoint(endpoint));
+        for rule in &endpoint.forward {
+            eprintln!("    forwards to {}", rule.describe());
+        }
     }
     eprintln!("  store: {}", store.display());
     if let Some(url) = &args.forward_to {

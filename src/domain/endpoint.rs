@@ -38,9 +38,41 @@ pub struct Endpoint {
     pub handshake: crate::domain::handshake::Accept,
     /// Meta's verify token, which its `hub.verify_token` must equal.
     pub verify_token: Option<Secret>,
+    /// Where deliveries are forwarded, each rule with its condition (`[[endpoint.forward]]`).
+    pub forward: Vec<ForwardRule>,
     /// The other endpoints' secrets, labelled, for the diagnosis of a failed signature
     /// ("another endpoint's secret"); computed once when the settings are resolved.
     pub other_secrets: std::sync::Arc<[LabelledSecret]>,
+}
+
+/// A forwarding rule: every delivery its condition matches goes to `to`, byte for byte.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForwardRule {
+    /// The handler's URL (http or https).
+    pub to: String,
+    /// The condition as written (`type:invoice.* OR type:charge.*`), `None` for every delivery.
+    pub when: Option<String>,
+    /// The condition parsed.
+    pub filter: Option<crate::domain::filter::Filter>,
+    /// The sender gets this target's answer instead of the endpoint's configured one.
+    pub mirror: bool,
+    /// Accept any TLS certificate from this target (a development certificate).
+    pub insecure: bool,
+}
+
+impl ForwardRule {
+    /// "http://localhost:3000/billing when type:invoice.*", for lines and lists.
+    pub fn describe(&self) -> String {
+        let mut line = self.to.clone();
+        match &self.when {
+            Some(when) => line.push_str(&format!(" when {when}")),
+            None => line.push_str(" (every delivery)"),
+        }
+        if self.mirror {
+            line.push_str(", its answer mirrored");
+        }
+        line
+    }
 }
 
 impl Endpoint {
@@ -61,6 +93,7 @@ impl Endpoint {
             reconcile: None,
             handshake: crate::domain::handshake::Accept::Any,
             verify_token: None,
+            forward: Vec::new(),
             other_secrets: std::sync::Arc::from(Vec::new()),
         }
     }

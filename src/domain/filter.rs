@@ -149,6 +149,28 @@ impl Filter {
         })
     }
 
+    /// Parses a forwarding rule's `when`: the list's language, with the terms that can be
+    /// decided the moment a delivery is stored. Free text is refused (the text index fills
+    /// after the answer), and so are `after:`/`before:` (a rule has no "now" to count from).
+    pub fn parse_rule(text: &str) -> Result<Filter, FilterError> {
+        let filter = Filter::parse(text)?;
+        fn check(term: &Term) -> Result<(), FilterError> {
+            match term {
+                Term::Text(text) => Err(FilterError(format!(
+                    "free text (`{text}`) cannot choose a forward: the text index is filled after the answer; use typed keys such as type:, path:, sig:, event:, job:, method:"
+                ))),
+                Term::ReceivedFrom(_) | Term::ReceivedBefore(_) => Err(FilterError(
+                    "after: and before: cannot choose a forward: a rule decides as each delivery arrives".into(),
+                )),
+                Term::Or(groups) => groups.iter().flatten().try_for_each(check),
+                Term::Not(inner) => check(inner),
+                _ => Ok(()),
+            }
+        }
+        filter.terms.iter().try_for_each(check)?;
+        Ok(filter)
+    }
+
     /// Whether the filter lets everything through.
     pub fn is_empty(&self) -> bool {
         self.terms.is_empty()

@@ -23,6 +23,7 @@ use crate::domain::attempt::AttemptKind;
 use crate::domain::checks::{self, Evaluation};
 use crate::domain::clock::now_ms;
 use crate::domain::delivery::{Delivery, Header};
+use crate::domain::endpoint::Endpoint;
 use crate::domain::fmt::exact_size;
 use crate::store::{Maintenance, NewRecord, StoreWriter, StoredDelivery};
 
@@ -66,6 +67,8 @@ pub struct Controls {
     pub fail_next: std::sync::atomic::AtomicU32,
     /// Accept any TLS certificate when forwarding (a self-signed development certificate).
     pub forward_insecure: std::sync::atomic::AtomicBool,
+    /// Endpoints (by path) whose forwarding rules are switched off for now.
+    pub forwarding_off: RwLock<std::collections::BTreeSet<String>>,
 }
 
 impl Controls {
@@ -84,6 +87,27 @@ impl Controls {
             Err(poisoned) => *poisoned.into_inner() = url,
         }
         Ok(())
+    }
+
+    /// Switches an endpoint's forwarding rules on or off (the window's per-endpoint switch).
+    pub fn set_endpoint_forwarding(&self, endpoint: &str, on: bool) {
+        let mut off = match self.forwarding_off.write() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if on {
+            off.remove(endpoint);
+        } else {
+            off.insert(endpoint.to_string());
+        }
+    }
+
+    /// Whether an endpoint's forwarding rules apply now.
+    pub fn endpoint_forwarding(&self, endpoint: &str) -> bool {
+        match self.forwarding_off.read() {
+            Ok(off) => !off.contains(endpoint),
+            Err(poisoned) => !poisoned.into_inner().contains(endpoint),
+        }
     }
 
     fn forward_url(&self) -> Option<String> {
@@ -111,6 +135,8 @@ struct Shared {
     client: Option<crate::net::client::Client>,
     /// The forwarding client that accepts any certificate (`forward_insecure`).
     insecure_client: Option<crate::net::client::Client>,
+    /// A read connection, opened at the first delivery a rule's condition must decide.
+    reader: std::sync::Mutex<Option<crate::store::Reader>>,
 }
 
 impl Shared {
@@ -170,6 +196,7 @@ impl Receiver {
                 crate::net::client::Tls::AcceptInvalid,
             )
             .ok(),
+            reader: std::sync::Mutex::new(None),
         });
         let (shutdown, shutdown_signal) = oneshot::channel::<()>();
         let thread = std::thread::Builder::new()
@@ -335,11 +362,11 @@ async fn handle(
         latency_ms: started.elapsed().as_millis() as u64 + delay_ms,
         note,
     };
-    let stored = match store(&shared, record).await {
+    let mut stored = match store(&shared, record).await {
         Ok(stored) => stored,
         Err(response) => return response,
     };
-    let status = forward(&shared, &stored, status).await;
+    let status = forward(&shared, endpoint, &mut stored, status).await;
     if delay_ms > 0 {
         tokio::time::sleep(Duration::from_millis(delay_ms)).await;
     }
@@ -559,41 +586,148 @@ async fn store(shared: &Shared, record: NewRecord) -> Result<StoredDelivery, Res
     })
 }
 
-/// Forwards the stored delivery when the forward switch is on, recording the attempt; returns
-/// the status to answer (the handler's, when mirroring; 502 when it gave none).
-async fn forward(shared: &Shared, stored: &StoredDelivery, status: u16) -> u16 {
-    let client = if shared.controls.forward_insecure.load(Ordering::SeqCst) {
-        shared.insecure_client.clone()
-    } else {
-        shared.client.clone()
-    };
-    let (Some(url), Some(client)) = (shared.controls.forward_url(), client) else {
-        return status;
-    };
-    let outgoing = crate::net::client::prepare_forward(stored);
-    let writer = shared.writer.clone();
-    let id = stored.id;
-    let sent = async move {
-        let attempt = client
-            .send(&url, &outgoing, AttemptKind::Forward, Some(id))
-            .await;
-        let answered = attempt.as_ref().ok().and_then(|a| a.status);
-        match attempt {
-            Ok(attempt) => {
-                if let Err(e) = writer.attempt(attempt).await {
-                    eprintln!(
-                        "hookscope: the forward of delivery #{id} could not be recorded: {e}"
-                    );
-                }
-            }
-            Err(e) => eprintln!("hookscope: delivery #{id} could not be forwarded: {e}"),
+/// Where a delivery is forwarded, and whether the sender gets that handler's answer.
+struct Target {
+    url: String,
+    mirror: bool,
+    insecure: bool,
+}
+
+/// The targets of a stored delivery: its endpoint's rules whose condition it meets (unless
+/// the endpoint's forwarding is switched off), then the receiver-wide target (`listen
+/// --forward-to`, the window's switch). Also, when the endpoint has rules and the delivery met
+/// none, how many there were.
+fn targets(
+    shared: &Shared,
+    endpoint: &Endpoint,
+    stored: &StoredDelivery,
+) -> (Vec<Target>, Option<u32>) {
+    let mut targets = Vec::new();
+    let mut unrouted = None;
+    let rules = &endpoint.forward;
+    if !rules.is_empty() && shared.controls.endpoint_forwarding(&endpoint.path) {
+        let conditions: Vec<&crate::domain::filter::Filter> =
+            rules.iter().filter_map(|r| r.filter.as_ref()).collect();
+        let mut met = match conditions.is_empty() {
+            true => Vec::new(),
+            false => meets(shared, stored.id, &conditions),
         }
-        answered
+        .into_iter();
+        for rule in rules {
+            // A rule without a condition takes every delivery.
+            if rule.filter.is_none() || met.next().unwrap_or(false) {
+                targets.push(Target {
+                    url: rule.to.clone(),
+                    mirror: rule.mirror,
+                    insecure: rule.insecure,
+                });
+            }
+        }
+        if targets.is_empty() {
+            unrouted = Some(rules.len() as u32);
+        }
+    }
+    if let Some(url) = shared.controls.forward_url() {
+        targets.push(Target {
+            url,
+            mirror: shared.controls.mirror_response.load(Ordering::SeqCst),
+            insecure: shared.controls.forward_insecure.load(Ordering::SeqCst),
+        });
+    }
+    (targets, unrouted)
+}
+
+/// Which conditions a stored delivery meets, read from the store with the list's own SQL; a
+/// store that cannot be read meets none (and says so).
+fn meets(shared: &Shared, id: i64, conditions: &[&crate::domain::filter::Filter]) -> Vec<bool> {
+    let mut slot = match shared.reader.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
     };
-    if !shared.controls.mirror_response.load(Ordering::SeqCst) {
-        tokio::spawn(sent);
+    if slot.is_none() {
+        match crate::store::Reader::open(shared.writer.path()) {
+            Ok(reader) => *slot = Some(reader),
+            Err(e) => {
+                eprintln!("hookscope: forwarding rules cannot be decided for delivery #{id}: {e}");
+                return Vec::new();
+            }
+        }
+    }
+    let Some(reader) = slot.as_ref() else {
+        return Vec::new();
+    };
+    reader.meets(id, conditions).unwrap_or_else(|e| {
+        eprintln!("hookscope: forwarding rules cannot be decided for delivery #{id}: {e}");
+        Vec::new()
+    })
+}
+
+/// Forwards the stored delivery to each of its targets, recording each attempt; returns the
+/// status to answer (the mirrored handler's, when a target mirrors; 502 when it gave none).
+/// A delivery that met none of its endpoint's rules is marked so.
+async fn forward(
+    shared: &Shared,
+    endpoint: &Endpoint,
+    stored: &mut StoredDelivery,
+    status: u16,
+) -> u16 {
+    let (targets, unrouted) = targets(shared, endpoint, stored);
+    let id = stored.id;
+    if let Some(rules) = unrouted {
+        stored.unrouted = Some(rules);
+        if let Err(e) = shared
+            .writer
+            .maintain(Maintenance::Unrouted { id, rules })
+            .await
+        {
+            eprintln!(
+                "hookscope: delivery #{id} matched no forwarding rule, and that could not be recorded: {e}"
+            );
+        }
+    }
+    if targets.is_empty() {
         return status;
     }
+    let outgoing = Arc::new(crate::net::client::prepare_forward(stored));
+    let mut mirrored = None;
+    for target in targets {
+        let client = if target.insecure {
+            shared.insecure_client.clone()
+        } else {
+            shared.client.clone()
+        };
+        let Some(client) = client else {
+            continue;
+        };
+        let (writer, outgoing, url) = (shared.writer.clone(), Arc::clone(&outgoing), target.url);
+        let sent = async move {
+            let attempt = client
+                .send(&url, &outgoing, AttemptKind::Forward, Some(id))
+                .await;
+            let answered = attempt.as_ref().ok().and_then(|a| a.status);
+            match attempt {
+                Ok(attempt) => {
+                    if let Err(e) = writer.attempt(attempt).await {
+                        eprintln!(
+                            "hookscope: the forward of delivery #{id} to {url} could not be recorded: {e}"
+                        );
+                    }
+                }
+                Err(e) => {
+                    eprintln!("hookscope: delivery #{id} could not be forwarded to {url}: {e}")
+                }
+            }
+            answered
+        };
+        if target.mirror && mirrored.is_none() {
+            mirrored = Some(sent);
+        } else {
+            tokio::spawn(sent);
+        }
+    }
+    let Some(sent) = mirrored else {
+        return status;
+    };
     // The sender gets the handler's answer, so a failing handler earns retries, as it would in
     // production.
     let mirrored = sent.await.unwrap_or(502);

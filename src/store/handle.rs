@@ -30,6 +30,7 @@ pub struct Store {
 pub struct StoreWriter {
     sender: mpsc::Sender<WriteJob>,
     health: Arc<Health>,
+    path: Arc<Path>,
 }
 
 impl Store {
@@ -93,7 +94,11 @@ impl Store {
         };
         Ok(Store {
             path: path.to_path_buf(),
-            writer: StoreWriter { sender, health },
+            writer: StoreWriter {
+                sender,
+                health,
+                path: Arc::from(path),
+            },
             thread: Some(thread),
         })
     }
@@ -122,7 +127,11 @@ impl Store {
         };
         Ok(Store {
             path: path.to_path_buf(),
-            writer: StoreWriter { sender, health },
+            writer: StoreWriter {
+                sender,
+                health,
+                path: Arc::from(path),
+            },
             thread: Some(thread),
         })
     }
@@ -151,6 +160,7 @@ impl Store {
         self.writer = StoreWriter {
             sender: dead,
             health: Arc::clone(&self.writer.health),
+            path: Arc::clone(&self.writer.path),
         };
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
@@ -186,6 +196,11 @@ impl StoreWriter {
     /// returns their ids, in order.
     pub fn insert_many_blocking(&self, records: Vec<NewRecord>) -> Result<Vec<i64>, StoreError> {
         self.ask_blocking(|reply| WriteJob::InsertMany { records, reply })
+    }
+
+    /// The database file it writes, for a reader of what it wrote.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     /// Records an outbound attempt; returns its id.

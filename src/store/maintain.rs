@@ -75,6 +75,13 @@ pub enum Maintenance {
         /// A note on why.
         note: String,
     },
+    /// Marks a delivery that matched none of its endpoint's `rules` forwarding rules.
+    Unrouted {
+        /// The delivery.
+        id: i64,
+        /// How many rules it matched none of.
+        rules: u32,
+    },
     /// Records outbound attempts in one transaction (the simulator's, many at a time).
     RecordAttempts(Vec<Attempt>),
     /// Records one poll of a job API (a job the store has not seen gets a row in `jobs`).
@@ -134,6 +141,10 @@ pub(crate) fn maintain(
         Maintenance::SetResponse { id, status, note } => tx.execute(
             "UPDATE deliveries SET response_status = ?2, note = COALESCE(note || ' ', '') || ?3 WHERE id = ?1",
             params![id, status, note],
+        )?,
+        Maintenance::Unrouted { id, rules } => tx.execute(
+            "UPDATE deliveries SET unrouted = ?2 WHERE id = ?1",
+            params![id, rules],
         )?,
         Maintenance::RecordPoll(poll) => record_poll(&tx, poll)?,
         Maintenance::RecordAttempts(attempts) => {

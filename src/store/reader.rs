@@ -24,7 +24,7 @@ pub struct Reader {
 
 const SELECT_COLUMNS: &str = "id, received_at_ms, method, path, query, headers, body, body_size, body_complete,
     remote_addr, endpoint, scheme, event_id, event_type, job_id, job_status, checks_json, response_status,
-    latency_ms, note, job_created_at_ms, event_source, handshake";
+    latency_ms, note, job_created_at_ms, event_source, handshake, unrouted";
 
 impl Reader {
     /// Opens a read connection to a store. A store that does not exist yet, or comes from an
@@ -372,6 +372,33 @@ impl Reader {
             )?
             .query_row(params![job_id], |r| r.get(0))
             .optional()?)
+    }
+
+    /// Which of `conditions` delivery `id` meets, as stored: the list's filter language decides
+    /// forwarding rules with the very SQL that filters the list. A condition of free text
+    /// would read the text index, which fills later: rules refuse it (`Filter::parse_rule`).
+    pub fn meets(&self, id: i64, conditions: &[&Filter]) -> Result<Vec<bool>, StoreError> {
+        conditions
+            .iter()
+            .map(|filter| {
+                let (condition, mut params) = query::condition(filter);
+                params.push(id.to_string());
+                let sql = format!(
+                    "SELECT EXISTS (SELECT 1 FROM deliveries WHERE id = CAST(?{} AS INTEGER) AND ({condition}))",
+                    params.len()
+                );
+                let mut stmt = self.conn.prepare_cached(&sql)?;
+                Ok(stmt.query_row(rusqlite::params_from_iter(params.iter()), |r| r.get(0))?)
+            })
+            .collect()
+    }
+
+    /// How many stored deliveries matched none of their endpoint's forwarding rules.
+    pub fn count_unrouted(&self) -> Result<i64, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT COUNT(*) FROM deliveries WHERE unrouted IS NOT NULL")?;
+        Ok(stmt.query_row([], |r| r.get(0))?)
     }
 
     /// Whether delivery `id` is stored.

@@ -73,6 +73,7 @@ impl NewRecord {
             response_status,
             latency_ms,
             note,
+            unrouted: None,
         }
     }
 }
@@ -106,6 +107,8 @@ pub struct StoredDelivery {
     pub latency_ms: u64,
     /// A note on anything unusual.
     pub note: Option<String>,
+    /// When its endpoint had forwarding rules and it matched none: how many there were.
+    pub unrouted: Option<u32>,
 }
 
 /// One line of the deliveries list: what the list shows, without the body.
@@ -133,9 +136,11 @@ pub struct ListRow {
     pub response_status: u16,
     /// The handshake this request was, when it was one.
     pub handshake: Option<Handshake>,
+    /// When its endpoint had forwarding rules and it matched none: how many there were.
+    pub unrouted: Option<u32>,
 }
 
-pub(crate) const LIST_COLUMNS: &str = "id, received_at_ms, method, path, event_type, event_id, job_id, checks_json, body_size, response_status, handshake";
+pub(crate) const LIST_COLUMNS: &str = "id, received_at_ms, method, path, event_type, event_id, job_id, checks_json, body_size, response_status, handshake, unrouted";
 
 /// A handshake column's JSON, read leniently: a value no hookscope wrote is no handshake.
 fn handshake_at(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Option<Handshake>> {
@@ -163,6 +168,7 @@ pub(crate) fn list_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<ListR
         body_size: row.get::<_, i64>(8)?.max(0) as u64,
         response_status: row.get::<_, i64>(9)?.clamp(0, u16::MAX as i64) as u16,
         handshake: handshake_at(row, 10)?,
+        unrouted: row.get(11)?,
     }))
 }
 
@@ -215,6 +221,7 @@ pub(crate) fn read_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RowResult> {
         response_status: row.get::<_, i64>(17)?.clamp(0, u16::MAX as i64) as u16,
         latency_ms: row.get::<_, i64>(18)?.max(0) as u64,
         note: row.get(19)?,
+        unrouted: row.get(23)?,
     }))
 }
 

@@ -209,6 +209,10 @@ pub const MIGRATIONS: &[&str] = &[
     "ALTER TABLE deliveries ADD COLUMN event_source TEXT;
     ALTER TABLE deliveries ADD COLUMN handshake TEXT;
     CREATE INDEX deliveries_handshake ON deliveries(id) WHERE handshake IS NOT NULL;",
+    // v17: forwarding rules. `unrouted` is how many rules its endpoint had when a delivery
+    // matched none of them (NULL otherwise); the count walks its partial index.
+    "ALTER TABLE deliveries ADD COLUMN unrouted INTEGER;
+    CREATE INDEX deliveries_unrouted ON deliveries(id) WHERE unrouted IS NOT NULL;",
 ];
 
 /// The schema version whose migration retires the capture journal and the packed rows.

@@ -118,6 +118,23 @@ pub enum Command {
     StartSimulation(Box<app::simulate::SimulateRequest>),
     /// Stop it (its scorecard follows).
     StopSimulation,
+    /// Replay a selection to a handler.
+    Replay {
+        /// What to replay.
+        selection: app::replay::Selection,
+        /// Where and how.
+        request: Box<app::replay::ReplayRequest>,
+    },
+    /// Stop the running replay (its summary follows).
+    StopReplay,
+    /// Which forwarding conditions (`when`) a stored delivery meets, for the endpoint editor's
+    /// *Test*.
+    TestRules {
+        /// The delivery.
+        id: i64,
+        /// The conditions as written.
+        conditions: Vec<String>,
+    },
     /// Ask the job API about one job, or every job seen in the last 24 hours, finished or not
     /// (*Check now*).
     Reconcile {
@@ -163,8 +180,14 @@ pub enum Event {
         /// What went wrong.
         message: String,
     },
-    /// How many deliveries are stored, for [`Command::CountStored`].
-    Stored(i64),
+    /// How many deliveries are stored, for [`Command::CountStored`], and how many of them met
+    /// none of their endpoint's forwarding rules.
+    Stored {
+        /// Every stored delivery.
+        total: i64,
+        /// Those not forwarded for want of a rule they met.
+        unrouted: i64,
+    },
     /// Timelines for [`Command::Jobs`], most recently active first.
     Jobs {
         /// The query's generation.
@@ -207,6 +230,16 @@ pub enum Event {
     Reconciled,
     /// The simulator's state: progress, the latest attempts, the scorecard at the end.
     Simulation(Box<SimulationView>),
+    /// A replay's progress, and its summary once it ended.
+    Replay(Box<ReplayView>),
+    /// Which conditions a delivery meets (`Command::TestRules`): one answer per condition, or
+    /// why it cannot be decided.
+    RulesTested {
+        /// The delivery.
+        id: i64,
+        /// Per condition: met or not, or the reason it cannot be decided.
+        results: Vec<Result<bool, String>>,
+    },
     /// Something the user should read in the status line.
     Notice(String),
     /// Something went wrong; the sentence says what.
@@ -226,6 +259,17 @@ pub struct SimulationView {
     pub scorecard: Option<Vec<crate::domain::sim::Check>>,
     /// Whether it is still running.
     pub running: bool,
+}
+
+/// What the window shows of a replay.
+#[derive(Debug, Clone)]
+pub struct ReplayView {
+    /// Where it goes.
+    pub url: String,
+    /// Counts, rate, time left.
+    pub snapshot: app::replay::Snapshot,
+    /// The summary, once it ended.
+    pub summary: Option<app::replay::Summary>,
 }
 
 /// The window's side of the engine.
@@ -291,6 +335,8 @@ struct Engine {
     controls: Arc<Controls>,
     /// The running simulation's stop switch and whether it is still active.
     simulation: Option<(Arc<AtomicBool>, Arc<AtomicBool>)>,
+    /// The running replay's progress (its stop switch) and whether it is still active.
+    replay: Option<(Arc<app::replay::Progress>, Arc<AtomicBool>)>,
     /// The data dir's capture lock, held while the engine runs (`None` when read-only).
     _lock: Option<crate::store::CaptureLock>,
     /// Why the history is read-only, when it is.
@@ -327,6 +373,7 @@ pub fn spawn(options: EngineOptions, waker: Waker) -> Result<EngineHandle, AppEr
         test_counter: 0,
         controls: Arc::clone(&controls),
         simulation: None,
+        replay: None,
         _lock: lock,
         read_only: read_only.clone(),
     };
@@ -463,10 +510,18 @@ impl Engine {
                 let result = app::compare::compare(&self.reader, a, b);
                 self.emit_result(result, |c| Event::Compared(Box::new(c)));
             }
-            Command::CountStored => match self.reader.count() {
-                Ok(n) => self.emit(Event::Stored(n)),
-                Err(e) => self.emit(Event::Error(e.to_string())),
-            },
+            Command::CountStored => {
+                let counted = self.reader.count().and_then(|total| {
+                    Ok(Event::Stored {
+                        total,
+                        unrouted: self.reader.count_unrouted()?,
+                    })
+                });
+                match counted {
+                    Ok(event) => self.emit(event),
+                    Err(e) => self.emit(Event::Error(e.to_string())),
+                }
+            }
             Command::Attempts { id } => {
                 let result = self.reader.attempts_for(id).map_err(AppError::from);
                 self.emit_result(result, |attempts| Event::Attempts {
@@ -512,6 +567,89 @@ impl Engine {
                     stop.store(true, Ordering::SeqCst);
                 }
             }
+            Command::Replay { selection, request } => self.replay(selection, *request),
+            Command::StopReplay => {
+                if let Some((progress, _)) = &self.replay {
+                    progress.stop("stopped in the window");
+                }
+            }
+            Command::TestRules { id, conditions } => {
+                let results = app::list::test_conditions(&self.reader, id, &conditions);
+                self.emit(Event::RulesTested { id, results });
+            }
+        }
+    }
+
+    /// A replay on a thread of its own: the selection is read (or stored, for fixtures and
+    /// HAR files) here, then sent while the window watches its progress.
+    fn replay(&mut self, selection: app::replay::Selection, request: app::replay::ReplayRequest) {
+        if let Some((_, active)) = &self.replay
+            && active.load(Ordering::SeqCst)
+        {
+            return self.emit(Event::Error(
+                "a replay is already running: stop it first".into(),
+            ));
+        }
+        if let Err(e) = request.check() {
+            return self.emit(Event::Error(e.to_string()));
+        }
+        let writer = self.store.writer();
+        let ids = match app::replay::select(&self.config, &self.reader, &writer, &selection) {
+            Ok(ids) => ids,
+            Err(e) => return self.emit(Event::Error(e.to_string())),
+        };
+        if matches!(
+            selection,
+            app::replay::Selection::Fixtures(_) | app::replay::Selection::Har(_)
+        ) {
+            self.emit(Event::HistoryChanged);
+        }
+        let progress = app::replay::Progress::new(ids.len());
+        let active = Arc::new(AtomicBool::new(true));
+        self.replay = Some((Arc::clone(&progress), Arc::clone(&active)));
+        let (config, path) = (self.config.clone(), self.store.path().to_path_buf());
+        let events = self.events.clone();
+        let waker = Arc::clone(&self.waker);
+        let spawned = std::thread::Builder::new()
+            .name("hookscope-replay".into())
+            .spawn(move || {
+                let send = |event: Event| {
+                    let _ = events.send(event);
+                    waker();
+                };
+                let view = |summary: Option<app::replay::Summary>| {
+                    Event::Replay(Box::new(ReplayView {
+                        url: request.url.clone(),
+                        snapshot: progress.snapshot(),
+                        summary,
+                    }))
+                };
+                let summary = match app::small_runtime() {
+                    Ok(runtime) => runtime.block_on(async {
+                        let run = app::replay::run(&config, &path, &writer, &ids, &request, Arc::clone(&progress));
+                        tokio::pin!(run);
+                        let mut tick = tokio::time::interval(Duration::from_millis(200));
+                        loop {
+                            tokio::select! {
+                                summary = &mut run => break summary,
+                                _ = tick.tick() => send(view(None)),
+                            }
+                        }
+                    }),
+                    Err(e) => Err(e),
+                };
+                match summary {
+                    Ok(summary) => {
+                        let notice = summary.sentence();
+                        send(view(Some(summary)));
+                        send(Event::Notice(notice));
+                    }
+                    Err(e) => send(Event::Error(e.to_string())),
+                }
+                active.store(false, Ordering::SeqCst);
+            });
+        if let Err(e) = spawned {
+            self.emit(Event::Error(format!("cannot start the replay: {e}")));
         }
     }
 

@@ -76,6 +76,25 @@ pub fn delivery(reader: &Reader, id: i64) -> Result<StoredDelivery, AppError> {
         .ok_or_else(|| AppError::Usage(format!("no delivery #{id} in the store")))
 }
 
+/// Which of `conditions` (forwarding rules' `when`, as written) a stored delivery meets: the
+/// same parse and the same SQL as the receiver's rules. A condition that does not parse as a
+/// rule's is the reason why.
+pub fn test_conditions(reader: &Reader, id: i64, conditions: &[String]) -> Vec<Result<bool, String>> {
+    conditions
+        .iter()
+        .map(|text| {
+            if text.trim().is_empty() {
+                return Ok(true);
+            }
+            let filter = Filter::parse_rule(text).map_err(|e| e.to_string())?;
+            match reader.meets(id, &[&filter]) {
+                Ok(met) => Ok(met.first().copied().unwrap_or(false)),
+                Err(e) => Err(e.to_string()),
+            }
+        })
+        .collect()
+}
+
 /// The deliveries to export: those under a filter (oldest first), then those named by id. A
 /// missing id or an empty selection is a usage error.
 pub fn select(

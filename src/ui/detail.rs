@@ -131,6 +131,19 @@ pub fn detail_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
             {
                 app.export.open = true;
             }
+            let replay_label = if app.multi.len() > 1 {
+                format!("Replay {}…", app.multi.len())
+            } else {
+                "Replay…".to_string()
+            };
+            if ui
+                .button(replay_label)
+                .on_hover_text("Send these again to a handler at a rate, or every delivery matching the filter")
+                .clicked()
+            {
+                let ids = super::export::export_ids(app);
+                super::replay::open(app, super::replay::Choice::Rows(ids));
+            }
             if app.multi.len() == 2 {
                 let mut ids: Vec<i64> = app.multi.iter().copied().collect();
                 ids.sort_unstable();
@@ -489,6 +502,16 @@ fn checks_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery)
     if let Some(note) = &stored.note {
         ui.add_space(6.0);
         ui.colored_label(widgets::WARN, note);
+    }
+    if let Some(rules) = stored.unrouted {
+        ui.add_space(6.0);
+        ui.colored_label(
+            widgets::WARN,
+            format!(
+                "{} (Endpoints & secrets: Test with the selected delivery shows which conditions it meets).",
+                hookscope::app::report::unrouted_sentence(rules)
+            ),
+        );
     }
 }
 

@@ -23,6 +23,10 @@ pub struct Editor {
     /// The answer-headers text of each endpoint, as typed.
     header_text: std::collections::HashMap<usize, String>,
     error: Option<String>,
+    /// The last *Test* of an endpoint's rules: (endpoint index, delivery, one answer a rule).
+    tested: Option<(usize, i64, Vec<Result<bool, String>>)>,
+    /// The endpoint whose rules were sent for a test, awaiting the answer.
+    testing: Option<usize>,
 }
 
 /// A saved config resolved; the engine refuses to save or start on one that does not resolve,
@@ -42,6 +46,15 @@ impl Editor {
             revealed: HashSet::new(),
             header_text: Default::default(),
             error: None,
+            tested: None,
+            testing: None,
+        }
+    }
+
+    /// The engine's answer to a *Test* of an endpoint's rules.
+    pub fn rules_tested(&mut self, id: i64, results: Vec<Result<bool, String>>) {
+        if let Some(index) = self.testing.take() {
+            self.tested = Some((index, id, results));
         }
     }
 
@@ -87,6 +100,7 @@ pub fn endpoints_window(app: &mut HookscopeApp, ctx: &egui::Context) {
     }
     let mut open = true;
     let mut save = false;
+    let mut pending_test = None;
     egui::Window::new("Endpoints & secrets")
         .open(&mut open)
         .default_width(720.0)
@@ -103,6 +117,7 @@ pub fn endpoints_window(app: &mut HookscopeApp, ctx: &egui::Context) {
                 .chain(editor.draft.schemes.iter().map(|s| s.name.clone()))
                 .collect();
             let mut remove = None;
+            let mut test = None;
             egui::ScrollArea::vertical().max_height(360.0).show(ui, |ui| {
                 for (index, endpoint) in editor.draft.endpoints.iter_mut().enumerate() {
                     egui::Frame::group(ui.style()).show(ui, |ui| {
@@ -114,6 +129,14 @@ pub fn endpoints_window(app: &mut HookscopeApp, ctx: &egui::Context) {
                             &mut editor.revealed,
                             &mut editor.header_text,
                         );
+                        let tested = editor
+                            .tested
+                            .as_ref()
+                            .filter(|(i, _, _)| *i == index)
+                            .map(|(_, id, results)| (*id, results.as_slice()));
+                        if let Some(conditions) = forward_ui(ui, endpoint, app.selected, tested) {
+                            test = Some((index, conditions));
+                        }
                         if ui.button("Remove endpoint").clicked() {
                             remove = Some(index);
                         }
@@ -125,6 +148,12 @@ pub fn endpoints_window(app: &mut HookscopeApp, ctx: &egui::Context) {
                 editor.draft.endpoints.remove(index);
                 editor.header_text.clear();
                 editor.revealed.clear();
+                editor.tested = None;
+            }
+            if let (Some((index, conditions)), Some(id)) = (test, app.selected) {
+                editor.testing = Some(index);
+                editor.tested = None;
+                pending_test = Some(Command::TestRules { id, conditions });
             }
             ui.add_space(4.0);
             retention_ui(ui, &mut editor.draft.retention);
@@ -164,6 +193,9 @@ pub fn endpoints_window(app: &mut HookscopeApp, ctx: &egui::Context) {
             super::send::switches_ui(app, ui);
         });
     app.endpoints.open = open;
+    if let Some(command) = pending_test {
+        app.send(command);
+    }
     if save {
         let draft = app.endpoints.draft.clone();
         app.send(Command::SaveConfig(Box::new(draft)));
@@ -422,6 +454,112 @@ fn endpoint_ui(
             }
             ui.end_row();
         });
+}
+
+/// An endpoint's forwarding rules: each a target, a condition in the list's filter language
+/// and whether its answer is mirrored; add, remove, reorder, and *Test* them against the
+/// selected delivery. Returns the conditions to test when *Test* was pressed.
+fn forward_ui(
+    ui: &mut egui::Ui,
+    endpoint: &mut EndpointConfig,
+    selected: Option<i64>,
+    tested: Option<(i64, &[Result<bool, String>])>,
+) -> Option<Vec<String>> {
+    let mut test = None;
+    ui.horizontal(|ui| {
+        ui.strong("Forward");
+        ui.weak(match endpoint.forward.len() {
+            0 => "no rules: deliveries stay here".to_string(),
+            n => format!("a delivery goes to every rule it meets ({n})"),
+        });
+    });
+    let mut action: Option<(usize, &str)> = None;
+    let count = endpoint.forward.len();
+    for (n, rule) in endpoint.forward.iter_mut().enumerate() {
+        ui.horizontal(|ui| {
+            ui.weak(format!("{}.", n + 1));
+            let label = ui.label("to");
+            ui.add(
+                egui::TextEdit::singleline(&mut rule.to)
+                    .desired_width(220.0)
+                    .hint_text("http://localhost:3000/billing"),
+            )
+            .labelled_by(label.id);
+            let label = ui.label("when");
+            let mut when = rule.when.clone().unwrap_or_default();
+            if ui
+                .add(
+                    egui::TextEdit::singleline(&mut when)
+                        .desired_width(220.0)
+                        .hint_text("every delivery (e.g. type:invoice.* OR type:charge.*)"),
+                )
+                .labelled_by(label.id)
+                .changed()
+            {
+                rule.when = (!when.trim().is_empty()).then_some(when);
+            }
+            let mut mirror = rule.answer.as_deref() == Some("mirror");
+            if ui
+                .checkbox(&mut mirror, "mirror")
+                .on_hover_text("The sender gets this target's answer instead of the endpoint's (one rule at most)")
+                .changed()
+            {
+                rule.answer = mirror.then(|| "mirror".to_string());
+            }
+            if ui.add_enabled(n > 0, egui::Button::new("Up").small()).clicked() {
+                action = Some((n, "up"));
+            }
+            if ui.add_enabled(n + 1 < count, egui::Button::new("Down").small()).clicked() {
+                action = Some((n, "down"));
+            }
+            if ui.small_button("Remove").on_hover_text("Remove this rule").clicked() {
+                action = Some((n, "remove"));
+            }
+            if let Some((id, results)) = tested
+                && let Some(result) = results.get(n)
+            {
+                match result {
+                    Ok(true) => ui.colored_label(widgets::PASS, format!("#{id} meets it")),
+                    Ok(false) => ui.colored_label(widgets::SKIPPED, format!("#{id} does not")),
+                    Err(why) => ui.colored_label(widgets::FAIL, why),
+                };
+            }
+        });
+    }
+    match action {
+        Some((n, "up")) => endpoint.forward.swap(n, n - 1),
+        Some((n, "down")) => endpoint.forward.swap(n, n + 1),
+        Some((n, _)) => {
+            endpoint.forward.remove(n);
+        }
+        None => {}
+    }
+    ui.horizontal(|ui| {
+        if ui.button("Add rule").clicked() {
+            endpoint.forward.push(hookscope::config::ForwardConfig {
+                to: "http://localhost:3000/webhooks".into(),
+                ..Default::default()
+            });
+        }
+        let hover = match selected {
+            Some(id) => format!("Which rules delivery #{id} meets, as it is stored (the rules as typed, saved or not)"),
+            None => "Select a delivery in the list first".to_string(),
+        };
+        if ui
+            .add_enabled(selected.is_some() && !endpoint.forward.is_empty(), egui::Button::new("Test with the selected delivery"))
+            .on_hover_text(hover)
+            .clicked()
+        {
+            test = Some(
+                endpoint
+                    .forward
+                    .iter()
+                    .map(|r| r.when.clone().unwrap_or_default())
+                    .collect(),
+            );
+        }
+    });
+    test
 }
 
 fn retention_ui(ui: &mut egui::Ui, retention: &mut hookscope::config::RetentionSection) {

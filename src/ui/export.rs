@@ -89,7 +89,7 @@ pub fn poll_dialog(app: &mut HookscopeApp) {
     }
 }
 
-/// The ids an export applies to: the multi-selection, else the selected delivery.
+/// The ids an export or a replay applies to: the multi-selection, else the selected delivery.
 pub fn export_ids(app: &HookscopeApp) -> Vec<i64> {
     if app.multi.is_empty() {
         app.selected.into_iter().collect()

@@ -316,6 +316,13 @@ fn timeline_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, job: &JobTimeline) {
                 job: Some(job.job_id.clone()),
             });
         }
+        if ui
+            .small_button("Replay…")
+            .on_hover_text("Send this job's deliveries again to a handler, in the order stored")
+            .clicked()
+        {
+            super::replay::open(app, super::replay::Choice::Job(job.job_id.clone()));
+        }
     });
     let deliveries = &job.by_event_time;
     // The drawing's width is known before its height: markers are placed first, then the labels

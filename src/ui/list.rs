@@ -131,9 +131,19 @@ pub fn list_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
                 row.col(|ui| {
                     ui.monospace(item.job_id.as_deref().unwrap_or(""));
                 });
-                row.col(|ui| match &item.handshake {
-                    Some(handshake) => widgets::handshake_badges(ui, handshake, &item.checks),
-                    None => widgets::check_badges(ui, &item.checks),
+                row.col(|ui| {
+                    match &item.handshake {
+                        Some(handshake) => widgets::handshake_badges(ui, handshake, &item.checks),
+                        None => widgets::check_badges(ui, &item.checks),
+                    }
+                    if let Some(rules) = item.unrouted {
+                        widgets::badge(
+                            ui,
+                            "not forwarded",
+                            widgets::WARN,
+                            &hookscope::app::report::unrouted_sentence(rules),
+                        );
+                    }
                 });
                 row.col(|ui| {
                     ui.label(human_bytes(item.body_size));

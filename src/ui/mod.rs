@@ -10,6 +10,7 @@ mod endpoints;
 mod export;
 mod jobs;
 mod list;
+mod replay;
 mod send;
 mod simulate;
 #[cfg(test)]
@@ -150,6 +151,8 @@ struct ListCache {
 struct StoredCount {
     /// The last answer (`None` before the first).
     total: Option<i64>,
+    /// How many of them met none of their endpoint's forwarding rules.
+    unrouted: i64,
     /// The store changed since it was counted.
     stale: bool,
     /// A count is waiting for its answer.
@@ -242,6 +245,7 @@ pub struct HookscopeApp {
     stored: StoredCount,
     jobs: jobs::JobsState,
     simulate: simulate::SimulateForm,
+    replay: replay::ReplayForm,
     export: export::ExportForm,
     multi: std::collections::BTreeSet<i64>,
     resend: send::ResendForm,
@@ -320,6 +324,7 @@ impl HookscopeApp {
             },
             jobs: jobs::JobsState::default(),
             simulate: simulate::SimulateForm::default(),
+            replay: replay::ReplayForm::default(),
             export: export::ExportForm::default(),
             multi: std::collections::BTreeSet::new(),
             resend: send::ResendForm::default(),
@@ -369,6 +374,13 @@ impl HookscopeApp {
             .find(|(d, _)| *d == id)
             .map(|(_, a)| a.as_slice())
             .unwrap_or(&[])
+    }
+
+    /// Shows a delivery in the list, selected (from a summary or a timeline).
+    pub(crate) fn show_delivery(&mut self, id: i64) {
+        self.state.view = View::Deliveries;
+        self.select(id);
+        self.scroll_to_selected = true;
     }
 
     /// Selects a delivery and loads it for the detail pane.
@@ -440,9 +452,10 @@ impl HookscopeApp {
                     self.list.error = Some(message);
                 }
             }
-            Event::Stored(total) => {
+            Event::Stored { total, unrouted } => {
                 self.stored.in_flight = false;
                 self.stored.total = Some(total);
+                self.stored.unrouted = unrouted;
             }
             Event::Jobs {
                 generation,
@@ -535,6 +548,17 @@ impl HookscopeApp {
                 }
                 self.simulate.view = Some(*view);
             }
+            Event::Replay(view) => {
+                if view.summary.is_some() {
+                    // Attempts were added: the detail pane's list of them is out of date.
+                    if let Some(id) = self.selected {
+                        self.send(Command::Attempts { id });
+                    }
+                    self.replay.open = true;
+                }
+                self.replay.view = Some(*view);
+            }
+            Event::RulesTested { id, results } => self.endpoints.rules_tested(id, results),
             Event::Notice(text) => self.notice(text, false),
             Event::Error(text) => self.notice(text, true),
         }
@@ -870,6 +894,7 @@ impl HookscopeApp {
         send::probe_window(self, &ctx);
         export::export_window(self, &ctx);
         detail::compare_window(self, &ctx);
+        replay::replay_window(self, &ctx);
         self.about_window(&ctx);
         self.confirm_delete_window(&ctx);
         export::poll_dialog(self);
@@ -958,6 +983,18 @@ impl HookscopeApp {
     fn status_line_ui(&mut self, ui: &mut egui::Ui) {
         ui.horizontal(|ui| {
             ui.label(self.count_sentence());
+            if self.stored.unrouted > 0 {
+                ui.separator();
+                let n = self.stored.unrouted;
+                let text = if n == 1 {
+                    "1 not forwarded (no rule met)".to_string()
+                } else {
+                    format!("{n} not forwarded (no rule met)")
+                };
+                ui.colored_label(widgets::WARN, text).on_hover_text(
+                    "Deliveries whose endpoint has forwarding rules and that met none of their conditions",
+                );
+            }
             if self.paused {
                 let waiting = self.engine.latest_id.load(Ordering::SeqCst) - self.paused_at_id;
                 ui.separator();

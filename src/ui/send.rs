@@ -383,6 +383,28 @@ pub fn probe_window(app: &mut HookscopeApp, ctx: &egui::Context) {
 /// next N deliveries with 500.
 pub fn switches_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
     let controls = std::sync::Arc::clone(&app.engine.controls);
+    // Each endpoint's forwarding rules, switched on or off as a whole.
+    for endpoint in &app.endpoints.saved_settings().endpoints {
+        if endpoint.forward.is_empty() {
+            continue;
+        }
+        ui.horizontal(|ui| {
+            ui.strong("Forward");
+            let mut on = controls.endpoint_forwarding(&endpoint.path);
+            let rules = match endpoint.forward.len() {
+                1 => "its rule".to_string(),
+                n => format!("its {n} rules"),
+            };
+            let hover: Vec<String> = endpoint.forward.iter().map(|r| r.describe()).collect();
+            if ui
+                .checkbox(&mut on, format!("{} by {rules}", endpoint.path))
+                .on_hover_text(hover.join("\n"))
+                .changed()
+            {
+                controls.set_endpoint_forwarding(&endpoint.path, on);
+            }
+        });
+    }
     ui.horizontal(|ui| {
         ui.strong("Forward");
         let mut on = controls.forward_to.read().map(|g| g.is_some()).unwrap_or(false);

@@ -1,0 +1,247 @@
+//! The *Replay* window: the selected rows, every delivery matching the filter, or a job, sent
+//! again to a handler at a rate; a progress bar with the count, the rate and the time left, a
+//! Stop button, and at the end the summary with each failure linking to its delivery. The run
+//! is `app::replay`, the same as `hookscope replay`.
+
+use eframe::egui::{self, RichText};
+use hookscope::app::replay::{self, Pace, ReplayRequest, Selection};
+use hookscope::engine::{Command, ReplayView};
+
+use super::{HookscopeApp, widgets};
+
+/// What the window replays.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Choice {
+    /// The rows selected in the list (or the one shown), or every row the filter matches.
+    Rows(Vec<i64>),
+    /// A job's deliveries.
+    Job(String),
+}
+
+/// The *Replay* window's form and the run it shows.
+pub struct ReplayForm {
+    /// Whether the window is open.
+    pub open: bool,
+    /// What the Replay button was pressed on.
+    pub choice: Choice,
+    /// Replay every matching delivery rather than the rows (when the choice is rows).
+    all_matching: bool,
+    url: String,
+    resign: bool,
+    new_ids: bool,
+    rate: String,
+    concurrency: usize,
+    insecure: bool,
+    /// What the engine last reported.
+    pub view: Option<ReplayView>,
+}
+
+impl Default for ReplayForm {
+    fn default() -> Self {
+        Self {
+            open: false,
+            choice: Choice::Rows(Vec::new()),
+            all_matching: false,
+            url: "http://localhost:3000/webhooks".into(),
+            resign: true,
+            new_ids: false,
+            rate: "20/s".into(),
+            concurrency: replay::DEFAULT_CONCURRENCY,
+            insecure: false,
+            view: None,
+        }
+    }
+}
+
+impl ReplayForm {
+    /// Whether a replay is running (the window cannot start another).
+    pub fn running(&self) -> bool {
+        self.view.as_ref().is_some_and(|v| v.summary.is_none())
+    }
+}
+
+/// Opens the window on `choice`, keeping the form's last values.
+pub fn open(app: &mut HookscopeApp, choice: Choice) {
+    if !app.replay.running() {
+        app.replay.view = None;
+    }
+    app.replay.all_matching = false;
+    app.replay.choice = choice;
+    app.replay.open = true;
+}
+
+/// The *Replay* window, when open.
+pub fn replay_window(app: &mut HookscopeApp, ctx: &egui::Context) {
+    if !app.replay.open {
+        return;
+    }
+    let mut open = true;
+    egui::Window::new("Replay")
+        .open(&mut open)
+        .collapsible(false)
+        .resizable(true)
+        .default_width(520.0)
+        .pivot(egui::Align2::CENTER_CENTER)
+        .default_pos(ctx.content_rect().center())
+        .show(ctx, |ui| match app.replay.view.clone() {
+            Some(view) => run_ui(app, ui, &view),
+            None => form_ui(app, ui),
+        });
+    // Closing the window does not stop a run; its summary waits for the next opening.
+    app.replay.open = open;
+    if app.replay.running() {
+        ctx.request_repaint_after(std::time::Duration::from_millis(200));
+    }
+}
+
+fn form_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
+    let matching = app.list.total;
+    let filter = app.state.filter.trim().to_string();
+    let form = &mut app.replay;
+    match &form.choice {
+        Choice::Rows(ids) => {
+            let rows = match ids.len() {
+                1 => format!("delivery #{}", ids[0]),
+                n => format!("the {n} selected deliveries"),
+            };
+            ui.radio_value(&mut form.all_matching, false, rows);
+            let everything = if filter.is_empty() {
+                format!("all {matching} stored deliveries")
+            } else {
+                format!("all {matching} deliveries matching {filter}")
+            };
+            ui.radio_value(&mut form.all_matching, true, everything);
+        }
+        Choice::Job(job) => {
+            ui.label(format!("Every delivery of job {job}, in the order stored"));
+        }
+    }
+    ui.add_space(6.0);
+    egui::Grid::new("replay_form")
+        .num_columns(2)
+        .spacing([12.0, 6.0])
+        .show(ui, |ui| {
+            let label = ui.label("To");
+            ui.add(egui::TextEdit::singleline(&mut form.url).desired_width(320.0))
+                .labelled_by(label.id);
+            ui.end_row();
+            let label = ui.label("Rate");
+            ui.horizontal(|ui| {
+                ui.add(egui::TextEdit::singleline(&mut form.rate).desired_width(80.0))
+                    .labelled_by(label.id)
+                    .on_hover_text("20/s, 300/m or 3600/h; empty: as fast as the concurrency allows");
+                let label = ui.label("at most");
+                ui.add(egui::DragValue::new(&mut form.concurrency).range(1..=256))
+                    .labelled_by(label.id);
+                ui.label("in flight");
+            });
+            ui.end_row();
+        });
+    ui.checkbox(&mut form.resign, "Re-sign with a fresh timestamp (each endpoint's scheme and secret)")
+        .on_hover_text("Unticked: each is sent exactly as captured, its old signature and timestamp included");
+    ui.checkbox(&mut form.new_ids, "New event ids (new events, not retries)");
+    if form.url.trim().starts_with("https://") {
+        ui.checkbox(&mut form.insecure, "Accept a self-signed certificate");
+    }
+    ui.add_space(6.0);
+    if ui.button(RichText::new("Start replay").strong()).clicked() {
+        start(app);
+    }
+}
+
+fn start(app: &mut HookscopeApp) {
+    let form = &app.replay;
+    let pace = match form.rate.trim() {
+        "" => Pace::Asap,
+        text => match replay::parse_rate(text) {
+            Ok(rate) => Pace::Rate(rate),
+            Err(e) => return app.notice(e.to_string(), true),
+        },
+    };
+    let selection = match (&form.choice, form.all_matching) {
+        (Choice::Rows(_), true) => Selection::Filter(app.state.filter.trim().to_string()),
+        (Choice::Rows(ids), false) => Selection::Ids(ids.clone()),
+        (Choice::Job(job), _) => Selection::Job(job.clone()),
+    };
+    let request = ReplayRequest {
+        url: form.url.trim().to_string(),
+        resign: form.resign,
+        new_ids: form.new_ids,
+        pace,
+        concurrency: form.concurrency,
+        insecure: form.insecure,
+        front: hookscope::app::Front::Window,
+        ..ReplayRequest::to("")
+    };
+    if let Err(e) = request.check() {
+        return app.notice(e.to_string(), true);
+    }
+    app.send(Command::Replay {
+        selection,
+        request: Box::new(request),
+    });
+}
+
+fn run_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, view: &ReplayView) {
+    let snapshot = &view.snapshot;
+    ui.label(format!("To {}", view.url));
+    ui.add(
+        egui::ProgressBar::new(snapshot.fraction())
+            .text(snapshot.line())
+            .desired_width(480.0),
+    );
+    let Some(summary) = &view.summary else {
+        if ui
+            .add_enabled(!snapshot.stopping, egui::Button::new("Stop"))
+            .on_hover_text("Nothing new is sent; what is in flight finishes and is stored")
+            .clicked()
+        {
+            app.send(Command::StopReplay);
+        }
+        return;
+    };
+    ui.add_space(4.0);
+    ui.label(summary.sentence());
+    ui.horizontal_wrapped(|ui| {
+        for (status, n) in summary.by_status() {
+            let color = if status.starts_with('2') {
+                widgets::PASS
+            } else {
+                widgets::FAIL
+            };
+            widgets::badge(ui, &format!("{n} × {status}"), color, "attempts answered so");
+        }
+    });
+    let failures = summary.failures();
+    if !failures.is_empty() {
+        ui.add_space(4.0);
+        ui.strong(format!("Not answered 2xx ({})", failures.len()));
+        let row_height = ui.text_style_height(&egui::TextStyle::Body) + 4.0;
+        let mut chosen = None;
+        egui::ScrollArea::vertical()
+            .max_height(220.0)
+            .auto_shrink([false, true])
+            .show_rows(ui, row_height, failures.len(), |ui, range| {
+                for failure in &failures[range] {
+                    ui.horizontal(|ui| {
+                        if ui
+                            .link(format!("#{}", failure.delivery_id))
+                            .on_hover_text("Show this delivery (its attempt is on the Resend tab)")
+                            .clicked()
+                        {
+                            chosen = Some(failure.delivery_id);
+                        }
+                        ui.label(failure.event_type.as_deref().unwrap_or(""));
+                        ui.label(RichText::new(failure.result()).color(widgets::FAIL));
+                    });
+                }
+            });
+        if let Some(id) = chosen {
+            app.show_delivery(id);
+        }
+    }
+    ui.add_space(6.0);
+    if ui.button("New replay…").clicked() {
+        app.replay.view = None;
+    }
+}

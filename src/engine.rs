@@ -626,7 +626,14 @@ impl Engine {
                 };
                 let summary = match app::small_runtime() {
                     Ok(runtime) => runtime.block_on(async {
-                        let run = app::replay::run(&config, &path, &writer, &ids, &request, Arc::clone(&progress));
+                        let run = app::replay::run(
+                            &config,
+                            &path,
+                            &writer,
+                            &ids,
+                            &request,
+                            Arc::clone(&progress),
+                        );
                         tokio::pin!(run);
                         let mut tick = tokio::time::interval(Duration::from_millis(200));
                         loop {

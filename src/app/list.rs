@@ -79,7 +79,11 @@ pub fn delivery(reader: &Reader, id: i64) -> Result<StoredDelivery, AppError> {
 /// Which of `conditions` (forwarding rules' `when`, as written) a stored delivery meets: the
 /// same parse and the same SQL as the receiver's rules. A condition that does not parse as a
 /// rule's is the reason why.
-pub fn test_conditions(reader: &Reader, id: i64, conditions: &[String]) -> Vec<Result<bool, String>> {
+pub fn test_conditions(
+    reader: &Reader,
+    id: i64,
+    conditions: &[String],
+) -> Vec<Result<bool, String>> {
     conditions
         .iter()
         .map(|text| {

@@ -26,8 +26,8 @@ pub struct ReplayForm {
     pub choice: Choice,
     /// Replay every matching delivery rather than the rows (when the choice is rows).
     all_matching: bool,
-    url: String,
-    resign: bool,
+    pub(crate) url: String,
+    pub(crate) resign: bool,
     new_ids: bool,
     rate: String,
     concurrency: usize,
@@ -129,7 +129,9 @@ fn form_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
             ui.horizontal(|ui| {
                 ui.add(egui::TextEdit::singleline(&mut form.rate).desired_width(80.0))
                     .labelled_by(label.id)
-                    .on_hover_text("20/s, 300/m or 3600/h; empty: as fast as the concurrency allows");
+                    .on_hover_text(
+                        "20/s, 300/m or 3600/h; empty: as fast as the concurrency allows",
+                    );
                 let label = ui.label("at most");
                 ui.add(egui::DragValue::new(&mut form.concurrency).range(1..=256))
                     .labelled_by(label.id);
@@ -137,8 +139,13 @@ fn form_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
             });
             ui.end_row();
         });
-    ui.checkbox(&mut form.resign, "Re-sign with a fresh timestamp (each endpoint's scheme and secret)")
-        .on_hover_text("Unticked: each is sent exactly as captured, its old signature and timestamp included");
+    ui.checkbox(
+        &mut form.resign,
+        "Re-sign with a fresh timestamp (each endpoint's scheme and secret)",
+    )
+    .on_hover_text(
+        "Unticked: each is sent exactly as captured, its old signature and timestamp included",
+    );
     ui.checkbox(&mut form.new_ids, "New event ids (new events, not retries)");
     if form.url.trim().starts_with("https://") {
         ui.checkbox(&mut form.insecure, "Accept a self-signed certificate");
@@ -209,7 +216,12 @@ fn run_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, view: &ReplayView) {
             } else {
                 widgets::FAIL
             };
-            widgets::badge(ui, &format!("{n} × {status}"), color, "attempts answered so");
+            widgets::badge(
+                ui,
+                &format!("{n} × {status}"),
+                color,
+                "attempts answered so",
+            );
         }
     });
     let failures = summary.failures();

@@ -1445,3 +1445,111 @@ fn two_selected_deliveries_are_compared_in_a_window() {
             .is_some()
     );
 }
+
+#[test]
+fn two_selected_rows_are_replayed_from_the_window_with_a_summary() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut harness = harness(dir.path());
+    let addr = receiver_addr(&mut harness);
+    for n in 1..=3 {
+        post_signed(
+            addr,
+            "/hooks/ocr",
+            &format!("msg_r{n}"),
+            r#"{"type":"job.completed"}"#,
+            false,
+        );
+    }
+    wait_until(&mut harness, "three rows", |h| h.state().list.total == 3);
+    harness.state_mut().select(3);
+    harness.state_mut().multi.extend([1, 3]);
+    wait_until(&mut harness, "the Replay button", |h| {
+        h.query_by_label("Replay 2…").is_some()
+    });
+    harness.get_by_label("Replay 2…").click();
+    harness.run_steps(2);
+    assert!(
+        harness
+            .query_by_label("the 2 selected deliveries")
+            .is_some()
+    );
+    // To the window's own receiver, as captured: each copy arrives as a new delivery.
+    harness.state_mut().replay.url = format!("http://{addr}/hooks/again");
+    harness.state_mut().replay.resign = false;
+    harness.get_by_label("Start replay").click();
+    // In the window and on the status line.
+    wait_until(&mut harness, "the summary", |h| {
+        h.query_all_by_label_contains("replayed 2 of 2 to").count() == 2
+    });
+    assert!(harness.query_by_label("2 × 200").is_some());
+    wait_until(&mut harness, "the two copies", |h| {
+        h.state().list.total == 5
+    });
+    // Each attempt is on its delivery: the selected one lists it.
+    wait_until(&mut harness, "the attempt on #3", |h| {
+        h.state().attempts_of(3).iter().any(|a| {
+            a.kind == hookscope::domain::attempt::AttemptKind::Replay && a.status == Some(200)
+        })
+    });
+}
+
+#[test]
+fn a_delivery_no_rule_meets_is_marked_and_the_editor_tests_the_rules_against_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (target, _) = counting_server();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!(
+            "[[endpoint]]\npath = \"/hooks/ocr\"\n\n[[endpoint.forward]]\nto = \"http://{target}/done\"\nwhen = \"type:job.completed\"\n"
+        ),
+    )
+    .expect("config");
+    let mut harness = harness(dir.path());
+    let addr = receiver_addr(&mut harness);
+    post_signed(
+        addr,
+        "/hooks/ocr",
+        "msg_done",
+        r#"{"type":"job.completed"}"#,
+        false,
+    );
+    post_signed(
+        addr,
+        "/hooks/ocr",
+        "msg_failed",
+        r#"{"type":"job.failed"}"#,
+        false,
+    );
+    wait_until(&mut harness, "the not-forwarded badge", |h| {
+        h.query_by_label("not forwarded").is_some()
+    });
+    wait_until(&mut harness, "the count on the status line", |h| {
+        h.query_by_label("1 not forwarded (no rule met)").is_some()
+    });
+    harness.state_mut().select(2);
+    wait_until(&mut harness, "the detail", |h| h.state().detail.is_some());
+    harness.state_mut().endpoints.open = true;
+    harness.run_steps(2);
+    harness
+        .get_by_label("Test with the selected delivery")
+        .click();
+    wait_until(&mut harness, "the rule's answer", |h| {
+        h.query_by_label("#2 does not").is_some()
+    });
+    harness.state_mut().select(1);
+    wait_until(&mut harness, "the detail of #1", |h| {
+        h.state().detail.as_ref().is_some_and(|d| d.id == 1)
+    });
+    // The forwarded one: its attempt carries the target's answer.
+    wait_until(&mut harness, "the forward's attempt", |h| {
+        h.state().attempts_of(1).iter().any(|a| {
+            a.kind == hookscope::domain::attempt::AttemptKind::Forward && a.status == Some(200)
+        })
+    });
+    harness
+        .get_by_label("Test with the selected delivery")
+        .click();
+    wait_until(&mut harness, "the rule met", |h| {
+        h.query_by_label("#1 meets it").is_some()
+    });
+}

@@ -12,6 +12,9 @@ use hookscope::engine::Command;
 
 use super::{HookscopeApp, widgets};
 
+/// Per rule: whether the delivery meets its condition, or why that cannot be decided.
+type RuleAnswers = Vec<Result<bool, String>>;
+
 /// The working copy the panel edits, apart from the saved config.
 pub struct Editor {
     /// Whether the window is open.
@@ -24,7 +27,7 @@ pub struct Editor {
     header_text: std::collections::HashMap<usize, String>,
     error: Option<String>,
     /// The last *Test* of an endpoint's rules: (endpoint index, delivery, one answer a rule).
-    tested: Option<(usize, i64, Vec<Result<bool, String>>)>,
+    tested: Option<(usize, i64, RuleAnswers)>,
     /// The endpoint whose rules were sent for a test, awaiting the answer.
     testing: Option<usize>,
 }

@@ -68,6 +68,14 @@ pub enum Command {
         /// The second.
         b: i64,
     },
+    /// Compare a delivery with its partner: its event's first, its job's previous, its
+    /// forwarded copy.
+    CompareWith {
+        /// The delivery.
+        id: i64,
+        /// Which partner.
+        with: app::compare::With,
+    },
     /// Confirm the subscription a handshake asks to confirm by its URL (SNS, Event Grid).
     Confirm {
         /// The handshake's delivery.
@@ -508,6 +516,10 @@ impl Engine {
             Command::Confirm { id, any_host } => self.confirm(id, any_host),
             Command::Compare { a, b } => {
                 let result = app::compare::compare(&self.reader, a, b);
+                self.emit_result(result, |c| Event::Compared(Box::new(c)));
+            }
+            Command::CompareWith { id, with } => {
+                let result = app::compare::compare_with(&self.reader, id, with);
                 self.emit_result(result, |c| Event::Compared(Box::new(c)));
             }
             Command::CountStored => {

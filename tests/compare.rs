@@ -90,4 +90,44 @@ fn diff_says_what_changed_by_pointer_and_that_a_body_was_re_serialised() {
     let out = run(dir.path(), &["diff", "1", "99"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no delivery #99"));
+
+    // Compared with its partner: a retry with the first delivery of its event.
+    let out = run(dir.path(), &["diff", "3", "--with", "first", "--json"]);
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!((c["a"].as_i64(), c["b"].as_i64()), (Some(1), Some(3)));
+    assert_eq!(c["title"], "#1 -> #3");
+    // Each partner it does not have is one sentence and bad usage.
+    for (with, said) in [
+        ("first", "delivery #1 is no retry"),
+        ("previous", "delivery #1 belongs to no job"),
+        ("forwarded", "delivery #1 was not forwarded"),
+    ] {
+        let out = run(dir.path(), &["diff", "1", "--with", with]);
+        assert_eq!(out.status.code(), Some(2), "{with}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(said), "{said} in {stderr}");
+    }
+}
+
+#[test]
+fn a_jobs_delivery_is_compared_with_the_one_stored_before_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The seed's deliveries 1-5 are one job's five states, in order.
+    common::seed(dir.path(), 10);
+    let out = run(dir.path(), &["diff", "3", "--with", "previous", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!((c["a"].as_i64(), c["b"].as_i64()), (Some(2), Some(3)));
+    let pointers: Vec<&str> = c["body"]["changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .filter_map(|ch| ch["pointer"].as_str())
+        .collect();
+    assert!(pointers.contains(&"/data/status"), "{pointers:?}");
+    let out = run(dir.path(), &["diff", "1", "--with", "previous"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is the first stored of job job_0000000")
+    );
 }

@@ -148,6 +148,20 @@ fn each_delivery_goes_to_every_rule_it_meets_and_one_that_meets_none_is_marked()
     assert_eq!(all[3]["unrouted"], true, "kept in the store");
     assert_eq!(attempts(5)[0]["status"], 202);
 
+    // What the handler received, compared with what was captured: the same bytes, only the
+    // headers a hop changes.
+    let out = run(dir.path(), &["diff", "1", "--with", "forwarded", "--json"]);
+    let c: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(c["body"]["kind"], "same", "{c}");
+    let title = c["title"].as_str().expect("title");
+    assert!(
+        title.starts_with(&format!(
+            "#1 -> the forward to {} (attempt #",
+            url(&billing)
+        )),
+        "{title}"
+    );
+
     let out = run(dir.path(), &["list", "--limit", "10"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(

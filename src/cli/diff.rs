@@ -13,7 +13,12 @@ pub struct DiffArgs {
     /// The first delivery (its id in `list`)
     pub a: i64,
     /// The second delivery
-    pub b: i64,
+    #[arg(required_unless_present = "with", conflicts_with = "with")]
+    pub b: Option<i64>,
+    /// Compare A with its partner instead: the first delivery of its event, its job's
+    /// previous delivery, or the copy forwarded to the handler, as sent
+    #[arg(long, value_enum, value_name = "WHICH")]
+    pub with: Option<app::compare::With>,
     /// Print the comparison as JSON
     #[arg(long)]
     pub json: bool,
@@ -29,7 +34,15 @@ pub fn run(common: &Common, args: DiffArgs) -> Result<ExitCode, AppError> {
             app::history::nothing_captured(&store_file)
         )));
     };
-    let comparison = app::compare::compare(&reader, args.a, args.b)?;
+    let comparison = match (args.b, args.with) {
+        (Some(b), _) => app::compare::compare(&reader, args.a, b)?,
+        (None, Some(with)) => app::compare::compare_with(&reader, args.a, with)?,
+        (None, None) => {
+            return Err(AppError::Usage(
+                "give a second delivery, or --with first|previous|forwarded".into(),
+            ));
+        }
+    };
     if args.json {
         let text =
             serde_json::to_string(&comparison).map_err(|e| AppError::Failed(e.to_string()))?;

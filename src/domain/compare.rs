@@ -10,14 +10,28 @@ use crate::domain::delivery::Delivery;
 use crate::domain::pretty::pointer_segment;
 
 /// One side of a comparison.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Side<'a> {
     /// The delivery's id.
     pub id: i64,
     /// The request.
     pub delivery: &'a Delivery,
-    /// Its verdicts.
-    pub checks: &'a Checks,
+    /// Its verdicts (none for a request hookscope sent: a forwarded copy).
+    pub checks: Option<&'a Checks>,
+    /// What it is, for the title: `#7`, `the forward to URL (attempt #12)`.
+    pub label: String,
+}
+
+impl<'a> Side<'a> {
+    /// A stored delivery: `#id`, with its checks.
+    pub fn delivery(id: i64, delivery: &'a Delivery, checks: &'a Checks) -> Self {
+        Side {
+            id,
+            delivery,
+            checks: Some(checks),
+            label: format!("#{id}"),
+        }
+    }
 }
 
 /// A header that differs.
@@ -106,8 +120,10 @@ pub struct CheckPair {
 pub struct Comparison {
     /// The first delivery's id.
     pub a: i64,
-    /// The second's.
+    /// The second's (a forwarded copy's: its attempt's).
     pub b: i64,
+    /// What is compared with what: `#3 -> #7`, `#3 -> the forward to URL (attempt #12)`.
+    pub title: String,
     /// The headers that differ, the expected ones included (marked).
     pub headers: Vec<HeaderChange>,
     /// How the bodies differ.
@@ -158,7 +174,10 @@ pub fn expected_to_differ(name: &str) -> bool {
 pub fn compare(a: Side<'_>, b: Side<'_>) -> Comparison {
     let headers = header_changes(a.delivery, b.delivery);
     let (body, reserialised) = body_diff(&a.delivery.body, &b.delivery.body);
-    let checks = check_pairs(a.checks, b.checks);
+    let checks = match (a.checks, b.checks) {
+        (Some(x), Some(y)) => check_pairs(x, y),
+        _ => Vec::new(),
+    };
     let differs = headers.iter().any(|h| !h.expected)
         || match &body {
             BodyDiff::Same => false,
@@ -168,6 +187,7 @@ pub fn compare(a: Side<'_>, b: Side<'_>) -> Comparison {
     Comparison {
         a: a.id,
         b: b.id,
+        title: format!("{} -> {}", a.label, b.label),
         headers,
         body,
         reserialised,
@@ -411,7 +431,7 @@ fn check_pairs(a: &Checks, b: &Checks) -> Vec<CheckPair> {
 
 /// The comparison for people: a line per difference, the expected headers folded into one.
 pub fn human_lines(c: &Comparison) -> String {
-    let mut out = vec![format!("#{} -> #{}", c.a, c.b)];
+    let mut out = vec![c.title.clone()];
     let shown = |v: &Option<String>| v.clone().unwrap_or_default();
     for h in c.headers.iter().filter(|h| !h.expected) {
         out.push(match (&h.old, &h.new) {
@@ -496,18 +516,7 @@ mod tests {
 
     fn compared(a: &Delivery, b: &Delivery) -> Comparison {
         let c = checks();
-        compare(
-            Side {
-                id: 1,
-                delivery: a,
-                checks: &c,
-            },
-            Side {
-                id: 2,
-                delivery: b,
-                checks: &c,
-            },
-        )
+        compare(Side::delivery(1, a, &c), Side::delivery(2, b, &c))
     }
 
     #[test]

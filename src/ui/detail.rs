@@ -144,6 +144,7 @@ pub fn detail_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
                 let ids = super::export::export_ids(app);
                 super::replay::open(app, super::replay::Choice::Rows(ids));
             }
+            compare_with_menu(app, ui, &stored);
             if app.multi.len() == 2 {
                 let mut ids: Vec<i64> = app.multi.iter().copied().collect();
                 ids.sort_unstable();
@@ -938,6 +939,59 @@ fn marked(ui: &egui::Ui, text: &str, at: Option<usize>) -> LayoutJob {
 
 /// The *Compare* window: two deliveries' differences, a line each, coloured by kind (added,
 /// removed, changed), with the headers expected to differ folded into one line.
+/// *Compare with…*: the delivery and its event's first, its job's previous delivery, or the
+/// copy forwarded to the handler, each offered when the delivery has one.
+fn compare_with_menu(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery) {
+    use hookscope::app::compare::With;
+    let retry = stored
+        .checks
+        .duplicate
+        .first_id
+        .is_some_and(|first| first != stored.id);
+    let forwarded = app
+        .attempts_of(stored.id)
+        .iter()
+        .any(|a| a.kind == hookscope::domain::attempt::AttemptKind::Forward);
+    let choices = [
+        (
+            With::First,
+            retry,
+            "the first delivery of its event",
+            "It is a retry: what changed since the first copy",
+        ),
+        (
+            With::Previous,
+            stored.job.is_some(),
+            "its job's previous delivery",
+            "What changed since the job's delivery before it",
+        ),
+        (
+            With::Forwarded,
+            forwarded,
+            "the copy forwarded to the handler",
+            "What the handler received: the request as hookscope forwarded it",
+        ),
+    ];
+    if !choices.iter().any(|(_, offered, _, _)| *offered) {
+        return;
+    }
+    ui.menu_button("Compare with…", |ui| {
+        for (with, offered, label, hover) in choices {
+            if ui
+                .add_enabled(offered, egui::Button::new(label))
+                .on_hover_text(hover)
+                .clicked()
+            {
+                app.send(Command::CompareWith {
+                    id: stored.id,
+                    with,
+                });
+                ui.close();
+            }
+        }
+    });
+}
+
 pub fn compare_window(app: &mut HookscopeApp, ctx: &egui::Context) {
     let Some(comparison) = &app.comparison else {
         return;
@@ -945,7 +999,7 @@ pub fn compare_window(app: &mut HookscopeApp, ctx: &egui::Context) {
     let text = hookscope::domain::compare::human_lines(comparison);
     let mut open = true;
     let mut copy = false;
-    egui::Window::new(format!("Compare #{} and #{}", comparison.a, comparison.b))
+    egui::Window::new(format!("Compare {}", comparison.title))
         .open(&mut open)
         .default_width(760.0)
         .pivot(egui::Align2::CENTER_CENTER)

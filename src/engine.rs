@@ -659,7 +659,18 @@ impl Engine {
                 };
                 match summary {
                     Ok(summary) => {
-                        let notice = summary.sentence();
+                        // The status line's share: the counts (the window has the rest).
+                        let counts: Vec<String> = summary
+                            .by_status()
+                            .iter()
+                            .map(|(status, n)| format!("{n} × {status}"))
+                            .collect();
+                        let notice = format!(
+                            "replayed {} of {}: {}",
+                            summary.outcomes.len(),
+                            summary.selected,
+                            counts.join(", ")
+                        );
                         send(view(Some(summary)));
                         send(Event::Notice(notice));
                     }

@@ -495,7 +495,11 @@ pub fn human_lines(c: &Comparison) -> String {
         .iter()
         .map(|p| format!("{} {} | {}", p.check, p.a, p.b))
         .collect();
-    out.push(format!("  checks: {}", checks.join("; ")));
+    if checks.is_empty() {
+        out.push("  checks: the second was sent by hookscope, so it has none of its own".into());
+    } else {
+        out.push(format!("  checks: {}", checks.join("; ")));
+    }
     out.join("\n")
 }
 

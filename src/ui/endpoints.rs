@@ -106,8 +106,8 @@ pub fn endpoints_window(app: &mut HookscopeApp, ctx: &egui::Context) {
     let mut pending_test = None;
     egui::Window::new("Endpoints & secrets")
         .open(&mut open)
-        .default_width(720.0)
-        .default_height(460.0)
+        .default_width(760.0)
+        .default_height(600.0)
         .resizable(true)
         .show(ctx, |ui| {
             ui.label("Deliveries go to the endpoint with the longest matching path prefix; \"/\" catches the rest. With no scheme, hookscope detects one from the headers.");
@@ -121,7 +121,7 @@ pub fn endpoints_window(app: &mut HookscopeApp, ctx: &egui::Context) {
                 .collect();
             let mut remove = None;
             let mut test = None;
-            egui::ScrollArea::vertical().max_height(360.0).show(ui, |ui| {
+            egui::ScrollArea::vertical().max_height(560.0).show(ui, |ui| {
                 for (index, endpoint) in editor.draft.endpoints.iter_mut().enumerate() {
                     egui::Frame::group(ui.style()).show(ui, |ui| {
                         endpoint_ui(
@@ -484,7 +484,7 @@ fn forward_ui(
             let label = ui.label("to");
             ui.add(
                 egui::TextEdit::singleline(&mut rule.to)
-                    .desired_width(220.0)
+                    .desired_width(200.0)
                     .hint_text("http://localhost:3000/billing"),
             )
             .labelled_by(label.id);
@@ -493,7 +493,7 @@ fn forward_ui(
             if ui
                 .add(
                     egui::TextEdit::singleline(&mut when)
-                        .desired_width(220.0)
+                        .desired_width(300.0)
                         .hint_text("every delivery (e.g. type:invoice.* OR type:charge.*)"),
                 )
                 .labelled_by(label.id)

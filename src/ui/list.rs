@@ -70,7 +70,7 @@ pub fn list_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
                 .clip(true)
                 .resizable(true),
         )
-        .column(Column::exact(250.0))
+        .column(Column::exact(300.0))
         .column(Column::exact(70.0))
         .column(Column::remainder().at_least(40.0));
     if let Some(position) = scroll_to {
@@ -139,7 +139,7 @@ pub fn list_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
                     if let Some(rules) = item.unrouted {
                         widgets::badge(
                             ui,
-                            "not forwarded",
+                            "unrouted",
                             widgets::WARN,
                             &hookscope::app::report::unrouted_sentence(rules),
                         );

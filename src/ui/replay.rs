@@ -192,9 +192,26 @@ fn start(app: &mut HookscopeApp) {
 fn run_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, view: &ReplayView) {
     let snapshot = &view.snapshot;
     ui.label(format!("To {}", view.url));
+    // Once ended, the summary's own figures (its clock started with the first send).
+    let text = match &view.summary {
+        Some(summary) => {
+            let failed = summary.outcomes.iter().filter(|o| !o.succeeded()).count();
+            let mut text = format!(
+                "{}/{} · {:.1}/s",
+                summary.outcomes.len(),
+                summary.selected,
+                summary.rate()
+            );
+            if failed > 0 {
+                text.push_str(&format!(" · {failed} failed"));
+            }
+            text
+        }
+        None => snapshot.line(),
+    };
     ui.add(
         egui::ProgressBar::new(snapshot.fraction())
-            .text(snapshot.line())
+            .text(text)
             .desired_width(480.0),
     );
     let Some(summary) = &view.summary else {

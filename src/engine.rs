@@ -278,6 +278,8 @@ pub struct ReplayView {
     pub snapshot: app::replay::Snapshot,
     /// The summary, once it ended.
     pub summary: Option<app::replay::Summary>,
+    /// Why it ended without a summary (nothing could be sent).
+    pub failed: Option<String>,
 }
 
 /// The window's side of the engine.
@@ -629,11 +631,12 @@ impl Engine {
                     let _ = events.send(event);
                     waker();
                 };
-                let view = |summary: Option<app::replay::Summary>| {
+                let view = |summary: Option<app::replay::Summary>, failed: Option<String>| {
                     Event::Replay(Box::new(ReplayView {
                         url: request.url.clone(),
                         snapshot: progress.snapshot(),
                         summary,
+                        failed,
                     }))
                 };
                 let summary = match app::small_runtime() {
@@ -651,7 +654,7 @@ impl Engine {
                         loop {
                             tokio::select! {
                                 summary = &mut run => break summary,
-                                _ = tick.tick() => send(view(None)),
+                                _ = tick.tick() => send(view(None, None)),
                             }
                         }
                     }),
@@ -671,10 +674,10 @@ impl Engine {
                             summary.selected,
                             counts.join(", ")
                         );
-                        send(view(Some(summary)));
+                        send(view(Some(summary), None));
                         send(Event::Notice(notice));
                     }
-                    Err(e) => send(Event::Error(e.to_string())),
+                    Err(e) => send(view(None, Some(e.to_string()))),
                 }
                 active.store(false, Ordering::SeqCst);
             });

@@ -298,6 +298,24 @@ fn bad_input_is_one_sentence_and_an_unreachable_handler_stops_the_replay() {
     );
     assert_eq!(said(&out).lines().count(), 1, "{}", said(&out));
 
+    // A secret without --resign would be ignored: refused instead.
+    let secret_file = dir.path().join("secret");
+    std::fs::write(&secret_file, "whsec_x").expect("secret file");
+    let out = run(
+        dir.path(),
+        &[
+            "replay",
+            "--ids",
+            "1",
+            "--to",
+            "http://127.0.0.1:9/",
+            "--secret-file",
+            secret_file.to_str().expect("utf-8"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(said(&out).contains("are for --resign"), "{}", said(&out));
+
     let out = run(
         dir.path(),
         &[

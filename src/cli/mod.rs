@@ -87,7 +87,7 @@ pub enum Command {
     Resend(resend::ResendArgs),
     /// Send many captured deliveries again (a filter, ids, a job, fixtures or a HAR file) at a rate, each attempt stored: exit 0 when every one was answered 2xx
     Replay(replay::ReplayArgs),
-    /// Compare two stored deliveries: headers, the body by JSON pointer (or line by line), the checks; exit 0 when nothing differs beyond what differs between any two attempts, 1 otherwise
+    /// Compare two stored deliveries, or one with its event's first, its job's previous or its forwarded copy (--with): headers, the body by JSON pointer (or line by line), the checks; exit 0 when nothing differs beyond what differs between any two attempts, 1 otherwise
     Diff(diff::DiffArgs),
     /// Confirm a subscription a provider asked to be confirmed (AWS SNS, Event Grid's manual validation): the one GET of its URL
     Confirm(confirm::ConfirmArgs),

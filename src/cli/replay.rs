@@ -97,11 +97,17 @@ impl ReplayArgs {
             (None, Some(speed)) => Pace::Speed(speed),
             (None, None) => Pace::Asap,
         };
+        let secrets = self.secret_sources.with(&self.secrets)?;
+        if !self.resign && !secrets.is_empty() {
+            return Err(AppError::Usage(
+                "--secret-env and --secret-file are for --resign: without it each delivery is sent as captured".into(),
+            ));
+        }
         let request = ReplayRequest {
             url: self.to.clone(),
             resign: self.resign,
             scheme: self.scheme.clone(),
-            secrets: self.secret_sources.with(&self.secrets)?,
+            secrets,
             new_ids: self.new_ids,
             pace,
             concurrency: self.concurrency,

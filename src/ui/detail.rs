@@ -937,8 +937,6 @@ fn marked(ui: &egui::Ui, text: &str, at: Option<usize>) -> LayoutJob {
     job
 }
 
-/// The *Compare* window: two deliveries' differences, a line each, coloured by kind (added,
-/// removed, changed), with the headers expected to differ folded into one line.
 /// *Compare with…*: the delivery and its event's first, its job's previous delivery, or the
 /// copy forwarded to the handler, each offered when the delivery has one.
 fn compare_with_menu(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery) {
@@ -992,6 +990,8 @@ fn compare_with_menu(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredD
     });
 }
 
+/// The *Compare* window: two deliveries' differences, a line each, coloured by kind (added,
+/// removed, changed), with the headers expected to differ folded into one line.
 pub fn compare_window(app: &mut HookscopeApp, ctx: &egui::Context) {
     let Some(comparison) = &app.comparison else {
         return;

@@ -986,11 +986,7 @@ impl HookscopeApp {
             if self.stored.unrouted > 0 {
                 ui.separator();
                 let n = self.stored.unrouted;
-                let text = if n == 1 {
-                    "1 not forwarded (no rule met)".to_string()
-                } else {
-                    format!("{n} not forwarded (no rule met)")
-                };
+                let text = format!("{n} unrouted (no forwarding rule met)");
                 ui.colored_label(widgets::WARN, text).on_hover_text(
                     "Deliveries whose endpoint has forwarding rules and that met none of their conditions",
                 );

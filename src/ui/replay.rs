@@ -28,6 +28,8 @@ pub struct ReplayForm {
     all_matching: bool,
     pub(crate) url: String,
     pub(crate) resign: bool,
+    /// The secret to re-sign with (empty: each delivery's endpoint's).
+    secret: String,
     new_ids: bool,
     rate: String,
     concurrency: usize,
@@ -44,6 +46,7 @@ impl Default for ReplayForm {
             all_matching: false,
             url: "http://localhost:3000/webhooks".into(),
             resign: true,
+            secret: String::new(),
             new_ids: false,
             rate: "20/s".into(),
             concurrency: replay::DEFAULT_CONCURRENCY,
@@ -56,7 +59,9 @@ impl Default for ReplayForm {
 impl ReplayForm {
     /// Whether a replay is running (the window cannot start another).
     pub fn running(&self) -> bool {
-        self.view.as_ref().is_some_and(|v| v.summary.is_none())
+        self.view
+            .as_ref()
+            .is_some_and(|v| v.summary.is_none() && v.failed.is_none())
     }
 }
 
@@ -141,11 +146,23 @@ fn form_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
         });
     ui.checkbox(
         &mut form.resign,
-        "Re-sign with a fresh timestamp (each endpoint's scheme and secret)",
+        "Re-sign with a fresh timestamp (each delivery's scheme)",
     )
     .on_hover_text(
         "Unticked: each is sent exactly as captured, its old signature and timestamp included",
     );
+    if form.resign {
+        ui.horizontal(|ui| {
+            let label = ui.label("Secret");
+            ui.add(
+                egui::TextEdit::singleline(&mut form.secret)
+                    .password(true)
+                    .desired_width(300.0)
+                    .hint_text("empty: each delivery's endpoint's secrets"),
+            )
+            .labelled_by(label.id);
+        });
+    }
     ui.checkbox(&mut form.new_ids, "New event ids (new events, not retries)");
     if form.url.trim().starts_with("https://") {
         ui.checkbox(&mut form.insecure, "Accept a self-signed certificate");
@@ -173,6 +190,10 @@ fn start(app: &mut HookscopeApp) {
     let request = ReplayRequest {
         url: form.url.trim().to_string(),
         resign: form.resign,
+        secrets: match form.secret.trim() {
+            "" => Vec::new(),
+            secret => vec![secret.to_string()],
+        },
         new_ids: form.new_ids,
         pace,
         concurrency: form.concurrency,
@@ -214,6 +235,13 @@ fn run_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, view: &ReplayView) {
             .text(text)
             .desired_width(480.0),
     );
+    if let Some(why) = &view.failed {
+        ui.colored_label(widgets::FAIL, format!("Nothing was sent: {why}"));
+        if ui.button("Change and try again…").clicked() {
+            app.replay.view = None;
+        }
+        return;
+    }
     let Some(summary) = &view.summary else {
         if ui
             .add_enabled(!snapshot.stopping, egui::Button::new("Stop"))

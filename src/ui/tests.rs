@@ -1574,9 +1574,21 @@ fn two_selected_rows_are_replayed_from_the_window_with_a_summary() {
             .query_by_label("the 2 selected deliveries")
             .is_some()
     );
-    // To the window's own receiver, as captured: each copy arrives as a new delivery.
+    // Re-signing with no secret anywhere: nothing is sent, the window says why and offers
+    // to change the form (it is not left waiting on a run that never started).
     harness.state_mut().replay.url = format!("http://{addr}/hooks/again");
+    harness.get_by_label("Start replay").click();
+    wait_until(&mut harness, "the refusal", |h| {
+        h.query_by_label_contains("Nothing was sent: re-signing needs a secret")
+            .is_some()
+    });
+    harness.run_steps(2);
+    harness.get_by_label("Change and try again…").click();
+    harness.run_steps(2);
+    // To the window's own receiver, as captured: each copy arrives as a new delivery.
     harness.state_mut().replay.resign = false;
+    // A frame without the secret field before the click (the button's id follows the form).
+    harness.run_steps(2);
     harness.get_by_label("Start replay").click();
     wait_until(&mut harness, "the summary", |h| {
         h.query_by_label_contains("replayed 2 of 2 to").is_some()
@@ -1628,7 +1640,8 @@ fn a_delivery_no_rule_meets_is_marked_and_the_editor_tests_the_rules_against_it(
         h.query_by_label("unrouted").is_some()
     });
     wait_until(&mut harness, "the count on the status line", |h| {
-        h.query_by_label("1 not forwarded (no rule met)").is_some()
+        h.query_by_label("1 unrouted (no forwarding rule met)")
+            .is_some()
     });
     harness.state_mut().select(2);
     wait_until(&mut harness, "the detail", |h| h.state().detail.is_some());

@@ -429,3 +429,43 @@ fn a_replay_stopped_by_sigterm_keeps_and_summarises_every_attempt_made() {
     let xml = std::fs::read_to_string(&junit).expect("junit");
     assert!(xml.contains(&format!("skipped=\"{}\"", 40 - sent)), "{xml}");
 }
+
+#[test]
+fn speed_keeps_the_original_spacing_scaled_and_new_ids_make_new_events() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The seed's deliveries arrived a second apart: five of them span 4 s.
+    common::seed(dir.path(), 5);
+    let handler = serve(Flavour::Correct, StatusCode::OK);
+    let url = format!("http://{}/webhooks", handler.addr);
+    let out = run(
+        dir.path(),
+        &[
+            "replay",
+            "--ids",
+            "1-5",
+            "--to",
+            &url,
+            "--speed",
+            "10",
+            "--resign",
+            "--secret",
+            SECRET,
+            "--new-ids",
+            "--json",
+        ],
+    );
+    let summary = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{summary}");
+    // 4 s of spacing ten times faster: at least 0.4 s, and far from the original 4 s.
+    let elapsed = summary["elapsed_ms"].as_u64().expect("elapsed");
+    assert!((390..3000).contains(&elapsed), "{summary}");
+    let received = handler.handler.received.lock().expect("lock").clone();
+    assert_eq!(received.len(), 5);
+    for (headers, _) in &received {
+        let id = headers["webhook-id"].to_str().expect("id");
+        assert!(
+            !id.starts_with("msg_0000000"),
+            "a new event id, not the captured {id}"
+        );
+    }
+}

@@ -1669,4 +1669,52 @@ fn a_delivery_no_rule_meets_is_marked_and_the_editor_tests_the_rules_against_it(
     wait_until(&mut harness, "the rule met", |h| {
         h.query_by_label("#1 meets it").is_some()
     });
+    // The endpoint's forwarding switched off: a delivery is neither forwarded nor unrouted.
+    harness.get_by_label("/hooks/ocr by its rule").click();
+    harness.run_steps(2);
+    assert!(
+        !harness
+            .state()
+            .engine
+            .controls
+            .endpoint_forwarding("/hooks/ocr")
+    );
+    post_signed(
+        addr,
+        "/hooks/ocr",
+        "msg_done2",
+        r#"{"type":"job.completed"}"#,
+        false,
+    );
+    post_signed(
+        addr,
+        "/hooks/ocr",
+        "msg_failed2",
+        r#"{"type":"job.failed"}"#,
+        false,
+    );
+    wait_until(&mut harness, "four rows", |h| h.state().list.total == 4);
+    harness.state_mut().select(3);
+    wait_until(&mut harness, "the detail of #3", |h| {
+        h.state().detail.as_ref().is_some_and(|d| d.id == 3)
+    });
+    // Forwards are sent after the answer: give one time to land, then count them in the store.
+    std::thread::sleep(Duration::from_millis(500));
+    let forwards = hookscope::store::Reader::open(&dir.path().join("hookscope.sqlite"))
+        .and_then(|r| r.count_attempts(hookscope::domain::attempt::AttemptKind::Forward))
+        .expect("count");
+    assert_eq!(forwards, 1, "only #1's: nothing forwarded while off");
+    assert!(
+        harness.state().attempts_of(3).is_empty(),
+        "not forwarded while off"
+    );
+    wait_until(&mut harness, "the count read again", |h| {
+        h.state().stored.total == Some(4)
+    });
+    assert!(
+        harness
+            .query_by_label("1 unrouted (no forwarding rule met)")
+            .is_some(),
+        "#4 met no rule, but the rules were off: not counted"
+    );
 }

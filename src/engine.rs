@@ -663,16 +663,11 @@ impl Engine {
                 match summary {
                     Ok(summary) => {
                         // The status line's share: the counts (the window has the rest).
-                        let counts: Vec<String> = summary
-                            .by_status()
-                            .iter()
-                            .map(|(status, n)| format!("{n} × {status}"))
-                            .collect();
                         let notice = format!(
                             "replayed {} of {}: {}",
                             summary.outcomes.len(),
                             summary.selected,
-                            counts.join(", ")
+                            summary.counts()
                         );
                         send(view(Some(summary), None));
                         send(Event::Notice(notice));
@@ -682,6 +677,9 @@ impl Engine {
                 active.store(false, Ordering::SeqCst);
             });
         if let Err(e) = spawned {
+            if let Some((_, active)) = &self.replay {
+                active.store(false, Ordering::SeqCst);
+            }
             self.emit(Event::Error(format!("cannot start the replay: {e}")));
         }
     }

@@ -100,18 +100,28 @@ fn each_delivery_goes_to_every_rule_it_meets_and_one_that_meets_none_is_marked()
     for delivery in [&invoice, &charge, &subscription, &anything] {
         assert_eq!(delivery["unrouted"], false, "{delivery}");
     }
+    // Forwards that do not mirror go out after the answer: wait until each target has what
+    // it should (or more, which the counts below would catch) and each attempt is stored,
+    // before stopping the receiver.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let count = |s: &common::handler::Server| s.handler.received.lock().expect("lock").len();
+    let recorded = |dir: &std::path::Path| {
+        stored(dir)
+            .iter()
+            .map(|d| d["attempts"].as_array().map_or(0, Vec::len))
+            .sum::<usize>()
+    };
+    while (count(&billing) < 2
+        || count(&payments) < 1
+        || count(&staging) < 1
+        || recorded(dir.path()) < 4)
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
     drop(listener);
 
-    let received = |s: &common::handler::Server| {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let got = s.handler.received.lock().expect("lock").clone();
-            if !got.is_empty() || Instant::now() > deadline {
-                return got;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    };
+    let received = |s: &common::handler::Server| s.handler.received.lock().expect("lock").clone();
     let bodies = |s: &common::handler::Server| -> Vec<String> {
         received(s)
             .iter()

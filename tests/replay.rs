@@ -469,3 +469,53 @@ fn speed_keeps_the_original_spacing_scaled_and_new_ids_make_new_events() {
         );
     }
 }
+
+#[test]
+fn deliveries_that_cannot_be_re_signed_are_not_sent_and_the_rest_are() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    common::seed(dir.path(), 9);
+    // Only /hooks/ocr has a secret: its deliveries can be re-signed, the others cannot.
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!("[[endpoint]]\npath = \"/hooks/ocr\"\nsecrets = [\"{SECRET}\"]\n"),
+    )
+    .expect("config");
+    let ocr = listed(dir.path(), "path:/hooks/ocr").len();
+    assert!(ocr > 0 && ocr < 9);
+    let handler = serve(Flavour::Correct, StatusCode::OK);
+    let url = format!("http://{}/webhooks", handler.addr);
+    let out = run(
+        dir.path(),
+        &["replay", "--filter", "", "--to", &url, "--resign", "--json"],
+    );
+    let summary = json(&out);
+    assert_eq!(out.status.code(), Some(1), "{summary}");
+    assert_eq!(summary["sent"], ocr, "{summary}");
+    assert_eq!(
+        summary["by_status"]["200"], ocr,
+        "each verified by the handler"
+    );
+    assert_eq!(summary["by_status"]["not sent"], 9 - ocr);
+    let reason = summary["failures"][0]["error"].as_str().unwrap_or_default();
+    assert!(reason.contains("has none"), "{reason}");
+    assert_eq!(handler.handler.received.lock().expect("lock").len(), ocr);
+
+    // When none can be, nothing is sent and the reason is the one sentence: exit 2.
+    let out = run(
+        dir.path(),
+        &[
+            "replay",
+            "--filter",
+            "path:/hooks/render",
+            "--to",
+            &url,
+            "--resign",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("--resign needs a secret: endpoint / has none"),
+        "{said}"
+    );
+}

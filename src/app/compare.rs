@@ -79,16 +79,15 @@ pub fn compare_with(reader: &Reader, id: i64, with: With) -> Result<Comparison, 
                 .into_iter()
                 .rfind(|a| a.kind == AttemptKind::Forward)
                 .ok_or_else(|| AppError::Usage(format!("delivery #{id} was not forwarded")))?;
-            // The request as it left hookscope: its headers and body, to the handler's path.
-            let path_and_query = attempt
+            // The request as it left hookscope (what the handler got, unless something between
+            // them changed it): its headers and body, to the handler's path and query.
+            let rest = attempt
                 .url
                 .split_once("://")
-                .and_then(|(_, rest)| rest.find('/').map(|at| rest[at..].to_string()))
-                .unwrap_or_else(|| "/".into());
-            let (path, query) = path_and_query
-                .split_once('?')
-                .map(|(p, q)| (p.to_string(), q.to_string()))
-                .unwrap_or((path_and_query.clone(), String::new()));
+                .map_or(attempt.url.as_str(), |(_, rest)| rest);
+            let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+            let path = rest.find('/').map_or("/", |at| &rest[at..]).to_string();
+            let query = query.to_string();
             let copy = Delivery {
                 received_at_ms: attempt.sent_at_ms,
                 method: stored.delivery.method.clone(),

@@ -103,6 +103,17 @@ impl ReplayRequest {
                     "a rate of 0 sends nothing: give at least 1/s, or leave the rate out".into(),
                 ));
             }
+            Pace::Rate(r) if r < 1.0 / 3600.0 => {
+                return Err(AppError::Usage(
+                    "a rate under 1/h would take longer than anyone waits: give at least 1/h"
+                        .into(),
+                ));
+            }
+            Pace::Speed(s) if s.is_finite() && s > 0.0 && s < 0.001 => {
+                return Err(AppError::Usage(
+                    "a speed under 0.001 stretches a second to over a quarter of an hour: give at least 0.001".into(),
+                ));
+            }
             Pace::Speed(s) if !(s > 0.0 && s.is_finite()) => {
                 return Err(AppError::Usage(
                     "a speed of 0 never sends: give a factor above 0 (1 is the original spacing)"
@@ -409,8 +420,10 @@ pub struct Outcome {
     pub delivery_id: i64,
     /// Its event type, to name the case.
     pub event_type: Option<String>,
-    /// The stored attempt's id (0 when it could not be stored or built).
+    /// The stored attempt's id (0 when it could not be stored or was not sent).
     pub attempt_id: i64,
+    /// Whether a request went out (not: deleted, or nothing to re-sign it with).
+    pub sent: bool,
     /// The handler's status, when it answered.
     pub status: Option<u16>,
     /// Why there is no status (refused, timed out, could not be built).
@@ -457,9 +470,10 @@ impl Summary {
     pub fn by_status(&self) -> BTreeMap<String, usize> {
         let mut counts = BTreeMap::new();
         for o in &self.outcomes {
-            let key = match o.status {
-                Some(status) => status.to_string(),
-                None => "no answer".into(),
+            let key = match (o.status, o.sent) {
+                (Some(status), _) => status.to_string(),
+                (None, true) => "no answer".into(),
+                (None, false) => "not sent".into(),
             };
             *counts.entry(key).or_insert(0) += 1;
         }
@@ -502,13 +516,18 @@ impl Summary {
         }
     }
 
-    /// One sentence: what was sent, how it was answered, how fast.
-    pub fn sentence(&self) -> String {
-        let counts: Vec<String> = self
-            .by_status()
+    /// The counts by result: "23 × 200, 1 × 500".
+    pub fn counts(&self) -> String {
+        self.by_status()
             .iter()
             .map(|(status, n)| format!("{n} × {status}"))
-            .collect();
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// One sentence: what was sent, how it was answered, how fast.
+    pub fn sentence(&self) -> String {
+        let counts = self.counts();
         let mut line = format!(
             "replayed {} of {} to {} in {:.1} s ({:.1}/s)",
             self.outcomes.len(),
@@ -518,7 +537,7 @@ impl Summary {
             self.rate()
         );
         if !counts.is_empty() {
-            line.push_str(&format!(": {}", counts.join(", ")));
+            line.push_str(&format!(": {counts}"));
         }
         if self.outcomes.iter().any(|o| o.status.is_some()) {
             line.push_str(&format!(
@@ -551,7 +570,7 @@ impl Summary {
         json!({
             "url": self.url,
             "selected": self.selected,
-            "sent": self.outcomes.len(),
+            "sent": self.outcomes.iter().filter(|o| o.sent).count(),
             "ok": self.all_succeeded(),
             "stopped": self.stopped,
             "elapsed_ms": self.elapsed.as_millis() as u64,
@@ -595,8 +614,9 @@ impl Summary {
                     ">\n    <failure message=\"answered {status}\" type=\"status\"/>\n  </testcase>\n"
                 )),
                 (None, error) => xml.push_str(&format!(
-                    ">\n    <error message=\"{}\" type=\"no answer\"/>\n  </testcase>\n",
-                    xml_escape(error.as_deref().unwrap_or("no answer"))
+                    ">\n    <error message=\"{}\" type=\"{}\"/>\n  </testcase>\n",
+                    xml_escape(error.as_deref().unwrap_or("no answer")),
+                    if o.sent { "no answer" } else { "not sent" }
                 )),
             }
         }
@@ -658,25 +678,34 @@ pub async fn run(
         if progress.stopping() {
             break;
         }
-        let Some(stored) = reader.get(id)? else {
-            // Deleted since it was selected: counted as a failure, not sent.
-            finish(
-                &progress,
-                &outcomes,
-                unsent(id, None, "deleted before it was sent"),
-            );
-            continue;
+        let stored = match reader.get(id) {
+            Ok(Some(stored)) => stored,
+            // Deleted since it was selected: counted as not sent.
+            Ok(None) => {
+                finish(
+                    &progress,
+                    &outcomes,
+                    unsent(id, None, "deleted before it was sent"),
+                );
+                continue;
+            }
+            // The store cannot be read: stop, keeping what is in flight.
+            Err(e) => {
+                progress.stop(format!("the store could not be read: {e}"));
+                break;
+            }
         };
-        let due = match request.pace {
-            Pace::Asap => started,
-            Pace::Rate(rate) => started + Duration::from_secs_f64(n as f64 / rate),
+        let offset = match request.pace {
+            Pace::Asap => 0.0,
+            Pace::Rate(rate) => n as f64 / rate,
             Pace::Speed(speed) => {
                 let received = stored.delivery.received_at_ms;
                 let first = *first_received.get_or_insert(received);
-                let gap = (received - first).max(0) as f64 / 1000.0 / speed;
-                started + Duration::from_secs_f64(gap)
+                (received - first).max(0) as f64 / 1000.0 / speed
             }
         };
+        // `check` bounds the rate and the speed, so this is a real duration.
+        let due = started + Duration::try_from_secs_f64(offset).unwrap_or(Duration::MAX / 4);
         if !wait_until(due, &progress).await {
             break;
         }
@@ -695,8 +724,8 @@ pub async fn run(
         let event_type = stored.event_type.clone();
         let prepared = match resend::build(file, &settings, &stored, &one) {
             Ok(prepared) => prepared,
-            // The same refusal for every delivery (no secret, no scheme) is said once.
-            Err(e @ AppError::Usage(_)) if n == 0 => return Err(e),
+            // This delivery cannot be sent (no secret or scheme to re-sign it with): counted
+            // as not sent; when none could be, the run is refused below.
             Err(e) => {
                 finish(&progress, &outcomes, unsent(id, event_type, &e.to_string()));
                 continue;
@@ -705,6 +734,10 @@ pub async fn run(
         let Ok(permit) = Arc::clone(&limit).acquire_owned().await else {
             break;
         };
+        // A stop while waiting for a free slot: nothing new is sent.
+        if progress.stopping() {
+            break;
+        }
         progress.sent.fetch_add(1, Ordering::SeqCst);
         let (client, writer) = (client.clone(), writer.clone());
         let (progress, outcomes, url) = (
@@ -714,19 +747,38 @@ pub async fn run(
         );
         tasks.spawn(async move {
             let outcome =
-                match resend::send_with(&client, &prepared, AttemptKind::Replay, &writer).await {
-                    Ok(attempt) => Outcome {
-                        delivery_id: id,
-                        event_type,
-                        attempt_id: attempt.id,
-                        status: attempt.status,
-                        error: attempt.error.clone(),
-                        latency_ms: attempt.latency_ms,
-                        sent_at_ms: attempt.sent_at_ms,
-                    },
+                match resend::send_unrecorded(&client, &prepared, AttemptKind::Replay).await {
+                    Ok(attempt) => {
+                        let mut outcome = Outcome {
+                            delivery_id: id,
+                            event_type,
+                            attempt_id: 0,
+                            sent: true,
+                            status: attempt.status,
+                            error: attempt.error.clone(),
+                            latency_ms: attempt.latency_ms,
+                            sent_at_ms: attempt.sent_at_ms,
+                        };
+                        // The handler's answer stands even when the store cannot keep it.
+                        match writer.attempt(attempt).await {
+                            Ok(stored) => outcome.attempt_id = stored,
+                            Err(e) => {
+                                let kept = outcome
+                                    .error
+                                    .take()
+                                    .map(|e| format!("{e}; "))
+                                    .unwrap_or_default();
+                                outcome.error = Some(format!("{kept}not stored: {e}"));
+                            }
+                        }
+                        outcome
+                    }
                     Err(e) => unsent(id, event_type, &e.to_string()),
                 };
-            if outcome.status.is_none() && progress.answered.load(Ordering::SeqCst) == 0 {
+            if outcome.sent
+                && outcome.status.is_none()
+                && progress.answered.load(Ordering::SeqCst) == 0
+            {
                 // Nothing has answered yet: the handler is not there, so stop rather than fail
                 // every delivery one by one.
                 progress.stop(format!("nothing answered at {url}: {}", outcome.result()));
@@ -742,6 +794,17 @@ pub async fn run(
             .map_err(|_| AppError::Failed("the replay's results were lost to a panic".into()))?,
     );
     let stopped = progress.why_stopped.lock().ok().and_then(|why| why.clone());
+    // Nothing could be sent, each for the same reason (no secret, no scheme): one refusal.
+    if stopped.is_none()
+        && !outcomes.is_empty()
+        && outcomes.iter().all(|o| !o.sent)
+        && let Some(first) = outcomes.first().and_then(|o| o.error.clone())
+        && outcomes
+            .iter()
+            .all(|o| o.error.as_deref() == Some(first.as_str()))
+    {
+        return Err(AppError::Usage(first));
+    }
     Ok(Summary {
         url: request.url.clone(),
         selected: ids.len(),
@@ -771,6 +834,7 @@ fn unsent(id: i64, event_type: Option<String>, why: &str) -> Outcome {
         delivery_id: id,
         event_type,
         attempt_id: 0,
+        sent: false,
         status: None,
         error: Some(why.to_string()),
         latency_ms: 0,
@@ -834,6 +898,7 @@ mod tests {
             delivery_id: id,
             event_type: Some("invoice.paid".into()),
             attempt_id: id * 10,
+            sent: true,
             status,
             error: status.is_none().then(|| "connection refused".to_string()),
             latency_ms,

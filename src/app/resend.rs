@@ -212,16 +212,26 @@ pub async fn send_with(
     kind: AttemptKind,
     writer: &StoreWriter,
 ) -> Result<Attempt, AppError> {
-    let mut attempt = client
+    let mut attempt = send_unrecorded(client, prepared, kind).await?;
+    attempt.id = writer.attempt(attempt.clone()).await?;
+    Ok(attempt)
+}
+
+/// Sends a prepared resend through `client` as an attempt of `kind`, without recording it (the
+/// caller records it, and keeps the answer when the store cannot).
+pub async fn send_unrecorded(
+    client: &Client,
+    prepared: &PreparedResend,
+    kind: AttemptKind,
+) -> Result<Attempt, AppError> {
+    Ok(client
         .send(
             &prepared.url,
             &prepared.outgoing,
             kind,
             Some(prepared.delivery_id),
         )
-        .await?;
-    attempt.id = writer.attempt(attempt.clone()).await?;
-    Ok(attempt)
+        .await?)
 }
 
 /// One sentence on how a resend went, for the status line and the terminal.

@@ -608,11 +608,14 @@ fn targets(
     if !rules.is_empty() && shared.controls.endpoint_forwarding(&endpoint.path) {
         let conditions: Vec<&crate::domain::filter::Filter> =
             rules.iter().filter_map(|r| r.filter.as_ref()).collect();
-        let mut met = match conditions.is_empty() {
-            true => Vec::new(),
+        // `None`: the store could not say; the conditional rules are not applied, and the
+        // delivery is not marked unrouted for it (the reason went to stderr).
+        let decided = match conditions.is_empty() {
+            true => Some(Vec::new()),
             false => meets(shared, stored.id, &conditions),
-        }
-        .into_iter();
+        };
+        let undecided = decided.is_none();
+        let mut met = decided.unwrap_or_default().into_iter();
         for rule in rules {
             // A rule without a condition takes every delivery.
             if rule.filter.is_none() || met.next().unwrap_or(false) {
@@ -623,7 +626,7 @@ fn targets(
                 });
             }
         }
-        if targets.is_empty() {
+        if targets.is_empty() && !undecided {
             unrouted = Some(rules.len() as u32);
         }
     }
@@ -637,9 +640,13 @@ fn targets(
     (targets, unrouted)
 }
 
-/// Which conditions a stored delivery meets, read from the store with the list's own SQL; a
-/// store that cannot be read meets none (and says so).
-fn meets(shared: &Shared, id: i64, conditions: &[&crate::domain::filter::Filter]) -> Vec<bool> {
+/// Which conditions a stored delivery meets, read from the store with the list's own SQL;
+/// `None` when the store cannot be read (said on stderr).
+fn meets(
+    shared: &Shared,
+    id: i64,
+    conditions: &[&crate::domain::filter::Filter],
+) -> Option<Vec<bool>> {
     let mut slot = match shared.reader.lock() {
         Ok(guard) => guard,
         Err(poisoned) => poisoned.into_inner(),
@@ -649,17 +656,18 @@ fn meets(shared: &Shared, id: i64, conditions: &[&crate::domain::filter::Filter]
             Ok(reader) => *slot = Some(reader),
             Err(e) => {
                 eprintln!("hookscope: forwarding rules cannot be decided for delivery #{id}: {e}");
-                return Vec::new();
+                return None;
             }
         }
     }
-    let Some(reader) = slot.as_ref() else {
-        return Vec::new();
-    };
-    reader.meets(id, conditions).unwrap_or_else(|e| {
-        eprintln!("hookscope: forwarding rules cannot be decided for delivery #{id}: {e}");
-        Vec::new()
-    })
+    let reader = slot.as_ref()?;
+    match reader.meets(id, conditions) {
+        Ok(met) => Some(met),
+        Err(e) => {
+            eprintln!("hookscope: forwarding rules cannot be decided for delivery #{id}: {e}");
+            None
+        }
+    }
 }
 
 /// Forwards the stored delivery to each of its targets, recording each attempt; returns the

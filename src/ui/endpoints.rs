@@ -121,6 +121,10 @@ pub fn endpoints_window(app: &mut HookscopeApp, ctx: &egui::Context) {
                 .collect();
             let mut remove = None;
             let mut test = None;
+            let mut stale = false;
+            let selected = app
+                .selected
+                .map(|id| (id, app.detail.as_ref().filter(|d| d.id == id).map(|d| d.endpoint.clone())));
             egui::ScrollArea::vertical().max_height(560.0).show(ui, |ui| {
                 for (index, endpoint) in editor.draft.endpoints.iter_mut().enumerate() {
                     egui::Frame::group(ui.style()).show(ui, |ui| {
@@ -136,9 +140,15 @@ pub fn endpoints_window(app: &mut HookscopeApp, ctx: &egui::Context) {
                             .tested
                             .as_ref()
                             .filter(|(i, _, _)| *i == index)
-                            .map(|(_, id, results)| (*id, results.as_slice()));
-                        if let Some(conditions) = forward_ui(ui, endpoint, app.selected, tested) {
+                            .map(|(_, id, results)| (*id, results.clone()));
+                        let before = endpoint.forward.clone();
+                        let shown = tested.as_ref().map(|(id, r)| (*id, r.as_slice()));
+                        if let Some(conditions) = forward_ui(ui, endpoint, selected.clone(), shown) {
                             test = Some((index, conditions));
+                        }
+                        // A rule edited, moved or removed: its last answers no longer apply.
+                        if endpoint.forward != before && tested.is_some() {
+                            stale = true;
                         }
                         if ui.button("Remove endpoint").clicked() {
                             remove = Some(index);
@@ -151,6 +161,9 @@ pub fn endpoints_window(app: &mut HookscopeApp, ctx: &egui::Context) {
                 editor.draft.endpoints.remove(index);
                 editor.header_text.clear();
                 editor.revealed.clear();
+                editor.tested = None;
+            }
+            if stale {
                 editor.tested = None;
             }
             if let (Some((index, conditions)), Some(id)) = (test, app.selected) {
@@ -465,7 +478,7 @@ fn endpoint_ui(
 fn forward_ui(
     ui: &mut egui::Ui,
     endpoint: &mut EndpointConfig,
-    selected: Option<i64>,
+    selected: Option<(i64, Option<String>)>,
     tested: Option<(i64, &[Result<bool, String>])>,
 ) -> Option<Vec<String>> {
     let mut test = None;
@@ -544,15 +557,21 @@ fn forward_ui(
                 ..Default::default()
             });
         }
-        let hover = match selected {
-            Some(id) => format!("Which rules delivery #{id} meets, as it is stored (the rules as typed, saved or not)"),
+        let hover = match &selected {
+            Some((id, _)) => format!("Which rules delivery #{id} meets, as it is stored (the rules as typed, saved or not)"),
             None => "Select a delivery in the list first".to_string(),
         };
-        if ui
+        let clicked = ui
             .add_enabled(selected.is_some() && !endpoint.forward.is_empty(), egui::Button::new("Test with the selected delivery"))
             .on_hover_text(hover)
-            .clicked()
+            .clicked();
+        // A delivery another endpoint took is never seen by these rules: say so beside the test.
+        if let Some((id, Some(arrived))) = &selected
+            && arrived.trim_end_matches('/') != endpoint.path.trim_end_matches('/')
         {
+            ui.weak(format!("#{id} arrived at {arrived}: these rules never see it"));
+        }
+        if clicked {
             test = Some(
                 endpoint
                     .forward

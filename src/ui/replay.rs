@@ -18,14 +18,44 @@ pub enum Choice {
     Job(String),
 }
 
+/// Where the deliveries come from, when the window was opened on rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// The rows selected.
+    Rows,
+    /// Every row the list's filter matches.
+    Matching,
+    /// A fixtures folder or a HAR file, stored first.
+    File,
+}
+
+/// How fast the window replays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PaceMode {
+    /// At the rate typed.
+    Rate,
+    /// At the original spacing, scaled.
+    Spacing,
+    /// As fast as the concurrency bound allows.
+    Asap,
+}
+
 /// The *Replay* window's form and the run it shows.
 pub struct ReplayForm {
     /// Whether the window is open.
     pub open: bool,
     /// What the Replay button was pressed on.
     pub choice: Choice,
-    /// Replay every matching delivery rather than the rows (when the choice is rows).
-    all_matching: bool,
+    /// What to take when the choice is rows: them, every matching row, or a file.
+    source: Source,
+    /// A fixtures folder or a HAR file (`Source::File`).
+    file: String,
+    /// How fast.
+    pace: PaceMode,
+    /// The original spacing's divisor (`PaceMode::Spacing`).
+    speed: f64,
+    /// The scheme to re-sign with (`None`: each delivery's).
+    scheme: Option<String>,
     pub(crate) url: String,
     pub(crate) resign: bool,
     /// The secret to re-sign with (empty: each delivery's endpoint's).
@@ -43,7 +73,11 @@ impl Default for ReplayForm {
         Self {
             open: false,
             choice: Choice::Rows(Vec::new()),
-            all_matching: false,
+            source: Source::Rows,
+            file: String::new(),
+            pace: PaceMode::Rate,
+            speed: 10.0,
+            scheme: None,
             url: "http://localhost:3000/webhooks".into(),
             resign: true,
             secret: String::new(),
@@ -70,7 +104,7 @@ pub fn open(app: &mut HookscopeApp, choice: Choice) {
     if !app.replay.running() {
         app.replay.view = None;
     }
-    app.replay.all_matching = false;
+    app.replay.source = Source::Rows;
     app.replay.choice = choice;
     app.replay.open = true;
 }
@@ -102,6 +136,17 @@ pub fn replay_window(app: &mut HookscopeApp, ctx: &egui::Context) {
 fn form_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
     let matching = app.list.total;
     let filter = app.state.filter.trim().to_string();
+    let schemes: Vec<String> = hookscope::domain::scheme::presets()
+        .into_iter()
+        .map(|s| s.name)
+        .chain(
+            app.endpoints
+                .saved_config()
+                .schemes
+                .iter()
+                .map(|s| s.name.clone()),
+        )
+        .collect();
     let form = &mut app.replay;
     match &form.choice {
         Choice::Rows(ids) => {
@@ -109,13 +154,29 @@ fn form_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
                 1 => format!("delivery #{}", ids[0]),
                 n => format!("the {n} selected deliveries"),
             };
-            ui.radio_value(&mut form.all_matching, false, rows);
+            ui.radio_value(&mut form.source, Source::Rows, rows);
             let everything = if filter.is_empty() {
                 format!("all {matching} stored deliveries")
             } else {
                 format!("all {matching} deliveries matching {filter}")
             };
-            ui.radio_value(&mut form.all_matching, true, everything);
+            ui.radio_value(&mut form.source, Source::Matching, everything);
+            ui.horizontal(|ui| {
+                ui.radio_value(
+                    &mut form.source,
+                    Source::File,
+                    "a fixtures folder or HAR file:",
+                );
+                let edit = ui.add_enabled(
+                    form.source == Source::File,
+                    egui::TextEdit::singleline(&mut form.file)
+                        .desired_width(260.0)
+                        .hint_text("fixtures/ or morning.har (stored first)"),
+                );
+                if edit.clicked() {
+                    form.source = Source::File;
+                }
+            });
         }
         Choice::Job(job) => {
             ui.label(format!("Every delivery of job {job}, in the order stored"));
@@ -130,13 +191,25 @@ fn form_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
             ui.add(egui::TextEdit::singleline(&mut form.url).desired_width(320.0))
                 .labelled_by(label.id);
             ui.end_row();
-            let label = ui.label("Rate");
+            ui.label("Pace");
             ui.horizontal(|ui| {
-                ui.add(egui::TextEdit::singleline(&mut form.rate).desired_width(80.0))
-                    .labelled_by(label.id)
-                    .on_hover_text(
-                        "20/s, 300/m or 3600/h; empty: as fast as the concurrency allows",
-                    );
+                ui.radio_value(&mut form.pace, PaceMode::Rate, "rate");
+                ui.add_enabled(
+                    form.pace == PaceMode::Rate,
+                    egui::TextEdit::singleline(&mut form.rate).desired_width(70.0),
+                )
+                .on_hover_text("20/s, 300/m or 3600/h");
+                ui.radio_value(&mut form.pace, PaceMode::Spacing, "original spacing ×");
+                ui.add_enabled(
+                    form.pace == PaceMode::Spacing,
+                    egui::DragValue::new(&mut form.speed).range(0.001..=100_000.0),
+                )
+                .on_hover_text("How many times faster than they arrived (1: as they came)");
+                ui.radio_value(&mut form.pace, PaceMode::Asap, "as fast as allowed");
+            });
+            ui.end_row();
+            ui.label("");
+            ui.horizontal(|ui| {
                 let label = ui.label("at most");
                 ui.add(egui::DragValue::new(&mut form.concurrency).range(1..=256))
                     .labelled_by(label.id);
@@ -153,6 +226,19 @@ fn form_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
     );
     if form.resign {
         ui.horizontal(|ui| {
+            ui.label("Scheme");
+            egui::ComboBox::from_id_salt("replay_scheme")
+                .selected_text(
+                    form.scheme
+                        .clone()
+                        .unwrap_or_else(|| "each delivery's".into()),
+                )
+                .show_ui(ui, |ui| {
+                    ui.selectable_value(&mut form.scheme, None, "each delivery's");
+                    for name in &schemes {
+                        ui.selectable_value(&mut form.scheme, Some(name.clone()), name);
+                    }
+                });
             let label = ui.label("Secret");
             ui.add(
                 egui::TextEdit::singleline(&mut form.secret)
@@ -175,21 +261,39 @@ fn form_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
 
 fn start(app: &mut HookscopeApp) {
     let form = &app.replay;
-    let pace = match form.rate.trim() {
-        "" => Pace::Asap,
-        text => match replay::parse_rate(text) {
+    let pace = match (form.pace, form.rate.trim()) {
+        (PaceMode::Asap, _) | (PaceMode::Rate, "") => Pace::Asap,
+        (PaceMode::Spacing, _) => Pace::Speed(form.speed),
+        (PaceMode::Rate, text) => match replay::parse_rate(text) {
             Ok(rate) => Pace::Rate(rate),
             Err(e) => return app.notice(e.to_string(), true),
         },
     };
-    let selection = match (&form.choice, form.all_matching) {
-        (Choice::Rows(_), true) => Selection::Filter(app.state.filter.trim().to_string()),
-        (Choice::Rows(ids), false) => Selection::Ids(ids.clone()),
+    let selection = match (&form.choice, form.source) {
         (Choice::Job(job), _) => Selection::Job(job.clone()),
+        (Choice::Rows(_), Source::Matching) => {
+            Selection::Filter(app.state.filter.trim().to_string())
+        }
+        (Choice::Rows(ids), Source::Rows) => Selection::Ids(ids.clone()),
+        (Choice::Rows(_), Source::File) => {
+            let path = std::path::PathBuf::from(form.file.trim());
+            if form.file.trim().is_empty() {
+                return app.notice("type the fixtures folder or HAR file to replay", true);
+            }
+            if path
+                .extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("har"))
+            {
+                Selection::Har(path)
+            } else {
+                Selection::Fixtures(path)
+            }
+        }
     };
     let request = ReplayRequest {
         url: form.url.trim().to_string(),
         resign: form.resign,
+        scheme: form.scheme.clone().filter(|_| form.resign),
         secrets: match form.secret.trim() {
             "" => Vec::new(),
             secret => vec![secret.to_string()],

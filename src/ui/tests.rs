@@ -1708,6 +1708,9 @@ fn a_delivery_no_rule_meets_is_marked_and_the_editor_tests_the_rules_against_it(
         harness.state().attempts_of(3).is_empty(),
         "not forwarded while off"
     );
+    // Every mark is committed before its delivery's answer: count again now.
+    harness.state_mut().stored.stale = true;
+    harness.state_mut().stored.total = None;
     wait_until(&mut harness, "the count read again", |h| {
         h.state().stored.total == Some(4)
     });

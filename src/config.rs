@@ -97,6 +97,10 @@ pub struct ConfigFile {
     /// Payload advice.
     #[serde(default)]
     pub advice: AdviceSection,
+    /// The folder of the file it was read from: relative contract paths start there (none:
+    /// the current directory).
+    #[serde(skip)]
+    pub base_dir: Option<std::path::PathBuf>,
 }
 
 /// `[advice]`: what the payload advice judges.
@@ -238,6 +242,14 @@ pub struct EndpointConfig {
     /// Meta's Verify token: `hub.verify_token` must equal it for the challenge to be answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify_token: Option<Secret>,
+    /// The provider's published contract its deliveries are checked against: an OpenAPI 3.1
+    /// (`webhooks`) or 3.0 (`x-webhooks`) or AsyncAPI 3 file, YAML or JSON; relative to the
+    /// config file's folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contract: Option<String>,
+    /// Or a folder of JSON Schemas, one per event type (`job.completed.json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contract_dir: Option<String>,
     /// `[[endpoint.forward]]`: where deliveries go, each rule with its condition.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub forward: Vec<ForwardConfig>,
@@ -328,6 +340,8 @@ impl EndpointConfig {
             reconcile: None,
             handshake: None,
             verify_token: None,
+            contract: None,
+            contract_dir: None,
             forward: Vec::new(),
         }
     }
@@ -468,6 +482,35 @@ fn catch_all_ref() -> &'static Endpoint {
 fn is_http_url(url: &str) -> bool {
     crate::domain::scheme::twilio::origin(url)
         .is_some_and(|(proto, host)| matches!(proto.as_str(), "http" | "https") && !host.is_empty())
+}
+
+/// An endpoint's contract, compiled (or taken from the cache of compiled ones); a file that
+/// does not parse or a `$ref` that does not resolve is an error naming the file, the pointer
+/// and why.
+fn contract_of(
+    file: &ConfigFile,
+    config: &EndpointConfig,
+) -> Result<Option<std::sync::Arc<crate::domain::contract::Contract>>, ConfigError> {
+    let invalid = |reason: String| ConfigError::InvalidEndpoint {
+        path: config.path.clone(),
+        reason,
+    };
+    let at = |name: &str| match &file.base_dir {
+        Some(dir) => dir.join(name),
+        None => std::path::PathBuf::from(name),
+    };
+    match (&config.contract, &config.contract_dir) {
+        (Some(_), Some(_)) => Err(invalid(
+            "contract and contract_dir name two contracts: give one".into(),
+        )),
+        (Some(name), None) => crate::contracts::load(&at(name))
+            .map(Some)
+            .map_err(|e| invalid(e.to_string())),
+        (None, Some(name)) => crate::contracts::load_dir(&at(name))
+            .map(Some)
+            .map_err(|e| invalid(e.to_string())),
+        (None, None) => Ok(None),
+    }
 }
 
 /// An endpoint's forwarding rules, checked: an http(s) target, a condition that parses with
@@ -734,6 +777,7 @@ fn resolve_endpoint(file: &ConfigFile, config: &EndpointConfig) -> Result<Endpoi
         handshake,
         verify_token: config.verify_token.clone(),
         forward: forward_rules(config)?,
+        contract: contract_of(file, config)?,
         other_secrets: std::sync::Arc::from(Vec::new()),
     })
 }
@@ -926,10 +970,12 @@ pub fn load_file(path: &Path) -> Result<ConfigFile, ConfigError> {
             });
         }
     };
-    parse(&text).map_err(|message| ConfigError::Parse {
+    let mut file = parse(&text).map_err(|message| ConfigError::Parse {
         path: path.to_path_buf(),
         message,
-    })
+    })?;
+    file.base_dir = path.parent().map(Path::to_path_buf);
+    Ok(file)
 }
 
 /// A warning when the config file can be read by other users: it holds signing secrets.
@@ -1112,7 +1158,16 @@ mod tests {
             ..ConfigFile::default()
         };
         save_file(&path, &file).expect("saves");
-        assert_eq!(load_file(&path).expect("loads"), file);
+        let loaded = load_file(&path).expect("loads");
+        // Relative contract paths start in the file's folder.
+        assert_eq!(loaded.base_dir.as_deref(), Some(dir.path()));
+        assert_eq!(
+            ConfigFile {
+                base_dir: None,
+                ..loaded
+            },
+            file
+        );
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt as _;

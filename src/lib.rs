@@ -16,6 +16,7 @@
 pub mod domain;
 
 pub mod config;
+pub mod contracts;
 pub mod export;
 pub mod net;
 pub mod store;

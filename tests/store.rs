@@ -719,6 +719,13 @@ fn a_schema_13_store_migrates_with_every_delivery_and_its_journaled_rows_once() 
         // Fields added to the delivery JSON since that build have their empty value for every
         // old delivery; every other field is as that build listed it.
         let mut now = now.clone();
+        if let Some(checks) = now.get_mut("checks").and_then(|c| c.as_object_mut()) {
+            assert_eq!(
+                checks.remove("schema"),
+                Some(serde_json::Value::Null),
+                "no contract, no schema check: null"
+            );
+        }
         for (added, empty) in [
             ("handshake", serde_json::Value::Null),
             ("cloudevent", serde_json::Value::Null),
@@ -1116,6 +1123,7 @@ fn an_old_store_keeps_its_verdicts_and_a_recheck_scopes_the_duplicate() {
                 timestamp: e.timestamp,
                 duplicate: duplicate.clone(),
                 advice: e.advice,
+                schema: None,
             };
             conn.execute(
                 "INSERT INTO deliveries (id, received_at_ms, method, path, query, headers, body, body_size,

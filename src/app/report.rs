@@ -51,6 +51,10 @@ pub fn delivery_json(stored: &StoredDelivery, attempts: &[Attempt]) -> Value {
     if let (Some(note), Some(obj)) = (&stored.note, value.as_object_mut()) {
         obj.insert("note".into(), json!(note));
     }
+    // No contract, no schema check: `null`, as for every field the delivery does not have.
+    if let Some(checks) = value.get_mut("checks").and_then(Value::as_object_mut) {
+        checks.entry("schema").or_insert(Value::Null);
+    }
     value
 }
 
@@ -80,7 +84,7 @@ pub fn evaluation_json(delivery: &Delivery, evaluation: &Evaluation, ok: bool) -
         "scheme": evaluation.scheme,
         "event_id": evaluation.event_id,
         "event_type": evaluation.event_type,
-        "checks": {"signature": evaluation.signature, "timestamp": evaluation.timestamp, "advice": evaluation.advice},
+        "checks": {"signature": evaluation.signature, "timestamp": evaluation.timestamp, "advice": evaluation.advice, "schema": evaluation.schema},
         "job": evaluation.job,
         "handshake": evaluation.handshake,
         "cloudevent": crate::domain::cloudevents::read(delivery),

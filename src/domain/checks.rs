@@ -201,6 +201,10 @@ pub struct Checks {
     /// Payload advice (never a failure); absent in captures older than the check.
     #[serde(default)]
     pub advice: AdviceCheck,
+    /// The body against its endpoint's contract; absent where the endpoint has none (the
+    /// delivery's JSON says `null`: `app::report`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<crate::domain::contract::SchemaCheck>,
 }
 
 /// What the pure checks learn from one delivery.
@@ -220,6 +224,8 @@ pub struct Evaluation {
     pub timestamp: TimestampCheck,
     /// The payload advice.
     pub advice: AdviceCheck,
+    /// The body against its endpoint's contract, when it has one.
+    pub schema: Option<crate::domain::contract::SchemaCheck>,
     /// A CloudEvent's `source`: its id is unique within it, so it joins the duplicate scope.
     pub event_source: Option<String>,
     /// The handshake this request is (a provider's challenge), answered or refused; a
@@ -430,6 +436,12 @@ pub fn evaluate_with(
     let job = data.and_then(|j| extract_job(j, event_type.as_deref(), &endpoint.job_pointers));
     // A handshake is neither an event of a job nor a copy of one.
     let is_handshake = handshake.is_some();
+    // A handshake has no payload of the contract's; a body not received whole cannot be judged.
+    let schema = endpoint
+        .contract
+        .as_ref()
+        .filter(|_| !is_handshake && delivery.body_complete)
+        .map(|contract| contract.check(event_type.as_deref(), &delivery.body));
 
     Evaluation {
         scheme: active.map(|s| s.name.clone()),
@@ -439,6 +451,7 @@ pub fn evaluate_with(
         signature,
         timestamp,
         advice: advice::advise(delivery, body_json.as_ref(), &endpoint.advice),
+        schema,
         event_source: cloudevent
             .map(|e| e.source)
             .filter(|s| !s.is_empty() && !is_handshake),

@@ -40,6 +40,9 @@ pub struct Endpoint {
     pub verify_token: Option<Secret>,
     /// Where deliveries are forwarded, each rule with its condition (`[[endpoint.forward]]`).
     pub forward: Vec<ForwardRule>,
+    /// The provider's published schemas its deliveries are checked against (`contract`,
+    /// `contract_dir`), compiled once per file.
+    pub contract: Option<std::sync::Arc<crate::domain::contract::Contract>>,
     /// The other endpoints' secrets, labelled, for the diagnosis of a failed signature
     /// ("another endpoint's secret"); computed once when the settings are resolved.
     pub other_secrets: std::sync::Arc<[LabelledSecret]>,
@@ -94,6 +97,7 @@ impl Endpoint {
             handshake: crate::domain::handshake::Accept::Any,
             verify_token: None,
             forward: Vec::new(),
+            contract: None,
             other_secrets: std::sync::Arc::from(Vec::new()),
         }
     }

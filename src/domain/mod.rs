@@ -10,6 +10,7 @@ pub mod checks;
 pub mod clock;
 pub mod cloudevents;
 pub mod compare;
+pub mod contract;
 pub mod delivery;
 pub mod diagnose;
 pub mod endpoint;

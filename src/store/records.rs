@@ -69,6 +69,7 @@ impl NewRecord {
                 timestamp: evaluation.timestamp,
                 duplicate,
                 advice: evaluation.advice,
+                schema: evaluation.schema,
             },
             response_status,
             latency_ms,
@@ -265,6 +266,7 @@ pub(crate) fn checks_column(checks: &Checks) -> Result<Vec<u8>, rusqlite::Error>
         &checks.timestamp,
         &checks.duplicate,
         &checks.advice,
+        checks.schema.as_ref(),
     )
 }
 
@@ -276,6 +278,7 @@ pub(crate) fn checks_column_of(
     timestamp: &TimestampCheck,
     duplicate: &DuplicateCheck,
     advice: &AdviceCheck,
+    schema: Option<&crate::domain::contract::SchemaCheck>,
 ) -> Result<Vec<u8>, rusqlite::Error> {
     #[derive(serde::Serialize)]
     struct Parts<'a> {
@@ -283,6 +286,8 @@ pub(crate) fn checks_column_of(
         timestamp: &'a TimestampCheck,
         duplicate: &'a DuplicateCheck,
         advice: &'a AdviceCheck,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        schema: Option<&'a crate::domain::contract::SchemaCheck>,
     }
     let conversion = |e: std::io::Error| rusqlite::Error::ToSqlConversionFailure(Box::new(e));
     let json = serde_json::to_vec(&Parts {
@@ -290,6 +295,7 @@ pub(crate) fn checks_column_of(
         timestamp,
         duplicate,
         advice,
+        schema,
     })
     .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
     with_codec(|compressor, _| compressor.compress(&json)).map_err(conversion)

@@ -528,8 +528,13 @@ fn write_row(
         .transpose()
         .map_err(|err| rusqlite::Error::ToSqlConversionFailure(Box::new(err)))?;
     let (duplicate, effect) = decide_duplicate(conn, record, &scope, id)?;
-    let checks =
-        crate::store::records::checks_column_of(&e.signature, &e.timestamp, &duplicate, &e.advice)?;
+    let checks = crate::store::records::checks_column_of(
+        &e.signature,
+        &e.timestamp,
+        &duplicate,
+        &e.advice,
+        e.schema.as_ref(),
+    )?;
     let job = e.job.as_ref();
     conn.prepare_cached(
         "INSERT INTO deliveries (id, received_at_ms, method, path, query, headers, body, body_size,

@@ -1,0 +1,232 @@
+//! Contracts (issue 38) over the test contracts in tests/fixtures/contracts, written in the
+//! shape of real providers' specs: an OpenAPI 3.1 file (three webhooks, `$ref`s into
+//! components and to a sibling file, an enum state, a `oneOf`, a date-time), an AsyncAPI 3
+//! file, a folder of JSON Schemas, and a broken `$ref`.
+
+mod common;
+
+use std::path::PathBuf;
+
+use hookscope::domain::contract::{Contract, SchemaStatus};
+use serde_json::{Value, json};
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/contracts")
+        .join(name)
+}
+
+fn openapi() -> std::sync::Arc<Contract> {
+    hookscope::contracts::load(&fixture("acme-openapi.yaml")).expect("the OpenAPI contract loads")
+}
+
+fn processed() -> Value {
+    json!({
+        "id": "evt_1",
+        "type": "document.processed",
+        "created_at": "2026-11-30T08:00:00Z",
+        "data": {
+            "job_id": "job_7a",
+            "status": "completed",
+            "pages": 3,
+            "amount": 1250,
+            "fee": {"value": 30, "currency": "EUR"},
+            "result": {"kind": "text", "text_url": "https://files.example.com/7a.txt"}
+        }
+    })
+}
+
+fn check(
+    contract: &Contract,
+    event_type: &str,
+    body: &Value,
+) -> hookscope::domain::contract::SchemaCheck {
+    contract.check(Some(event_type), body.to_string().as_bytes())
+}
+
+#[test]
+fn a_valid_body_passes_and_each_violation_is_said_by_pointer_rule_and_value() {
+    let contract = openapi();
+    assert_eq!(
+        contract.event_types(),
+        ["document.processed", "document.failed", "invoice.paid"]
+    );
+    let valid = check(&contract, "document.processed", &processed());
+    assert_eq!(valid.status, SchemaStatus::Pass, "{valid:?}");
+    assert_eq!(valid.schema.as_deref(), Some("webhooks/document.processed"));
+    assert!(valid.drift.is_empty(), "{valid:?}");
+    assert_eq!(
+        valid.detail,
+        "Valid against webhooks/document.processed in acme-openapi.yaml."
+    );
+
+    let mut body = processed();
+    body["data"]["amount"] = json!("12.50");
+    body["data"]["status"] = json!("needs_review");
+    body["created_at"] = json!("yesterday");
+    body["data"]["fee"]["currency"] = json!("EURO");
+    body["data"]["result"] = json!({"kind": "text"});
+    body["data"].as_object_mut().expect("data").remove("pages");
+    let failed = check(&contract, "document.processed", &body);
+    assert_eq!(failed.status, SchemaStatus::Fail);
+    let said: Vec<String> = failed
+        .violations
+        .iter()
+        .map(|v| format!("{} [{}] {}", v.pointer, v.rule, v.detail))
+        .collect();
+    for expected in [
+        "/data/amount [type] must be integer, got string \"12.50\"",
+        "/data/status [enum] must be one of queued, processing, completed, got string \"needs_review\"",
+        "/created_at [format] must be a date-time, got string \"yesterday\"",
+        "/data/fee/currency [maxLength] must be at most 3 characters, got string \"EURO\"",
+        "/data [required] is missing the required field `pages`",
+        "/data/result [oneOf] matches none of the oneOf choices, got an object",
+    ] {
+        assert!(
+            said.contains(&expected.to_string()),
+            "{expected}\nin {said:#?}"
+        );
+    }
+    assert!(
+        failed
+            .detail
+            .starts_with("6 violations of webhooks/document.processed in acme-openapi.yaml: "),
+        "{}",
+        failed.detail
+    );
+}
+
+#[test]
+fn undocumented_fields_are_drift_not_failure_and_forbidden_ones_are_violations() {
+    let contract = openapi();
+    let mut body = processed();
+    body["data"]["priority"] = json!("high");
+    body["region"] = json!("eu");
+    let drifted = check(&contract, "document.processed", &body);
+    assert_eq!(drifted.status, SchemaStatus::Pass, "{drifted:?}");
+    let pointers: Vec<&str> = drifted.drift.iter().map(|d| d.pointer.as_str()).collect();
+    assert_eq!(
+        pointers,
+        ["/data/priority", "/region"],
+        "in the body's order"
+    );
+    assert_eq!(
+        drifted.drift[0].detail,
+        "undocumented field `/data/priority`: the provider may have added it"
+    );
+    // TextResult forbids extra members (additionalProperties: false): that is a violation,
+    // not drift.
+    body["data"]["result"]["pages"] = json!(2);
+    let forbidden = check(&contract, "document.processed", &body);
+    assert_eq!(forbidden.status, SchemaStatus::Fail);
+    assert!(
+        !forbidden
+            .drift
+            .iter()
+            .any(|d| d.pointer == "/data/result/pages")
+    );
+}
+
+#[test]
+fn an_unknown_event_type_is_skipped_with_the_types_the_contract_has() {
+    let contract = openapi();
+    let skipped = check(&contract, "document.archived", &processed());
+    assert_eq!(skipped.status, SchemaStatus::Skipped);
+    assert_eq!(
+        skipped.detail,
+        "no schema in acme-openapi.yaml for event type document.archived (it has: document.processed, document.failed, invoice.paid)"
+    );
+    // Chosen by operation id, by x-hookscope-event-type, and by the const of the type field.
+    assert!(
+        contract
+            .is_valid("documentProcessed", &processed())
+            .expect("by operation id")
+    );
+    assert!(contract.is_valid("invoicePaid", &json!({})).is_some());
+    let unnamed = hookscope::contracts::load(&fixture("acme-asyncapi.yaml")).expect("asyncapi");
+    assert_eq!(unnamed.event_types(), ["job.completed", "job.failed"]);
+}
+
+#[test]
+fn a_broken_ref_names_the_file_the_pointer_and_why() {
+    let error = hookscope::contracts::load(&fixture("broken-ref.yaml"))
+        .expect_err("a $ref that does not resolve");
+    assert_eq!(error.file, "broken-ref.yaml");
+    assert_eq!(
+        error.pointer,
+        "/components/schemas/DocumentProcessed/allOf/1/properties/data"
+    );
+    assert_eq!(
+        error.reason,
+        "$ref \"#/components/schemas/ProcessedDetails\" does not resolve: broken-ref.yaml has nothing at /components/schemas/ProcessedDetails"
+    );
+}
+
+#[test]
+fn asyncapi_messages_and_a_schema_folder_are_checked_the_same_way() {
+    let asyncapi = hookscope::contracts::load(&fixture("acme-asyncapi.yaml")).expect("asyncapi");
+    let good = json!({"type": "job.completed", "job_id": "j", "status": "completed", "finished_at": "2026-11-30T09:00:00Z"});
+    assert_eq!(
+        check(&asyncapi, "job.completed", &good).status,
+        SchemaStatus::Pass
+    );
+    let bad = json!({"type": "job.completed", "job_id": "j", "status": "done", "finished_at": "2026-11-30T09:00:00Z"});
+    let failed = check(&asyncapi, "job.completed", &bad);
+    assert_eq!(
+        failed.violations[0].detail,
+        "must be one of completed, got string \"done\""
+    );
+
+    let dir = hookscope::contracts::load_dir(&fixture("schemas-dir")).expect("the folder");
+    assert_eq!(dir.event_types(), ["job.completed", "job.failed"]);
+    let failed = check(
+        &dir,
+        "job.failed",
+        &json!({"type": "job.failed", "data": {"job_id": "j", "reason": "timeout", "retry": true}}),
+    );
+    assert_eq!(
+        failed.status,
+        SchemaStatus::Fail,
+        "additionalProperties: false"
+    );
+    assert_eq!(failed.violations[0].pointer, "/data");
+    let failed = check(
+        &dir,
+        "job.completed",
+        &json!({"type": "job.completed", "data": {"job_id": "j", "pages": 0}}),
+    );
+    assert_eq!(failed.violations[0].detail, "must be >= 1, got integer 0");
+}
+
+#[test]
+fn every_webhook_of_every_test_contract_has_an_example_that_passes_its_own_schema() {
+    let contracts = [
+        hookscope::contracts::load(&fixture("acme-openapi.yaml")).expect("openapi"),
+        hookscope::contracts::load(&fixture("acme-asyncapi.yaml")).expect("asyncapi"),
+        hookscope::contracts::load_dir(&fixture("schemas-dir")).expect("folder"),
+    ];
+    let mut checked = 0;
+    for contract in &contracts {
+        for event_type in contract.event_types() {
+            let (example, _) = contract.example(&event_type).expect("an example");
+            let verdict = contract.check(Some(&event_type), example.to_string().as_bytes());
+            assert_eq!(
+                verdict.status,
+                SchemaStatus::Pass,
+                "{} {event_type}: {example}\n{verdict:#?}",
+                contract.name
+            );
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 7);
+    // The contract's own example is used when it has one.
+    let (invoice, given) = contracts[0].example("invoice.paid").expect("invoice");
+    assert!(given);
+    assert_eq!(invoice["data"]["invoice_id"], "in_1042");
+    let (made, given) = contracts[0]
+        .example("document.processed")
+        .expect("processed");
+    assert!(!given);
+    assert_eq!(made["type"], "document.processed");
+}

@@ -223,3 +223,15 @@ pub fn changed(path: &Path) -> bool {
         None => false,
     }
 }
+
+/// Takes a change as seen while keeping the contract compiled before it (the change did not
+/// compile): [`changed`] says no more until the files change again.
+pub fn acknowledge(path: &Path) {
+    let path = absolute(path);
+    if let Ok(mut cache) = cache().lock()
+        && let Some((stamp, _)) = cache.get_mut(&path)
+    {
+        let paths: Vec<PathBuf> = stamp.iter().map(|(p, _)| p.clone()).collect();
+        *stamp = stamp_of(&paths);
+    }
+}

@@ -248,6 +248,8 @@ pub enum Event {
         /// Per condition: met or not, or the reason it cannot be decided.
         results: Vec<Result<bool, String>>,
     },
+    /// A contract file changed and its endpoints now check against it: the sentence.
+    ContractChanged(String),
     /// Something the user should read in the status line.
     Notice(String),
     /// Something went wrong; the sentence says what.
@@ -456,6 +458,7 @@ fn open_store(
 impl Engine {
     fn run(&mut self, commands: StdReceiver<Command>) {
         let mut last_retention = Instant::now();
+        let mut last_contract_look = Instant::now();
         let health = self.store.writer().health_handle();
         let mut health_changes = health.report().changes;
         loop {
@@ -474,6 +477,19 @@ impl Engine {
             if last_retention.elapsed() > Duration::from_secs(600) {
                 self.apply_retention();
                 last_retention = Instant::now();
+            }
+            // A contract file edited while the window is open applies within a second.
+            if last_contract_look.elapsed() >= Duration::from_secs(1) {
+                last_contract_look = Instant::now();
+                match app::contract::reload_if_changed(
+                    &self.config,
+                    &Overrides::default(),
+                    &self.settings,
+                ) {
+                    Some(Ok(sentence)) => self.emit(Event::ContractChanged(sentence)),
+                    Some(Err(e)) => self.emit(Event::Error(e.to_string())),
+                    None => {}
+                }
             }
         }
         if let Some(receiver) = self.receiver.take() {

@@ -230,3 +230,202 @@ fn every_webhook_of_every_test_contract_has_an_example_that_passes_its_own_schem
     assert!(!given);
     assert_eq!(made["type"], "document.processed");
 }
+
+fn run_ok(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    common::run(dir, args)
+}
+
+#[test]
+fn verify_checks_a_body_against_a_contract_and_example_makes_bodies_that_pass() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let openapi = fixture("acme-openapi.yaml");
+    let openapi = openapi.to_str().expect("utf-8");
+    let mut body = processed();
+    body["data"]["amount"] = json!("12.50");
+    let out = run_ok(
+        dir.path(),
+        &["verify", "--contract", openapi, "--data", &body.to_string()],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(
+            "schema     fail     1 violation of webhooks/document.processed in acme-openapi.yaml"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("/data/amount [type] must be integer, got string \"12.50\""),
+        "{text}"
+    );
+    let out = run_ok(
+        dir.path(),
+        &[
+            "verify",
+            "--contract",
+            openapi,
+            "--data",
+            &processed().to_string(),
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let verdict: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(verdict["checks"]["schema"]["status"], "pass");
+
+    // Every event type of every test contract: `example`'s body passes `verify --contract`.
+    for contract in [
+        fixture("acme-openapi.yaml"),
+        fixture("acme-asyncapi.yaml"),
+        fixture("schemas-dir"),
+    ] {
+        let contract = contract.to_str().expect("utf-8");
+        let out = run_ok(dir.path(), &["example", "--contract", contract]);
+        let types = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(!types.trim().is_empty());
+        for event_type in types.lines() {
+            let out = run_ok(
+                dir.path(),
+                &[
+                    "example",
+                    "--contract",
+                    contract,
+                    "--event",
+                    event_type,
+                    "--json",
+                ],
+            );
+            assert_eq!(out.status.code(), Some(0), "{event_type}");
+            let example: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+            assert_eq!(example["valid"], true);
+            let out = run_ok(
+                dir.path(),
+                &[
+                    "verify",
+                    "--contract",
+                    contract,
+                    "--data",
+                    &example["body"].to_string(),
+                ],
+            );
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{event_type}: {}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+    }
+    let out = run_ok(
+        dir.path(),
+        &[
+            "example",
+            "--contract",
+            openapi,
+            "--event",
+            "document.archived",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("(it has: document.processed, document.failed, invoice.paid)")
+    );
+}
+
+#[test]
+fn listen_checks_each_delivery_against_its_endpoints_contract_and_picks_up_a_change() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The contract beside the config file, named relatively.
+    std::fs::create_dir(dir.path().join("schemas")).expect("dir");
+    std::fs::copy(
+        fixture("acme-openapi.yaml"),
+        dir.path().join("acme-openapi.yaml"),
+    )
+    .expect("copy");
+    std::fs::copy(
+        fixture("schemas/money.json"),
+        dir.path().join("schemas/money.json"),
+    )
+    .expect("copy");
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[[endpoint]]\npath = \"/hooks/acme\"\ncontract = \"acme-openapi.yaml\"\n",
+    )
+    .expect("config");
+    let mut listener = common::Listener::start(dir.path(), &[]);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let client = common::http_client();
+    let mut post = |body: &Value| {
+        rt.block_on(
+            client
+                .post(format!("{}/hooks/acme", listener.base_url))
+                .header("content-type", "application/json")
+                .body(body.to_string())
+                .send(),
+        )
+        .expect("post");
+        listener.next_json()
+    };
+    let valid = post(&processed());
+    assert_eq!(valid["checks"]["schema"]["status"], "pass", "{valid}");
+    let mut body = processed();
+    body["data"]["amount"] = json!("12.50");
+    let invalid = post(&body);
+    assert_eq!(invalid["checks"]["schema"]["status"], "fail");
+    assert_eq!(
+        invalid["checks"]["schema"]["violations"][0]["pointer"],
+        "/data/amount"
+    );
+
+    // The provider publishes amounts as strings now: the edited contract applies to the next
+    // delivery without a restart.
+    let edited = std::fs::read_to_string(dir.path().join("acme-openapi.yaml"))
+        .expect("read")
+        .replace(
+            "amount: {type: integer, minimum: 0}",
+            "amount: {type: string}",
+        );
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(dir.path().join("acme-openapi.yaml"), edited).expect("edit");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let again = loop {
+        let again = post(&body);
+        if again["checks"]["schema"]["status"] == "pass" || std::time::Instant::now() > deadline {
+            break again;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert_eq!(again["checks"]["schema"]["status"], "pass", "{again}");
+    drop(listener);
+
+    let out = common::run(dir.path(), &["list", "--json", "--filter", "schema:fail"]);
+    let failed: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    assert!(!failed.is_empty());
+    assert!(
+        failed
+            .iter()
+            .all(|d| d["checks"]["schema"]["status"] == "fail")
+    );
+    assert_eq!(failed.last().map(|d| d["id"].clone()), Some(json!(2)));
+
+    // A broken $ref refuses the config, naming the file, the pointer and why.
+    std::fs::copy(
+        fixture("broken-ref.yaml"),
+        dir.path().join("acme-openapi.yaml"),
+    )
+    .expect("copy");
+    let out = common::run(dir.path(), &["listen", "--port", "0"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("endpoint /hooks/acme is invalid: contract acme-openapi.yaml at /components/schemas/DocumentProcessed/allOf/1/properties/data: $ref \"#/components/schemas/ProcessedDetails\" does not resolve"),
+        "{said}"
+    );
+}

@@ -218,6 +218,7 @@ fn a_recheck_replaces_the_signature_verdict_and_decides_the_duplicate_one_as_the
             signature: Box::new(signature),
             timestamp: Box::new(row.checks.timestamp.clone()),
             advice: Box::new(row.checks.advice.clone()),
+            schema: None,
         };
         assert_eq!(store.writer().maintain_blocking(task).expect("recheck"), 1);
     }

@@ -60,6 +60,7 @@ pub fn recheck(
         signature: Box::new(evaluation.signature),
         timestamp: Box::new(evaluation.timestamp),
         advice: Box::new(evaluation.advice),
+        schema: evaluation.schema.map(Box::new),
     })?;
     Ok(true)
 }

@@ -21,6 +21,7 @@
 
 pub mod compare;
 pub mod confirm;
+pub mod contract;
 pub mod error;
 pub mod export;
 pub mod history;

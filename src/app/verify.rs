@@ -42,6 +42,9 @@ pub struct VerifyRequest {
     pub now: Option<i64>,
     /// Tolerance override in seconds.
     pub tolerance_secs: Option<u64>,
+    /// A contract to check the body against (`--contract`): an OpenAPI or AsyncAPI file, or a
+    /// folder of JSON Schemas.
+    pub contract: Option<std::path::PathBuf>,
     /// The request or fixture.
     pub source: Source,
 }
@@ -76,11 +79,30 @@ pub fn verify(file: &ConfigFile, request: VerifyRequest) -> Result<Verified, App
             None,
         ),
     };
-    let scheme_name = request.scheme.or(fixture_scheme).unwrap_or_default();
-    let mut scheme = scheme_named(file, &scheme_name)?;
-    if public_url.is_some() {
-        scheme.public_url.clone_from(&public_url);
-    }
+    let contract = request
+        .contract
+        .as_deref()
+        .map(|path| {
+            let loaded = if path.is_dir() {
+                crate::contracts::load_dir(path)
+            } else {
+                crate::contracts::load(path)
+            };
+            loaded.map_err(|e| AppError::Usage(format!("--contract: {e}")))
+        })
+        .transpose()?;
+    // With a contract alone, the body is what is checked: no scheme is needed.
+    let scheme_name = request.scheme.or(fixture_scheme);
+    let scheme = match scheme_name {
+        None if contract.is_some() => None,
+        name => {
+            let mut scheme = scheme_named(file, name.as_deref().unwrap_or_default())?;
+            if public_url.is_some() {
+                scheme.public_url.clone_from(&public_url);
+            }
+            Some(scheme)
+        }
+    };
     let secrets: Vec<Secret> = match fixture_secret {
         Some(secret) if request.secrets.is_empty() => match secret {
             Some(secret) => vec![secret],
@@ -96,8 +118,10 @@ pub fn verify(file: &ConfigFile, request: VerifyRequest) -> Result<Verified, App
     let now = request
         .now
         .unwrap_or_else(|| delivery.received_at_ms.div_euclid(1000));
+    let signed = scheme.is_some();
     let endpoint = Endpoint {
-        scheme: Some(scheme),
+        scheme,
+        contract,
         secrets,
         tolerance_secs: request.tolerance_secs,
         public_url,
@@ -105,11 +129,18 @@ pub fn verify(file: &ConfigFile, request: VerifyRequest) -> Result<Verified, App
         ..Endpoint::catch_all()
     };
     let evaluation = checks::evaluate(&delivery, &endpoint, now);
-    let ok = evaluation.signature.status == SignatureStatus::Pass
-        && matches!(
-            evaluation.timestamp.status,
-            TimestampStatus::Pass | TimestampStatus::Warn | TimestampStatus::Skipped
-        );
+    let signature_ok = !signed
+        || evaluation.signature.status == SignatureStatus::Pass
+            && matches!(
+                evaluation.timestamp.status,
+                TimestampStatus::Pass | TimestampStatus::Warn | TimestampStatus::Skipped
+            );
+    // A schema that could not be chosen is no pass: the body was not checked.
+    let schema_ok = evaluation
+        .schema
+        .as_ref()
+        .is_none_or(|s| s.status == crate::domain::contract::SchemaStatus::Pass);
+    let ok = signature_ok && schema_ok;
     Ok(Verified {
         delivery,
         evaluation,

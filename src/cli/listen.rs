@@ -73,7 +73,7 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
     let receiver = Receiver::start(
         bind,
         port,
-        shared,
+        Arc::clone(&shared),
         store.writer(),
         Some(events_tx),
         controls,
@@ -92,10 +92,13 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
         app::reconcile::BACKGROUND_EVERY,
         |sentence| eprintln!("hookscope: {sentence}"),
     );
+    let overrides = overrides(&args)?;
+    let reload = || app::contract::reload_if_changed(&file, &overrides, &shared);
     runtime.block_on(print_until_stopped(
         &store,
         &mut events_rx,
         reconciler,
+        &reload,
         args.json,
         &zone,
     ));
@@ -163,6 +166,7 @@ async fn print_until_stopped(
     store: &Store,
     events_rx: &mut tokio::sync::mpsc::Receiver<StoredDelivery>,
     reconciler: impl std::future::Future<Output = ()>,
+    reload: &dyn Fn() -> Option<Result<String, AppError>>,
     json: bool,
     zone: &Zone,
 ) {
@@ -189,6 +193,12 @@ async fn print_until_stopped(
                 if health.changes != said {
                     said = health.changes;
                     eprintln!("hookscope: {}", health_sentence(&health, store.path()));
+                }
+                // A contract edited while listening applies to the next delivery.
+                match reload() {
+                    Some(Ok(sentence)) => eprintln!("hookscope: {sentence}"),
+                    Some(Err(e)) => eprintln!("hookscope: {e}"),
+                    None => {}
                 }
             }
             event = events_rx.recv() => {

@@ -13,6 +13,7 @@ use hookscope::domain::fmt::Zone;
 
 mod confirm;
 mod diff;
+mod example;
 mod export;
 mod import;
 mod jobs;
@@ -91,6 +92,8 @@ pub enum Command {
     Diff(diff::DiffArgs),
     /// Confirm a subscription a provider asked to be confirmed (AWS SNS, Event Grid's manual validation): the one GET of its URL
     Confirm(confirm::ConfirmArgs),
+    /// Print a valid body for an event type of a contract (OpenAPI, AsyncAPI or a folder of JSON Schemas): its own example, else one made from the schema
+    Example(example::ExampleArgs),
     /// Export deliveries as test fixtures, HAR 1.2 or curl commands
     Export(export::ExportArgs),
     /// Import the requests of a HAR file into the store, checked like any delivery
@@ -125,6 +128,7 @@ pub fn run(common: &Common, command: Command) -> ExitCode {
         Command::Replay(args) => replay::run(common, args),
         Command::Confirm(args) => confirm::run(common, args),
         Command::Diff(args) => diff::run(common, args),
+        Command::Example(args) => example::run(common, args),
         Command::Export(args) => export::run(common, args),
         Command::Import(args) => import::run(common, args),
         Command::Probe(args) => probe::run(common, args),

@@ -14,13 +14,13 @@ use super::{Common, body_file, exit_if, load_config};
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
     /// The scheme: a preset (standard-webhooks, svix, stripe, github, shopify, slack, paddle, twilio, gitlab, discord) or a [[scheme]] name
-    #[arg(long, value_name = "NAME", required_unless_present = "fixture")]
+    #[arg(long, value_name = "NAME", required_unless_present_any = ["fixture", "contract"])]
     pub scheme: Option<String>,
     /// A signing secret; repeat to try several (rotation)
     #[arg(
         long = "secret",
         value_name = "S",
-        required_unless_present_any = ["fixture", "secret_env", "secret_file"]
+        required_unless_present_any = ["fixture", "secret_env", "secret_file", "contract"]
     )]
     pub secrets: Vec<String>,
     #[command(flatten)]
@@ -51,6 +51,9 @@ pub struct VerifyArgs {
     /// Timestamp tolerance in seconds (default: the scheme's)
     #[arg(long, value_name = "SECS")]
     pub tolerance: Option<u64>,
+    /// Check the body against a contract: an OpenAPI 3.1/3.0 or AsyncAPI 3 file, or a folder of JSON Schemas (alone, without --scheme, only the body is checked)
+    #[arg(long, value_name = "FILE")]
+    pub contract: Option<PathBuf>,
     /// Print the result as JSON
     #[arg(long)]
     pub json: bool,
@@ -79,6 +82,7 @@ pub fn run(common: &Common, args: VerifyArgs) -> Result<ExitCode, AppError> {
             secrets: args.secret_sources.with(&args.secrets)?,
             now: args.now,
             tolerance_secs: args.tolerance,
+            contract: args.contract.clone(),
             source,
         },
     )?;
@@ -139,6 +143,23 @@ fn print_verdict(verified: &Verified, json: bool) {
         evaluation.advice.status.as_str(),
         evaluation.advice.detail
     );
+    if let Some(schema) = &evaluation.schema {
+        println!("schema     {:<8} {}", schema.status.as_str(), schema.detail);
+        for v in &schema.violations {
+            let at = if v.pointer.is_empty() {
+                "(body)"
+            } else {
+                v.pointer.as_str()
+            };
+            println!("           {at} [{}] {}", v.rule, v.detail);
+        }
+        if schema.more > 0 {
+            println!("           … and {} more", schema.more);
+        }
+        for d in &schema.drift {
+            println!("drift               {}", d.detail);
+        }
+    }
     println!(
         "event id   {}",
         evaluation.event_id.as_deref().unwrap_or("(none found)")

@@ -34,6 +34,8 @@ pub enum Field {
     Method,
     /// `status:` the status hookscope answered.
     ResponseStatus,
+    /// `schema:` the schema check's verdict word.
+    Schema,
 }
 
 /// One term of a filter; all terms must hold.
@@ -72,11 +74,11 @@ pub enum Term {
 pub struct FilterError(pub String);
 
 /// The keys the filter understands, for help texts.
-pub const KEYS: &str = "sig:pass|fail|skipped  ts:pass|warn|fail|skipped  dup:yes|no  handshake:yes|no  type:T (type:invoice.*)  job:ID  event:ID  path:/prefix  method:M  status:CODE  after:DATE|-1h  before:DATE  -term  a OR b  (…)";
+pub const KEYS: &str = "sig:pass|fail|skipped  ts:pass|warn|fail|skipped  dup:yes|no  handshake:yes|no  schema:pass|fail|skipped  type:T (type:invoice.*)  job:ID  event:ID  path:/prefix  method:M  status:CODE  after:DATE|-1h  before:DATE  -term  a OR b  (…)";
 
 /// The keys by name, for the error on an unknown one.
 const KEY_NAMES: &str =
-    "sig, ts, dup, handshake, type, job, event, path, method, status, after, before";
+    "sig, ts, dup, handshake, schema, type, job, event, path, method, status, after, before";
 
 fn split_terms(text: &str) -> Vec<String> {
     let mut terms = Vec::new();
@@ -323,6 +325,10 @@ fn term_of(raw: &str, now_ms: i64, zone: &Zone) -> Result<Term, FilterError> {
             }
         }
         "handshake" => Term::Handshake(one_of(&["yes", "no"])? == "yes"),
+        "schema" => Term::Is {
+            field: Field::Schema,
+            value: one_of(&["pass", "fail", "skipped"])?,
+        },
         "type" if value.contains('*') => Term::TypePattern(value),
         "type" => Term::Is {
             field: Field::EventType,

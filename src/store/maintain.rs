@@ -65,6 +65,8 @@ pub enum Maintenance {
         timestamp: Box<crate::domain::checks::TimestampCheck>,
         /// The new payload advice (its endpoint's `advice` switch may have changed).
         advice: Box<crate::domain::advice::AdviceCheck>,
+        /// The new schema check (its endpoint's contract may have changed, or gone).
+        schema: Option<Box<crate::domain::contract::SchemaCheck>>,
     },
     /// Records the status hookscope actually answered (when it mirrored a forwarded handler).
     SetResponse {
@@ -137,7 +139,14 @@ pub(crate) fn maintain(
             signature,
             timestamp,
             advice,
-        } => recheck(&tx, *id, scheme.as_deref(), signature, timestamp, advice)?,
+            schema,
+        } => recheck(
+            &tx,
+            *id,
+            scheme.as_deref(),
+            (signature, timestamp, advice),
+            schema.as_deref(),
+        )?,
         Maintenance::SetResponse { id, status, note } => tx.execute(
             "UPDATE deliveries SET response_status = ?2, note = COALESCE(note || ' ', '') || ?3 WHERE id = ?1",
             params![id, status, note],
@@ -202,9 +211,12 @@ fn recheck(
     tx: &rusqlite::Transaction<'_>,
     id: i64,
     scheme: Option<&str>,
-    signature: &SignatureCheck,
-    timestamp: &TimestampCheck,
-    advice: &crate::domain::advice::AdviceCheck,
+    (signature, timestamp, advice): (
+        &SignatureCheck,
+        &TimestampCheck,
+        &crate::domain::advice::AdviceCheck,
+    ),
+    schema: Option<&crate::domain::contract::SchemaCheck>,
 ) -> Result<usize, rusqlite::Error> {
     #[allow(clippy::type_complexity)]
     let stored: Option<(Option<Checks>, String, String, Option<String>, Option<String>, bool)> = tx
@@ -230,6 +242,7 @@ fn recheck(
     checks.signature = signature.clone();
     checks.timestamp = timestamp.clone();
     checks.advice = advice.clone();
+    checks.schema = schema.cloned();
     checks.duplicate = if handshake {
         DuplicateCheck::handshake()
     } else {
@@ -237,7 +250,7 @@ fn recheck(
     };
     let json = crate::store::records::checks_column(&checks)?;
     tx.execute(
-        "UPDATE deliveries SET scheme = ?2, sig_status = ?3, ts_status = ?4, dup_status = ?5, first_id = ?6, checks_json = ?7 WHERE id = ?1",
+        "UPDATE deliveries SET scheme = ?2, sig_status = ?3, ts_status = ?4, dup_status = ?5, first_id = ?6, checks_json = ?7, schema_status = ?8 WHERE id = ?1",
         params![
             id,
             scheme,
@@ -245,7 +258,8 @@ fn recheck(
             checks.timestamp.status.as_str(),
             checks.duplicate.status.as_str(),
             checks.duplicate.first_id,
-            json
+            json,
+            checks.schema.as_ref().map(|s| s.status.as_str()),
         ],
     )
 }

@@ -24,6 +24,7 @@ fn column(field: Field) -> &'static str {
         Field::EventId => "event_id",
         Field::Method => "method",
         Field::ResponseStatus => "response_status",
+        Field::Schema => "schema_status",
     }
 }
 

@@ -213,6 +213,10 @@ pub const MIGRATIONS: &[&str] = &[
     // matched none of them (NULL otherwise); the count walks its partial index.
     "ALTER TABLE deliveries ADD COLUMN unrouted INTEGER;
     CREATE INDEX deliveries_unrouted ON deliveries(id) WHERE unrouted IS NOT NULL;",
+    // v18: contracts. `schema_status` is the schema check's verdict word (`pass`, `fail`,
+    // `skipped`), NULL where the endpoint had no contract; `schema:` walks its partial index.
+    "ALTER TABLE deliveries ADD COLUMN schema_status TEXT;
+    CREATE INDEX deliveries_schema_status ON deliveries(schema_status) WHERE schema_status IS NOT NULL;",
 ];
 
 /// The schema version whose migration retires the capture journal and the packed rows.

@@ -540,8 +540,8 @@ fn write_row(
         "INSERT INTO deliveries (id, received_at_ms, method, path, query, headers, body, body_size,
             body_complete, remote_addr, endpoint, scheme, event_id, event_type, job_id, job_status,
             sig_status, ts_status, dup_status, first_id, checks_json, response_status, latency_ms, note,
-            job_created_at_ms, event_source, handshake)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)",
+            job_created_at_ms, event_source, handshake, schema_status)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)",
     )?
     .execute(params![
         id,
@@ -571,6 +571,7 @@ fn write_row(
         job.and_then(|j| j.created_at_ms),
         e.event_source,
         handshake,
+        e.schema.as_ref().map(|s| s.status.as_str()),
     ])?;
     match (effect, &e.event_id) {
         // The primary key on (scope, event_id) is what makes this the only `first`.

@@ -381,7 +381,63 @@ fn checks_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery)
                 checks.advice.status.as_str(),
                 &checks.advice.detail,
             );
+            if let Some(schema) = &checks.schema {
+                let (color, word) = widgets::schema_look(schema.status);
+                check_row(ui, "Schema", color, word, &schema.detail);
+            }
         });
+    if let Some(schema) = checks
+        .schema
+        .as_ref()
+        .filter(|s| !s.violations.is_empty() || !s.drift.is_empty())
+    {
+        let title = match (schema.violations.len() + schema.more, schema.drift.len()) {
+            (0, d) => format!("Undocumented fields ({d})"),
+            (v, 0) => format!("Schema violations ({v})"),
+            (v, d) => format!("Schema violations ({v}) and undocumented fields ({d})"),
+        };
+        egui::CollapsingHeader::new(title)
+            .id_salt("schema_items")
+            .default_open(true)
+            .show(ui, |ui| {
+                egui::Grid::new("schema_grid")
+                    .num_columns(3)
+                    .spacing([12.0, 4.0])
+                    .show(ui, |ui| {
+                        for v in &schema.violations {
+                            let at = if v.pointer.is_empty() {
+                                "(body)"
+                            } else {
+                                v.pointer.as_str()
+                            };
+                            ui.add(
+                                egui::Label::new(RichText::new(at).monospace()).selectable(true),
+                            );
+                            ui.colored_label(widgets::FAIL, &v.rule);
+                            ui.add(egui::Label::new(&v.detail).wrap());
+                            ui.end_row();
+                        }
+                        if schema.more > 0 {
+                            ui.weak("");
+                            ui.weak("");
+                            ui.weak(format!("… and {} more", schema.more));
+                            ui.end_row();
+                        }
+                        for d in &schema.drift {
+                            ui.add(
+                                egui::Label::new(RichText::new(&d.pointer).monospace())
+                                    .selectable(true),
+                            );
+                            ui.colored_label(widgets::ADVICE, "drift");
+                            ui.add(
+                                egui::Label::new("undocumented: the provider may have added it")
+                                    .wrap(),
+                            );
+                            ui.end_row();
+                        }
+                    });
+            });
+    }
     if !checks.advice.items.is_empty() {
         egui::CollapsingHeader::new(format!("Advice ({})", checks.advice.items.len()))
             .id_salt("advice_items")

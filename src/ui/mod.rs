@@ -559,6 +559,13 @@ impl HookscopeApp {
                 self.replay.view = Some(*view);
             }
             Event::RulesTested { id, results } => self.endpoints.rules_tested(id, results),
+            Event::ContractChanged(text) => {
+                self.notice(text, false);
+                // As a changed secret: the delivery being read is checked again at once.
+                if let Some(id) = self.selected {
+                    self.send(Command::Recheck { id });
+                }
+            }
             Event::Notice(text) => self.notice(text, false),
             Event::Error(text) => self.notice(text, true),
         }

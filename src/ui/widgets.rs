@@ -55,6 +55,16 @@ pub fn duplicate_look(status: DuplicateStatus) -> (Color32, &'static str) {
     }
 }
 
+/// The colour and word of a schema verdict.
+pub fn schema_look(status: hookscope::domain::contract::SchemaStatus) -> (Color32, &'static str) {
+    use hookscope::domain::contract::SchemaStatus;
+    match status {
+        SchemaStatus::Pass => (PASS, "pass"),
+        SchemaStatus::Fail => (FAIL, "fail"),
+        SchemaStatus::Skipped => (SKIPPED, "skipped"),
+    }
+}
+
 /// A filled badge with white text; its hover text is the check's sentence.
 pub fn badge(ui: &mut egui::Ui, label: &str, color: Color32, hover: &str) -> egui::Response {
     let text = RichText::new(label)
@@ -80,6 +90,10 @@ pub fn check_badges(ui: &mut egui::Ui, checks: &Checks) {
     badge(ui, word, color, &checks.duplicate.detail);
     if checks.advice.status == AdviceStatus::Advice {
         badge(ui, "advice", ADVICE, &checks.advice.detail);
+    }
+    if let Some(schema) = &checks.schema {
+        let (color, word) = schema_look(schema.status);
+        badge(ui, &format!("schema {word}"), color, &schema.detail);
     }
 }
 

@@ -118,6 +118,13 @@ pub enum Command {
     },
     /// Sign a sample job event for the test endpoint and post it to the receiver.
     SendTestDelivery,
+    /// Send a contract's example of an event type to an endpoint, signed with its scheme.
+    SendExample {
+        /// The endpoint's path.
+        endpoint: String,
+        /// The event type.
+        event_type: String,
+    },
     /// Delete deliveries.
     Delete(Vec<i64>),
     /// Delete every delivery.
@@ -582,6 +589,10 @@ impl Engine {
                 }
             }
             Command::SendTestDelivery => self.send_test_delivery(),
+            Command::SendExample {
+                endpoint,
+                event_type,
+            } => self.send_example(&endpoint, &event_type),
             Command::Delete(ids) => {
                 let done = app::history::delete(&self.store.writer(), ids);
                 self.history_changed(done, "deleted");
@@ -1101,6 +1112,21 @@ impl Engine {
                 )));
             }
             Err(e) => self.emit(Event::Error(e.to_string())),
+        }
+    }
+
+    fn send_example(&mut self, endpoint: &str, event_type: &str) {
+        let Some(addr) = self.receiver.as_ref().map(Receiver::local_addr) else {
+            return self.emit(Event::Error(
+                "start the receiver first: the example is sent to it".into(),
+            ));
+        };
+        let settings = self.current_settings();
+        match app::test_delivery::send_example(&settings, addr, endpoint, event_type) {
+            Ok(status) => self.emit(Event::Notice(format!(
+                "the contract's {event_type} sent to {endpoint}: hookscope answered {status}"
+            ))),
+            Err(e) => self.emit(Event::Error(format!("the example could not be sent: {e}"))),
         }
     }
 

@@ -415,6 +415,32 @@ fn listen_checks_each_delivery_against_its_endpoints_contract_and_picks_up_a_cha
     );
     assert_eq!(failed.last().map(|d| d["id"].clone()), Some(json!(2)));
 
+    // A fixture records the contract and schema it was checked against.
+    let out_file = dir.path().join("fixture.json");
+    let out = common::run(
+        dir.path(),
+        &[
+            "export",
+            "--ids",
+            "2",
+            "--format",
+            "fixture",
+            "--out",
+            out_file.to_str().expect("utf-8"),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let exported: Value =
+        serde_json::from_str(&std::fs::read_to_string(&out_file).expect("read")).expect("JSON");
+    assert_eq!(
+        exported["contract"],
+        json!({"file": "acme-openapi.yaml", "schema": "webhooks/document.processed", "status": "fail"})
+    );
+
     // A broken $ref refuses the config, naming the file, the pointer and why.
     std::fs::copy(
         fixture("broken-ref.yaml"),

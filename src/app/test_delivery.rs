@@ -69,15 +69,61 @@ pub fn request(settings: &Settings, n: u64, now: i64) -> Result<Outgoing, AppErr
 /// stored: it is not a resend of anything).
 pub fn send(settings: &Settings, addr: SocketAddr, n: u64) -> Result<u16, AppError> {
     let outgoing = request(settings, n, now_secs())?;
+    post(addr, &format!("{TEST_ENDPOINT}/jobs"), &outgoing)
+}
+
+/// The window's test delivery *from a contract*: the contract's example of `event_type` for
+/// the endpoint at `path`, signed with its scheme and secrets when it has them (else sent
+/// unsigned), posted to the receiver at `addr`; returns the status hookscope answered.
+pub fn send_example(
+    settings: &Settings,
+    addr: SocketAddr,
+    path: &str,
+    event_type: &str,
+) -> Result<u16, AppError> {
+    let endpoint = settings.endpoint_for(path);
+    let contract = endpoint
+        .contract
+        .as_ref()
+        .ok_or_else(|| AppError::Usage(format!("endpoint {} has no contract", endpoint.path)))?;
+    let (body, _) = crate::app::contract::example(contract, event_type)?;
+    let body = body.to_string();
+    let now = now_secs();
+    let mut headers = vec![
+        Header::new("content-type", "application/json"),
+        Header::new("user-agent", "hookscope-test"),
+    ];
+    if let (Some(scheme), false) = (endpoint.scheme.as_ref(), endpoint.secrets.is_empty()) {
+        headers.extend(
+            scheme
+                .sign(
+                    &endpoint.secrets,
+                    &format!("msg_example_{now}"),
+                    now,
+                    body.as_bytes(),
+                )
+                .map_err(|e| AppError::Failed(e.to_string()))?,
+        );
+    }
+    let outgoing = Outgoing {
+        method: "POST".into(),
+        headers,
+        body: body.into_bytes(),
+    };
+    post(addr, &endpoint.path, &outgoing)
+}
+
+/// Posts `outgoing` to `path` on the receiver at `addr`; the status it answered.
+fn post(addr: SocketAddr, path: &str, outgoing: &Outgoing) -> Result<u16, AppError> {
     let connect_to = if addr.ip().is_unspecified() {
         SocketAddr::new(IpAddr::from([127, 0, 0, 1]), addr.port())
     } else {
         addr
     };
-    let url = format!("http://{connect_to}{TEST_ENDPOINT}/jobs");
+    let url = format!("http://{connect_to}{path}");
     let runtime = crate::app::small_runtime()?;
     let client = Client::new(std::time::Duration::from_secs(10))?;
-    let attempt = runtime.block_on(client.send(&url, &outgoing, AttemptKind::Probe, None))?;
+    let attempt = runtime.block_on(client.send(&url, outgoing, AttemptKind::Probe, None))?;
     match (attempt.status, attempt.error) {
         (Some(status), _) => Ok(status),
         (None, error) => Err(AppError::Failed(

@@ -141,6 +141,12 @@ pub fn fixture(stored: &StoredDelivery, options: &FixtureOptions) -> Result<Valu
         "event_id": stored.event_id,
         "event_type": stored.event_type,
         "recorded_checks": stored.checks,
+        // Which contract and schema the body was checked against, and the verdict then.
+        "contract": stored.checks.schema.as_ref().map(|s| json!({
+            "file": s.contract,
+            "schema": s.schema,
+            "status": s.status,
+        })),
         "handshake": stored.handshake,
         "signing": signing,
         "redacted": options.redact,

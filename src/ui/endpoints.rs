@@ -30,6 +30,8 @@ pub struct Editor {
     tested: Option<(usize, i64, RuleAnswers)>,
     /// The endpoint whose rules were sent for a test, awaiting the answer.
     testing: Option<usize>,
+    /// The event type chosen for *Send an example*, by endpoint path.
+    example_types: std::collections::HashMap<String, String>,
 }
 
 /// A saved config resolved; the engine refuses to save or start on one that does not resolve,
@@ -51,6 +53,7 @@ impl Editor {
             error: None,
             tested: None,
             testing: None,
+            example_types: Default::default(),
         }
     }
 
@@ -149,6 +152,19 @@ pub fn endpoints_window(app: &mut HookscopeApp, ctx: &egui::Context) {
                         // A rule edited, moved or removed: its last answers no longer apply.
                         if endpoint.forward != before && tested.is_some() {
                             stale = true;
+                        }
+                        let saved = editor
+                            .saved_settings
+                            .endpoints
+                            .iter()
+                            .find(|e| e.path == endpoint.path)
+                            .and_then(|e| e.contract.clone());
+                        let chosen = editor.example_types.entry(endpoint.path.clone()).or_default();
+                        if let Some(event_type) = contract_ui(ui, endpoint, saved.as_deref(), chosen) {
+                            pending_test = Some(Command::SendExample {
+                                endpoint: endpoint.path.clone(),
+                                event_type,
+                            });
                         }
                         if ui.button("Remove endpoint").clicked() {
                             remove = Some(index);
@@ -470,6 +486,59 @@ fn endpoint_ui(
             }
             ui.end_row();
         });
+}
+
+/// An endpoint's contract: the file (or folder of JSON Schemas) its deliveries are checked
+/// against, and, once saved, *Send an example* of one of its event types to the receiver.
+/// Returns the event type to send when the button was pressed.
+fn contract_ui(
+    ui: &mut egui::Ui,
+    endpoint: &mut EndpointConfig,
+    saved: Option<&hookscope::domain::contract::Contract>,
+    chosen: &mut String,
+) -> Option<String> {
+    let mut send = None;
+    ui.horizontal(|ui| {
+        ui.strong("Contract");
+        let mut text = endpoint
+            .contract
+            .clone()
+            .or_else(|| endpoint.contract_dir.clone())
+            .unwrap_or_default();
+        let edit = ui.add(
+            egui::TextEdit::singleline(&mut text)
+                .desired_width(300.0)
+                .hint_text("an OpenAPI/AsyncAPI file, or a folder of JSON Schemas"),
+        );
+        if edit.changed() {
+            let text = text.trim().to_string();
+            // A folder is a contract_dir; anything else a contract file.
+            let is_dir = std::path::Path::new(&text).is_dir() || text.ends_with('/');
+            endpoint.contract = (!text.is_empty() && !is_dir).then(|| text.clone());
+            endpoint.contract_dir = (!text.is_empty() && is_dir).then_some(text);
+        }
+        if let Some(contract) = saved {
+            let types = contract.event_types();
+            if chosen.is_empty() || !types.contains(chosen) {
+                *chosen = types.first().cloned().unwrap_or_default();
+            }
+            egui::ComboBox::from_id_salt(("example_type", endpoint.path.as_str()))
+                .selected_text(chosen.as_str())
+                .show_ui(ui, |ui| {
+                    for t in &types {
+                        ui.selectable_value(chosen, t.clone(), t);
+                    }
+                });
+            if ui
+                .button("Send an example")
+                .on_hover_text("The contract's example of this event type (or one made from its schema), signed with the endpoint's scheme and secret, posted to the receiver")
+                .clicked()
+            {
+                send = Some(chosen.clone());
+            }
+        }
+    });
+    send
 }
 
 /// An endpoint's forwarding rules: each a target, a condition in the list's filter language

@@ -1721,3 +1721,73 @@ fn a_delivery_no_rule_meets_is_marked_and_the_editor_tests_the_rules_against_it(
         "#4 met no rule, but the rules were off: not counted"
     );
 }
+
+#[test]
+fn a_failing_schema_check_is_badged_and_listed_and_a_contract_edit_rechecks_the_selected_delivery()
+{
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/contracts");
+    std::fs::create_dir(dir.path().join("schemas")).expect("dir");
+    std::fs::copy(
+        fixtures.join("acme-openapi.yaml"),
+        dir.path().join("acme-openapi.yaml"),
+    )
+    .expect("copy");
+    std::fs::copy(
+        fixtures.join("schemas/money.json"),
+        dir.path().join("schemas/money.json"),
+    )
+    .expect("copy");
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[[endpoint]]\npath = \"/hooks/acme\"\ncontract = \"acme-openapi.yaml\"\n",
+    )
+    .expect("config");
+    let mut harness = harness(dir.path());
+    let addr = receiver_addr(&mut harness);
+    let body = r#"{"id":"evt_1","type":"document.processed","created_at":"2026-11-30T08:00:00Z","data":{"job_id":"job_7a","status":"completed","pages":3,"amount":"12.50","result":{"kind":"table","rows":4}}}"#;
+    post_signed(addr, "/hooks/acme", "msg_schema", body, false);
+    wait_until(&mut harness, "the schema badge", |h| {
+        h.query_by_label("schema fail").is_some()
+    });
+    harness.state_mut().select(1);
+    wait_until(&mut harness, "the violations", |h| {
+        h.query_by_label("Schema violations (1)").is_some()
+    });
+    assert!(harness.query_by_label("/data/amount").is_some());
+    assert!(
+        harness
+            .query_by_label("must be integer, got string \"12.50\"")
+            .is_some()
+    );
+    // The provider now sends amounts as strings, and the contract says so: the delivery being
+    // read is checked again at once.
+    let edited = std::fs::read_to_string(dir.path().join("acme-openapi.yaml"))
+        .expect("read")
+        .replace(
+            "amount: {type: integer, minimum: 0}",
+            "amount: {type: string}",
+        );
+    std::fs::write(dir.path().join("acme-openapi.yaml"), edited).expect("edit");
+    wait_until(&mut harness, "the re-checked delivery", |h| {
+        h.state()
+            .detail
+            .as_ref()
+            .and_then(|d| d.checks.schema.as_ref())
+            .is_some_and(|s| s.status == hookscope::domain::contract::SchemaStatus::Pass)
+    });
+    wait_until(&mut harness, "the badge", |h| {
+        h.query_by_label("schema pass").is_some()
+    });
+    // Send an example from the contract: the first event type's, made from its schema.
+    harness.state_mut().endpoints.open = true;
+    harness.run_steps(3);
+    harness.get_by_label("Send an example").click();
+    wait_until(&mut harness, "the example delivery", |h| {
+        h.state().list.total == 2
+    });
+    wait_until(&mut harness, "both passing", |h| {
+        h.query_all_by_label("schema pass").count() == 2
+    });
+}

@@ -645,3 +645,87 @@ secrets = ["{SECRET}"]
         String::from_utf8_lossy(&bad.stderr)
     );
 }
+
+#[test]
+fn with_a_contract_each_event_body_is_built_on_its_example_and_still_tells_the_job() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The provider's AsyncAPI contract describes job.queued, with an example carrying a field
+    // the built-in body has no reason to have.
+    let contract = dir.path().join("provider.yaml");
+    std::fs::write(
+        &contract,
+        "asyncapi: 3.0.0\ninfo: {title: p, version: '1'}\nchannels:\n  jobs:\n    messages:\n      queued:\n        name: job.queued\n        payload:\n          type: object\n          required: [type, queue]\n          properties:\n            type: {const: job.queued}\n            queue: {type: string}\n        examples:\n          - payload: {type: job.queued, queue: ocr-high, id: evt_example}\n",
+    )
+    .expect("contract");
+    let good = serve(Flavour::Correct, StatusCode::OK);
+    let (code, card) = simulate(
+        dir.path(),
+        &good,
+        &[
+            "--time-scale",
+            "3600",
+            "--jobs",
+            "3",
+            "--preset",
+            "render",
+            "--contract",
+            contract.to_str().expect("utf-8"),
+        ],
+    );
+    assert_eq!(code, 0, "{card}");
+    let bodies: Vec<Value> = good
+        .handler
+        .received
+        .lock()
+        .expect("lock")
+        .iter()
+        .filter_map(|(_, b)| serde_json::from_slice(b).ok())
+        .collect();
+    let queued: Vec<&Value> = bodies
+        .iter()
+        .filter(|b| b["type"] == "job.queued")
+        .collect();
+    assert!(!queued.is_empty());
+    for body in &queued {
+        // The example's member, and the simulator's own written over the example's.
+        assert_eq!(body["queue"], "ocr-high", "{body}");
+        assert_ne!(body["id"], "evt_example", "{body}");
+        assert!(
+            body["data"]["id"].as_str().is_some_and(|j| !j.is_empty()),
+            "{body}"
+        );
+    }
+    // Types the contract lacks keep the built-in body.
+    assert!(
+        bodies
+            .iter()
+            .filter(|b| b["type"] != "job.queued")
+            .all(|b| b.get("queue").is_none())
+    );
+
+    // A contract with none of the simulated types is refused, naming both sides.
+    let out = common::run(
+        dir.path(),
+        &[
+            "simulate",
+            "--target",
+            "http://127.0.0.1:9/",
+            "--secret",
+            SECRET,
+            "--preset",
+            "review",
+            "--contract",
+            contract.to_str().expect("utf-8"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("none of the simulated event types (document.queued"),
+        "{said}"
+    );
+    assert!(
+        said.contains("is in provider.yaml (it has: job.queued)"),
+        "{said}"
+    );
+}

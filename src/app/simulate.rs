@@ -133,6 +133,8 @@ pub struct SimulateRequest {
     pub handshake: Option<String>,
     /// Meta's Verify token, for `handshake = meta` (not the app secret).
     pub verify_token: Option<String>,
+    /// A contract whose examples the event bodies are built on (`--contract`).
+    pub contract: Option<std::path::PathBuf>,
     /// Who asks, for the words of a refusal.
     pub front: crate::app::Front,
 }
@@ -188,6 +190,19 @@ fn rate(name: &str, value: f64) -> Result<f64, AppError> {
     }
 }
 
+/// The event types whose bodies a prepared run builds on its contract's examples (empty
+/// without a contract).
+pub fn contract_types(prepared: &Prepared) -> Vec<String> {
+    let Some(contract) = &prepared.settings.contract else {
+        return Vec::new();
+    };
+    let described = contract.event_types();
+    crate::domain::sim::event_types(&prepared.settings.lifecycle)
+        .into_iter()
+        .filter(|t| described.contains(t) || contract.example(t).is_some())
+        .collect()
+}
+
 /// Resolves a request (and its scenario) into a run, or says what is wrong.
 pub fn prepare(file: &ConfigFile, request: &SimulateRequest) -> Result<Prepared, AppError> {
     let scenario: Scenario = match &request.scenario {
@@ -196,6 +211,22 @@ pub fn prepare(file: &ConfigFile, request: &SimulateRequest) -> Result<Prepared,
         None => Scenario::default(),
     };
     let lifecycle = lifecycle_of(request, &scenario)?;
+    let contract = match &request.contract {
+        Some(path) => {
+            let contract = crate::app::contract::load(path)?;
+            let types = crate::domain::sim::event_types(&lifecycle);
+            if !types.iter().any(|t| contract.example(t).is_some()) {
+                return Err(AppError::Usage(format!(
+                    "none of the simulated event types ({}) is in {} (it has: {})",
+                    types.join(", "),
+                    contract.name,
+                    contract.event_types().join(", ")
+                )));
+            }
+            Some(contract)
+        }
+        None => None,
+    };
     let schedule = schedule_of(request, &scenario)?;
     let (scheme, secrets) = signing_of(file, request, &scenario)?;
     let chaos = chaos_of(request, &scenario)?;
@@ -256,6 +287,7 @@ pub fn prepare(file: &ConfigFile, request: &SimulateRequest) -> Result<Prepared,
                 .poll_gap
                 .or(api.rate_limit_gap_ms.map(Duration::from_millis)),
             api_url: String::new(),
+            contract,
         },
     })
 }

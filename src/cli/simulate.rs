@@ -98,6 +98,9 @@ pub struct SimulateArgs {
     /// Meta's Verify token, for --handshake meta (the token your handler checks, not the app secret)
     #[arg(long, value_name = "TOKEN")]
     pub verify_token: Option<String>,
+    /// Build each event's body on this contract's example of its type (OpenAPI, AsyncAPI or a folder of JSON Schemas), with the simulator's own fields written over it
+    #[arg(long, value_name = "FILE")]
+    pub contract: Option<PathBuf>,
     /// Print the scorecard as one JSON object
     #[arg(long)]
     pub json: bool,
@@ -138,10 +141,18 @@ pub fn run(common: &Common, args: SimulateArgs) -> Result<ExitCode, AppError> {
         seed: args.seed,
         insecure: args.insecure,
         handshake: args.handshake,
+        contract: args.contract.clone(),
         verify_token: args.verify_token,
         front: hookscope::app::Front::Cli,
     };
     let prepared = simulate::prepare(&file, &request)?;
+    let from_contract = simulate::contract_types(&prepared);
+    if !from_contract.is_empty() {
+        eprintln!(
+            "event bodies on the contract's examples: {} (the others as built in)",
+            from_contract.join(", ")
+        );
+    }
     let store = Store::open(&paths.store_file())?;
     let writer = store.writer();
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -594,7 +594,11 @@ impl Contract {
 
     /// [`Contract::check`] of a body already parsed (the checks parse it once for all), or
     /// the reason it is not JSON.
-    pub fn check_parsed(&self, event_type: Option<&str>, body: Result<&Value, &str>) -> SchemaCheck {
+    pub fn check_parsed(
+        &self,
+        event_type: Option<&str>,
+        body: Result<&Value, &str>,
+    ) -> SchemaCheck {
         let skipped = |detail: String| SchemaCheck {
             status: SchemaStatus::Skipped,
             contract: self.name.clone(),

@@ -220,6 +220,7 @@ pub fn simulate_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, own_url: Option<St
                         insecure: false,
                         handshake: Some(form.handshake.clone()).filter(|h| !h.is_empty()),
                         verify_token: Some(form.verify_token.trim().to_string()).filter(|t| !t.is_empty()),
+                        contract: None,
                         front: hookscope::app::Front::Window,
                     };
                     app.send(Command::StartSimulation(Box::new(request)));

@@ -1221,6 +1221,7 @@ fn bench_gui_while_simulating() {
         insecure: false,
         handshake: None,
         verify_token: None,
+        contract: None,
         front: hookscope::app::Front::Window,
     };
     let started = Instant::now();

@@ -270,6 +270,55 @@ pub fn event_body(lifecycle: &Lifecycle, event: &PlannedEvent, api: &str, now_ms
     serde_json::to_vec_pretty(&value).unwrap_or_default()
 }
 
+/// An event body laid over its contract's example: the example's members, with the
+/// simulator's own (the event id, type, time, job and state) written over them, so a handler
+/// gets a realistic body that still tells the job's story. `None` when the body has no type
+/// or the contract no schema for it.
+pub fn on_contract_example(
+    contract: &crate::domain::contract::Contract,
+    body: &[u8],
+) -> Option<Vec<u8>> {
+    let ours: Value = serde_json::from_slice(body).ok()?;
+    let event_type = ours.get("type")?.as_str()?;
+    let (mut example, _) = contract.example(event_type)?;
+    overlay(&mut example, ours);
+    serde_json::to_vec_pretty(&example).ok()
+}
+
+/// Writes `over` onto `base`: objects member by member, anything else replaced.
+fn overlay(base: &mut Value, over: Value) {
+    match (base, over) {
+        (Value::Object(base), Value::Object(over)) => {
+            for (key, value) in over {
+                match base.get_mut(&key) {
+                    Some(slot) => overlay(slot, value),
+                    None => {
+                        base.insert(key, value);
+                    }
+                }
+            }
+        }
+        (base, over) => *base = over,
+    }
+}
+
+/// The event types a lifecycle's webhooks carry (`job.queued`…; none for a shape whose body has
+/// no type).
+pub fn event_types(lifecycle: &Lifecycle) -> Vec<String> {
+    let prefix = match lifecycle.shape {
+        Shape::IdInBody => "job",
+        Shape::TypeTimestamp => "document",
+        Shape::HeaderOnly => return Vec::new(),
+    };
+    lifecycle
+        .steps
+        .iter()
+        .map(|(s, _)| s)
+        .chain(lifecycle.outcomes.iter().map(|(s, _)| s))
+        .map(|state| format!("{prefix}.{state}"))
+        .collect()
+}
+
 /// How the job API answers idempotency-key mistakes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]

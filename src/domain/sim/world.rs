@@ -37,6 +37,8 @@ pub struct Settings {
     pub poll_gap: Option<Duration>,
     /// The job API's base URL (for `result_url`).
     pub api_url: String,
+    /// A contract whose examples the event bodies are built on (`simulate --contract`).
+    pub contract: Option<std::sync::Arc<crate::domain::contract::Contract>>,
 }
 
 /// One job of the simulated provider.
@@ -402,12 +404,13 @@ impl World {
         let reordered = has_next && !dropped && self.rng.chance(chaos.reorder_rate);
         let job_id = self.jobs[j].job_id.clone();
         let event = &mut self.jobs[j].events[e];
-        event.body = Some(Arc::new(event_body(
-            &lifecycle,
-            &event.planned,
-            api,
-            now_ms,
-        )));
+        let body = event_body(&lifecycle, &event.planned, api, now_ms);
+        // On the contract's example of its type, when the contract has one.
+        let body = match &self.settings.contract {
+            Some(contract) => super::on_contract_example(contract, &body).unwrap_or(body),
+            None => body,
+        };
+        event.body = Some(Arc::new(body));
         if dropped {
             event.dropped = true;
             self.observed.dropped.push((job_id, now_ms));

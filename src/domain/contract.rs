@@ -686,6 +686,22 @@ impl Contract {
             .iter()
             .flat_map(|(s, b)| self.branches(s, b, 0))
             .collect();
+        self.drift_in(&branches, instance, at, out, depth);
+    }
+
+    /// [`Contract::drift`] with the schemas already followed into their branches (an array's
+    /// items share theirs: followed once for all of them).
+    fn drift_in(
+        &self,
+        branches: &[(&Value, String)],
+        instance: &Value,
+        at: &str,
+        out: &mut Vec<Drift>,
+        depth: usize,
+    ) {
+        if depth > 24 || out.len() >= MAX_DRIFT {
+            return;
+        }
         match instance {
             Value::Object(members) => {
                 let open = branches.iter().any(|(s, _)| {
@@ -722,8 +738,16 @@ impl Contract {
                     .filter_map(|(s, b)| s.get("items").map(|i| (i, b.clone())))
                     .collect();
                 if !item_schemas.is_empty() {
+                    let item_branches: Vec<(&Value, String)> = item_schemas
+                        .iter()
+                        .flat_map(|(s, b)| self.branches(s, b, 0))
+                        .collect();
+                    // The first elements show what the rest add (an array's elements share a shape).
                     for (i, item) in items.iter().enumerate().take(20) {
-                        self.drift(&item_schemas, item, &format!("{at}/{i}"), out, depth + 1);
+                        if out.len() >= MAX_DRIFT {
+                            break;
+                        }
+                        self.drift_in(&item_branches, item, &format!("{at}/{i}"), out, depth + 1);
                     }
                 }
             }

@@ -59,6 +59,46 @@ pub fn empty_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
         {
             app.send(Command::SendTestDelivery);
         }
+        // From a contract: its example of a chosen event type, to the endpoint that has it.
+        let contracts: Vec<(String, Vec<String>, String)> = app
+            .endpoints
+            .saved_settings()
+            .endpoints
+            .iter()
+            .filter_map(|e| {
+                e.contract
+                    .as_ref()
+                    .map(|c| (e.path.clone(), c.event_types(), c.name.clone()))
+            })
+            .collect();
+        for (path, types, name) in contracts {
+            ui.add_space(6.0);
+            ui.horizontal(|ui| {
+                ui.add_space((ui.available_width() - 560.0).max(0.0) / 2.0);
+                let label = ui.label(format!("or from {name}:"));
+                let chosen = app.endpoints.example_choice(&path, &types);
+                egui::ComboBox::from_id_salt(("empty_example", path.as_str()))
+                    .selected_text(chosen.as_str())
+                    .show_ui(ui, |ui| {
+                        for t in &types {
+                            ui.selectable_value(chosen, t.clone(), t);
+                        }
+                    })
+                    .response
+                    .labelled_by(label.id);
+                let event_type = chosen.clone();
+                if ui
+                    .add_enabled(running, egui::Button::new(format!("Send an example to {path}")))
+                    .on_hover_text("The contract's example of this event type (or one made from its schema), signed with the endpoint's scheme and secret when it has them")
+                    .clicked()
+                {
+                    app.send(Command::SendExample {
+                        endpoint: path.clone(),
+                        event_type,
+                    });
+                }
+            });
+        }
         ui.add_space(6.0);
         ui.weak("Then add your provider's secret under Endpoints & secrets to verify its signatures.");
         ui.add_space(14.0);

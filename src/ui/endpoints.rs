@@ -34,6 +34,19 @@ pub struct Editor {
     example_types: std::collections::HashMap<String, String>,
 }
 
+/// The event type chosen for an endpoint, kept among its contract's `types`.
+fn choice<'a>(
+    chosen: &'a mut std::collections::HashMap<String, String>,
+    path: &str,
+    types: &[String],
+) -> &'a mut String {
+    let chosen = chosen.entry(path.to_string()).or_default();
+    if !types.contains(chosen) {
+        *chosen = types.first().cloned().unwrap_or_default();
+    }
+    chosen
+}
+
 /// A saved config resolved; the engine refuses to save or start on one that does not resolve,
 /// so the default is only a guard.
 fn resolved(config: &ConfigFile) -> Settings {
@@ -55,6 +68,12 @@ impl Editor {
             testing: None,
             example_types: Default::default(),
         }
+    }
+
+    /// The event type chosen for *Send an example* on the endpoint at `path` (the first of its
+    /// contract's when none was).
+    pub fn example_choice(&mut self, path: &str, types: &[String]) -> &mut String {
+        choice(&mut self.example_types, path, types)
     }
 
     /// The engine's answer to a *Test* of an endpoint's rules.
@@ -159,7 +178,8 @@ pub fn endpoints_window(app: &mut HookscopeApp, ctx: &egui::Context) {
                             .iter()
                             .find(|e| e.path == endpoint.path)
                             .and_then(|e| e.contract.clone());
-                        let chosen = editor.example_types.entry(endpoint.path.clone()).or_default();
+                        let types = saved.as_ref().map(|c| c.event_types()).unwrap_or_default();
+                        let chosen = choice(&mut editor.example_types, &endpoint.path, &types);
                         if let Some(event_type) = contract_ui(ui, endpoint, saved.as_deref(), chosen) {
                             pending_test = Some(Command::SendExample {
                                 endpoint: endpoint.path.clone(),
@@ -499,17 +519,19 @@ fn contract_ui(
 ) -> Option<String> {
     let mut send = None;
     ui.horizontal(|ui| {
-        ui.strong("Contract");
+        let label = ui.strong("Contract");
         let mut text = endpoint
             .contract
             .clone()
             .or_else(|| endpoint.contract_dir.clone())
             .unwrap_or_default();
-        let edit = ui.add(
-            egui::TextEdit::singleline(&mut text)
-                .desired_width(300.0)
-                .hint_text("an OpenAPI/AsyncAPI file, or a folder of JSON Schemas"),
-        );
+        let edit = ui
+            .add(
+                egui::TextEdit::singleline(&mut text)
+                    .desired_width(300.0)
+                    .hint_text("an OpenAPI/AsyncAPI file, or a folder of JSON Schemas"),
+            )
+            .labelled_by(label.id);
         if edit.changed() {
             let text = text.trim().to_string();
             // A folder is a contract_dir; anything else a contract file.
@@ -519,16 +541,16 @@ fn contract_ui(
         }
         if let Some(contract) = saved {
             let types = contract.event_types();
-            if chosen.is_empty() || !types.contains(chosen) {
-                *chosen = types.first().cloned().unwrap_or_default();
-            }
+            let label = ui.label("example of");
             egui::ComboBox::from_id_salt(("example_type", endpoint.path.as_str()))
                 .selected_text(chosen.as_str())
                 .show_ui(ui, |ui| {
                     for t in &types {
                         ui.selectable_value(chosen, t.clone(), t);
                     }
-                });
+                })
+                .response
+                .labelled_by(label.id);
             if ui
                 .button("Send an example")
                 .on_hover_text("The contract's example of this event type (or one made from its schema), signed with the endpoint's scheme and secret, posted to the receiver")

@@ -1792,3 +1792,35 @@ fn a_failing_schema_check_is_badged_and_listed_and_a_contract_edit_rechecks_the_
         h.query_all_by_label("schema pass").count() == 2
     });
 }
+
+#[test]
+fn the_empty_state_sends_a_contracts_example_that_passes_its_schema() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/contracts");
+    std::fs::copy(
+        fixtures.join("acme-asyncapi.yaml"),
+        dir.path().join("events.yaml"),
+    )
+    .expect("copy");
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[[endpoint]]\npath = \"/hooks/acme\"\ncontract = \"events.yaml\"\n",
+    )
+    .expect("config");
+    let mut harness = harness(dir.path());
+    receiver_addr(&mut harness);
+    wait_until(&mut harness, "the contract's offer", |h| {
+        h.query_by_label("Send an example to /hooks/acme").is_some()
+    });
+    assert!(harness.query_by_label("or from events.yaml:").is_some());
+    harness
+        .get_by_label("Send an example to /hooks/acme")
+        .click();
+    wait_until(&mut harness, "the example", |h| h.state().list.total == 1);
+    wait_until(&mut harness, "its schema check", |h| {
+        h.query_by_label("schema pass").is_some()
+    });
+    let row = &harness.state().list.rows[0];
+    assert_eq!(row.event_type.as_deref(), Some("job.completed"));
+}

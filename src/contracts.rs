@@ -15,8 +15,27 @@ use crate::domain::contract::{Contract, ContractError, Document, external_docume
 /// What a file looked like when it was read: its size and modification time.
 type Stamp = Vec<(PathBuf, Option<(u64, SystemTime)>)>;
 
-/// Compiled contracts by path, with the stamp of every file each read.
-type Cache = Mutex<HashMap<PathBuf, (Stamp, Arc<Contract>)>>;
+/// What is known of a contract's files: the last good compile and the stamp of the files it
+/// read, and the last failure with the stamp the files had then.
+#[derive(Default)]
+struct Entry {
+    good: Option<(Arc<Contract>, Stamp)>,
+    failed: Option<(ContractError, Stamp)>,
+}
+
+impl Entry {
+    /// The files known to make the contract.
+    fn paths(&self) -> Vec<PathBuf> {
+        let stamp = match (&self.good, &self.failed) {
+            (Some((_, stamp)), _) | (None, Some((_, stamp))) => stamp,
+            (None, None) => return Vec::new(),
+        };
+        stamp.iter().map(|(p, _)| p.clone()).collect()
+    }
+}
+
+/// Compiled contracts by path.
+type Cache = Mutex<HashMap<PathBuf, Entry>>;
 
 fn cache() -> &'static Cache {
     static CACHE: OnceLock<Cache> = OnceLock::new();
@@ -39,6 +58,9 @@ fn stamp_of(paths: &[PathBuf]) -> Stamp {
 /// A path as the URI `$ref`s resolve against (`file:///…`, forward slashes on every platform).
 fn uri_of(path: &Path) -> String {
     let text = path.to_string_lossy().replace('\\', "/");
+    // A space, a `#` or a non-ASCII letter in a folder's name is percent-encoded, as a URI
+    // holds it (`C:/Users/Jane Doe/…`).
+    let text = crate::domain::contract::uri_encode(&text, b"/:");
     if text.starts_with('/') {
         format!("file://{text}")
     } else {
@@ -54,7 +76,7 @@ fn path_of(uri: &str) -> PathBuf {
         [b'/', _, b':', ..] => &rest[1..],
         _ => rest,
     };
-    PathBuf::from(rest)
+    PathBuf::from(crate::domain::contract::uri_decode(rest))
 }
 
 fn name_of(path: &Path) -> String {
@@ -126,23 +148,25 @@ fn absolute(path: &Path) -> PathBuf {
 /// The compiled contract of an OpenAPI or AsyncAPI file (and the files its `$ref`s name).
 pub fn load(path: &Path) -> Result<Arc<Contract>, ContractError> {
     let path = absolute(path);
-    if let Some(hit) = cached(&path) {
-        return Ok(hit);
-    }
-    let documents = with_references(Document {
-        uri: uri_of(&path),
-        value: read(&path)?,
-    })?;
-    let files: Vec<PathBuf> = documents.iter().map(|d| path_of(&d.uri)).collect();
-    let contract = Arc::new(Contract::build(&name_of(&path), documents)?);
-    keep(path, &files, &contract);
-    Ok(contract)
+    cached_or(&path, |path| {
+        let documents = with_references(Document {
+            uri: uri_of(path),
+            value: read(path)?,
+        })?;
+        let files: Vec<PathBuf> = documents.iter().map(|d| path_of(&d.uri)).collect();
+        Ok((Contract::build(&name_of(path), documents)?, files))
+    })
 }
 
 /// The compiled contract of a folder of JSON Schemas, one per event type (`job.completed.json`
 /// is the schema of `job.completed`).
 pub fn load_dir(dir: &Path) -> Result<Arc<Contract>, ContractError> {
     let dir = absolute(dir);
+    cached_or(&dir, compile_dir)
+}
+
+fn compile_dir(dir: &Path) -> Result<(Contract, Vec<PathBuf>), ContractError> {
+    let dir = dir.to_path_buf();
     let error = |reason: String| ContractError {
         file: name_of(&dir),
         pointer: String::new(),
@@ -157,10 +181,6 @@ pub fn load_dir(dir: &Path) -> Result<Arc<Contract>, ContractError> {
         })
         .collect();
     files.sort();
-    // The folder's own modification time is in the stamp: a schema added or removed shows.
-    if let Some(hit) = cached(&dir) {
-        return Ok(hit);
-    }
     let mut schemas = Vec::new();
     let mut others: Vec<Document> = Vec::new();
     for file in &files {
@@ -183,55 +203,93 @@ pub fn load_dir(dir: &Path) -> Result<Arc<Contract>, ContractError> {
     }
     let mut involved = files.clone();
     involved.extend(others.iter().map(|o| path_of(&o.uri)));
-    let contract = Arc::new(Contract::build_dir(
-        &format!("{}/", name_of(&dir)),
-        schemas,
-        others,
-    )?);
-    keep(dir, &involved, &contract);
-    Ok(contract)
+    let contract = Contract::build_dir(&format!("{}/", name_of(&dir)), schemas, others)?;
+    Ok((contract, involved))
 }
 
-fn cached(key: &Path) -> Option<Arc<Contract>> {
-    let cache = cache().lock().ok()?;
-    let (stamp, contract) = cache.get(key)?;
-    let paths: Vec<PathBuf> = stamp.iter().map(|(p, _)| p.clone()).collect();
-    (stamp_of(&paths) == *stamp).then(|| Arc::clone(contract))
-}
-
-fn keep(key: PathBuf, files: &[PathBuf], contract: &Arc<Contract>) {
-    let mut paths = vec![key.clone()];
-    paths.extend(files.iter().cloned());
-    paths.dedup();
-    if let Ok(mut cache) = cache().lock() {
-        cache.insert(key, (stamp_of(&paths), Arc::clone(contract)));
+/// The contract compiled from `key`'s files as they are now: the cached one while none of them
+/// changed, else compiled again (`compile`), or the error it gave while they stay as they were
+/// when it failed. Stamps are taken before the files are read, so a file saved during a read
+/// is read again.
+fn cached_or(
+    key: &Path,
+    compile: impl FnOnce(&Path) -> Result<(Contract, Vec<PathBuf>), ContractError>,
+) -> Result<Arc<Contract>, ContractError> {
+    let known: Vec<PathBuf> = {
+        let cache = cache().lock().map_err(|_| poisoned(key))?;
+        match cache.get(key) {
+            Some(entry) => entry.paths(),
+            None => vec![key.to_path_buf()],
+        }
+    };
+    let before = stamp_of(&known);
+    {
+        let cache = cache().lock().map_err(|_| poisoned(key))?;
+        if let Some(entry) = cache.get(key) {
+            if let Some((contract, stamp)) = &entry.good
+                && *stamp == before
+            {
+                return Ok(Arc::clone(contract));
+            }
+            if let Some((error, stamp)) = &entry.failed
+                && *stamp == before
+            {
+                return Err(error.clone());
+            }
+        }
+    }
+    let compiled = compile(key);
+    let mut cache = cache().lock().map_err(|_| poisoned(key))?;
+    let entry = cache.entry(key.to_path_buf()).or_default();
+    match compiled {
+        Ok((contract, files)) => {
+            let contract = Arc::new(contract);
+            let mut paths = vec![key.to_path_buf()];
+            paths.extend(files.into_iter().filter(|f| f != key));
+            // The files read besides those known before are stamped now.
+            let mut stamp = before;
+            stamp.extend(stamp_of(
+                &paths
+                    .iter()
+                    .filter(|p| !known.contains(p))
+                    .cloned()
+                    .collect::<Vec<_>>(),
+            ));
+            entry.good = Some((Arc::clone(&contract), stamp));
+            entry.failed = None;
+            Ok(contract)
+        }
+        Err(error) => {
+            entry.failed = Some((error.clone(), before));
+            Err(error)
+        }
     }
 }
 
-/// Whether a contract file (or one of the files it reads) changed since it was compiled: the
-/// window checks its endpoints' contracts with this and applies a change at once.
-pub fn changed(path: &Path) -> bool {
+fn poisoned(key: &Path) -> ContractError {
+    ContractError {
+        file: name_of(key),
+        pointer: String::new(),
+        reason: "the cache of compiled contracts was lost to a panic".into(),
+    }
+}
+
+/// Whether the contract at `path` is not the one in use: a file of it changed since it was
+/// compiled (and not into the state that failed last), or the cache holds another compile
+/// than `in_use` (someone loaded the change first). The receiver's settings are resolved
+/// again then.
+pub fn stale(path: &Path, in_use: &Arc<Contract>) -> bool {
     let path = absolute(path);
     let Ok(cache) = cache().lock() else {
         return false;
     };
-    match cache.get(&path) {
-        Some((stamp, _)) => {
-            let paths: Vec<PathBuf> = stamp.iter().map(|(p, _)| p.clone()).collect();
-            stamp_of(&paths) != *stamp
-        }
-        None => false,
-    }
-}
-
-/// Takes a change as seen while keeping the contract compiled before it (the change did not
-/// compile): [`changed`] says no more until the files change again.
-pub fn acknowledge(path: &Path) {
-    let path = absolute(path);
-    if let Ok(mut cache) = cache().lock()
-        && let Some((stamp, _)) = cache.get_mut(&path)
-    {
-        let paths: Vec<PathBuf> = stamp.iter().map(|(p, _)| p.clone()).collect();
-        *stamp = stamp_of(&paths);
+    let Some(entry) = cache.get(&path) else {
+        return true;
+    };
+    let current = stamp_of(&entry.paths());
+    match (&entry.good, &entry.failed) {
+        (_, Some((_, failed))) if *failed == current => false,
+        (Some((contract, stamp)), _) => *stamp != current || !Arc::ptr_eq(contract, in_use),
+        (None, _) => true,
     }
 }

@@ -455,3 +455,163 @@ fn listen_checks_each_delivery_against_its_endpoints_contract_and_picks_up_a_cha
         "{said}"
     );
 }
+
+#[test]
+fn a_folder_with_a_space_and_an_accent_and_a_broken_edit_said_once_keep_the_contract_before() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = root.path().join("Jane Doe/spécs #1");
+    std::fs::create_dir_all(dir.join("schemas")).expect("dirs");
+    std::fs::copy(fixture("acme-openapi.yaml"), dir.join("acme openapi.yaml")).expect("copy");
+    std::fs::copy(
+        fixture("schemas/money.json"),
+        dir.join("schemas/money.json"),
+    )
+    .expect("copy");
+    std::fs::write(
+        dir.join("config.toml"),
+        "[[endpoint]]\npath = \"/hooks/acme\"\ncontract = \"acme openapi.yaml\"\n",
+    )
+    .expect("config");
+    let file = hookscope::config::load_file(&dir.join("config.toml")).expect("config loads");
+    let settings = hookscope::config::Settings::resolve(&file, &Default::default())
+        .expect("a contract in a folder named with a space, an accent and a #");
+    let shared: hookscope::net::receiver::SharedSettings =
+        std::sync::Arc::new(std::sync::RwLock::new(std::sync::Arc::new(settings)));
+    let amount_as_text = {
+        let mut body = processed();
+        body["data"]["amount"] = json!("12.50");
+        body.to_string()
+    };
+    let verdict = |shared: &hookscope::net::receiver::SharedSettings| {
+        let settings = shared.read().expect("read").clone();
+        let contract = settings
+            .endpoint_for("/hooks/acme")
+            .contract
+            .clone()
+            .expect("contract");
+        contract
+            .check(Some("document.processed"), amount_as_text.as_bytes())
+            .status
+    };
+    let reload =
+        || hookscope::app::contract::reload_if_changed(&file, &Default::default(), &shared);
+    assert!(reload().is_none(), "nothing changed");
+    assert_eq!(verdict(&shared), SchemaStatus::Fail);
+
+    // A broken edit: said once, and the contract before stays in force.
+    let original = std::fs::read_to_string(dir.join("acme openapi.yaml")).expect("read");
+    std::fs::write(
+        dir.join("acme openapi.yaml"),
+        format!("{original}\n  broken: [unclosed\n"),
+    )
+    .expect("break");
+    let said = reload()
+        .expect("the change is seen")
+        .expect_err("and refused");
+    assert!(
+        said.to_string()
+            .contains("contract acme openapi.yaml changed, and is not applied"),
+        "{said}"
+    );
+    assert!(reload().is_none(), "said once");
+    assert_eq!(
+        verdict(&shared),
+        SchemaStatus::Fail,
+        "the contract before stays"
+    );
+
+    // Fixed, with amounts as text: applied.
+    std::fs::write(
+        dir.join("acme openapi.yaml"),
+        original.replace(
+            "amount: {type: integer, minimum: 0}",
+            "amount: {type: string}",
+        ),
+    )
+    .expect("fix");
+    let applied = reload().expect("the fix is seen").expect("and applied");
+    assert!(
+        applied.contains("deliveries are checked against it from now"),
+        "{applied}"
+    );
+    assert_eq!(verdict(&shared), SchemaStatus::Pass);
+    assert!(reload().is_none());
+}
+
+#[test]
+fn type_consts_rank_after_names_nullable_and_charset_are_read_and_a_tree_has_an_example() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let path = root.path().join("tree.yaml");
+    std::fs::write(
+        &path,
+        r#"openapi: 3.0.3
+info: {title: t, version: '1'}
+x-webhooks:
+  job.completed:
+    post:
+      requestBody:
+        content:
+          application/json; charset=utf-8:
+            schema: {$ref: '#/components/schemas/Completed'}
+  job.failed:
+    post:
+      requestBody:
+        content:
+          application/json:
+            schema: {$ref: '#/components/schemas/Failed'}
+components:
+  schemas:
+    Envelope:
+      type: object
+      required: [type]
+      properties:
+        type: {type: string, enum: [job.completed, job.failed]}
+    Completed:
+      allOf:
+        - $ref: '#/components/schemas/Envelope'
+        - type: object
+          required: [tree, note]
+          properties:
+            tree: {$ref: '#/components/schemas/Node'}
+            note: {type: string, nullable: true}
+    Failed:
+      allOf:
+        - $ref: '#/components/schemas/Envelope'
+        - type: object
+          required: [reason]
+          properties:
+            reason: {type: string}
+    Node:
+      type: object
+      required: [name, children]
+      properties:
+        name: {type: string}
+        children:
+          type: array
+          items: {$ref: '#/components/schemas/Node'}
+"#,
+    )
+    .expect("contract");
+    let contract = hookscope::contracts::load(&path).expect("an OpenAPI 3.0 contract");
+    // Both schemas list both types in the shared envelope's enum: the name decides.
+    let failed = contract.check(Some("job.failed"), br#"{"type":"job.failed","reason":"x"}"#);
+    assert_eq!(
+        failed.schema.as_deref(),
+        Some("x-webhooks/job.failed"),
+        "{failed:?}"
+    );
+    assert_eq!(failed.status, SchemaStatus::Pass);
+    // `nullable: true` (OpenAPI 3.0) lets a null through.
+    let nullable = contract.check(
+        Some("job.completed"),
+        br#"{"type":"job.completed","note":null,"tree":{"name":"a","children":[]}}"#,
+    );
+    assert_eq!(nullable.status, SchemaStatus::Pass, "{nullable:?}");
+    // A recursive schema still gets an example that passes.
+    let (example, _) = contract.example("job.completed").expect("example");
+    assert_eq!(
+        contract.is_valid("job.completed", &example),
+        Some(true),
+        "{example}"
+    );
+}

@@ -33,55 +33,82 @@ pub fn example(contract: &Contract, event_type: &str) -> Result<(Value, bool), A
     })
 }
 
-/// The contract files `file`'s endpoints name, as paths (relative ones in the config file's
-/// folder).
-pub fn paths(file: &crate::config::ConfigFile) -> Vec<std::path::PathBuf> {
+/// The contract each of `file`'s endpoints names, as a path (relative ones in the config
+/// file's folder), `None` for an endpoint with none.
+fn paths_of(file: &crate::config::ConfigFile) -> Vec<Option<std::path::PathBuf>> {
     file.endpoints
         .iter()
-        .filter_map(|e| e.contract.as_ref().or(e.contract_dir.as_ref()))
-        .map(|name| match &file.base_dir {
-            Some(dir) => dir.join(name),
-            None => std::path::PathBuf::from(name),
+        .map(|e| {
+            e.contract
+                .as_ref()
+                .or(e.contract_dir.as_ref())
+                .map(|name| match &file.base_dir {
+                    Some(dir) => dir.join(name),
+                    None => std::path::PathBuf::from(name),
+                })
         })
         .collect()
 }
 
-/// When a contract file of `file`'s endpoints changed since it was compiled, the settings
-/// resolved again and put in `shared`, at once, for the receiver's next delivery: `None` when
-/// nothing changed, else a sentence (what was applied, or why the change was not: a contract
-/// that no longer compiles leaves the one before in place).
+/// When a contract of `file`'s endpoints is not the one in use (a file of it changed, or a
+/// change was compiled by someone else first), the settings resolved again and put in `shared`
+/// at once, for the receiver's next delivery: `None` when nothing changed, else a sentence
+/// (what was applied, or why the change was not: a contract that no longer compiles leaves the
+/// one before in place, and the same failure is said once).
 pub fn reload_if_changed(
     file: &crate::config::ConfigFile,
     overrides: &crate::config::Overrides,
     shared: &crate::net::receiver::SharedSettings,
 ) -> Option<Result<String, AppError>> {
-    let changed: Vec<std::path::PathBuf> = paths(file)
-        .into_iter()
-        .filter(|p| crate::contracts::changed(p))
+    let in_use = match shared.read() {
+        Ok(guard) => Arc::clone(&guard),
+        Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+    };
+    let changed: Vec<std::path::PathBuf> = file
+        .endpoints
+        .iter()
+        .zip(paths_of(file))
+        .filter_map(|(config, path)| {
+            let path = path?;
+            let contract = in_use
+                .endpoints
+                .iter()
+                .find(|e| e.path == config.path)
+                .and_then(|e| e.contract.as_ref());
+            // An endpoint the settings in use resolved without it (replaced by the command
+            // line's) has no contract to keep up to date.
+            let contract = contract?;
+            crate::contracts::stale(&path, contract).then_some(path)
+        })
         .collect();
     let first = changed.first()?;
     let name = first
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    Some(match crate::config::Settings::resolve(file, overrides) {
+    static SAID: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+    let mut said = SAID
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    match crate::config::Settings::resolve(file, overrides) {
         Ok(settings) => {
             match shared.write() {
                 Ok(mut guard) => *guard = Arc::new(settings),
                 Err(poisoned) => *poisoned.into_inner() = Arc::new(settings),
             }
-            Ok(format!(
+            *said = None;
+            Some(Ok(format!(
                 "contract {name} changed: deliveries are checked against it from now"
-            ))
-        }
-        Err(e) => {
-            // Said once: the contract compiled before stays until the file changes again.
-            for path in &changed {
-                crate::contracts::acknowledge(path);
-            }
-            Err(AppError::Usage(format!(
-                "contract {name} changed, and is not applied: {e}"
             )))
         }
-    })
+        Err(e) => {
+            let sentence = format!("contract {name} changed, and is not applied: {e}");
+            // Said once: the contract compiled before stays until the files change again.
+            if said.as_deref() == Some(sentence.as_str()) {
+                return None;
+            }
+            *said = Some(sentence.clone());
+            Some(Err(AppError::Usage(sentence)))
+        }
+    }
 }

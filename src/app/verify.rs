@@ -119,6 +119,11 @@ pub fn verify(file: &ConfigFile, request: VerifyRequest) -> Result<Verified, App
         .now
         .unwrap_or_else(|| delivery.received_at_ms.div_euclid(1000));
     let signed = scheme.is_some();
+    if signed && secrets.is_empty() {
+        return Err(AppError::Usage(
+            "a scheme needs a secret to verify with: give --secret (or leave --scheme out to check the body against --contract alone)".into(),
+        ));
+    }
     let endpoint = Endpoint {
         scheme,
         contract,

@@ -58,6 +58,9 @@ struct Operation {
     /// The event types it is for: its webhook's or message's name, its operation id,
     /// `x-hookscope-event-type`, and the `const`/`enum` of its body's `type` field.
     names: Vec<String>,
+    /// How many of `names` the document gives by name (the rest are read from the `type`
+    /// field's `const`/`enum`, which a shared envelope may list for several schemas).
+    named: usize,
     /// Where its schema is, for sentences: `webhooks/invoice.paid`.
     label: String,
     /// The document it is in, and the JSON pointer of the schema there.
@@ -191,13 +194,51 @@ fn escape(segment: &str) -> String {
     segment.replace('~', "~0").replace('/', "~1")
 }
 
-/// Splits a `$ref` into its document part and its fragment (a JSON pointer).
-fn split_ref(reference: &str) -> (&str, &str) {
+/// Splits a `$ref` into its document part and its fragment, the JSON pointer percent-decoded
+/// (`#/paths/~1hooks~1%7Bid%7D` names the key `/hooks/{id}`).
+fn split_ref(reference: &str) -> (&str, String) {
     match reference.split_once('#') {
-        Some((doc, fragment)) => (doc, fragment),
-        None => (reference, ""),
+        Some((doc, fragment)) => (doc, uri_decode(fragment)),
+        None => (reference, String::new()),
     }
 }
+
+/// Percent-encodes what a URI cannot hold as is: every byte but the unreserved ones and `keep`.
+pub fn uri_encode(text: &str, keep: &[u8]) -> String {
+    let mut out = String::with_capacity(text.len());
+    for &b in text.as_bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) || keep.contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Decodes `%XX` sequences (a `+` stays a `+`); a malformed sequence is kept as written.
+pub fn uri_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && let Some(byte) = text
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(byte);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// The characters a URI's path keeps as they are, `%` included (it is already encoded).
+const PATH_SAFE: &[u8] = b"/:%@!$&'()*+,;=";
 
 /// Resolves a relative reference against a base URI (`file:///a/b.yaml` + `c.json` →
 /// `file:///a/c.json`); an absolute one is kept.
@@ -205,6 +246,8 @@ pub fn join_uri(base: &str, reference: &str) -> String {
     if reference.is_empty() {
         return base.to_string();
     }
+    // A name with a space or a non-ASCII letter, written as is: encoded as its URI would be.
+    let reference = &uri_encode(reference, PATH_SAFE);
     if reference.contains("://") || reference.starts_with("urn:") {
         return reference.to_string();
     }
@@ -279,7 +322,14 @@ impl Contract {
     /// Compiles a contract: `documents[0]` is the contract (an OpenAPI or AsyncAPI file), the
     /// rest are the documents its `$ref`s reach. Every `$ref` must resolve; each operation's
     /// schema must compile.
-    pub fn build(name: &str, documents: Vec<Document>) -> Result<Contract, ContractError> {
+    pub fn build(name: &str, mut documents: Vec<Document>) -> Result<Contract, ContractError> {
+        // OpenAPI 3.0 says "or null" with `nullable: true` beside the type, which draft 4 (its
+        // closest dialect) does not read: written as the type list it means.
+        if documents.first().and_then(|d| kind_of(&d.value)) == Some(Kind::OpenApi30) {
+            for document in &mut documents {
+                nullable_as_types(&mut document.value);
+            }
+        }
         let Some(main) = documents.first() else {
             return Err(ContractError {
                 file: name.into(),
@@ -325,6 +375,7 @@ impl Contract {
         for found in found {
             let validator = contract.compile(&main_uri, &found.pointer, draft_of(kind))?;
             contract.operations.push(Operation {
+                named: found.names.len(),
                 names: found.names,
                 label: found.label,
                 uri: main_uri.clone(),
@@ -374,6 +425,7 @@ impl Contract {
             let validator = contract.compile(&document.uri, "", draft)?;
             let examples = schema_examples(&document.value);
             contract.operations.push(Operation {
+                named: 1,
                 names: vec![event_type.clone()],
                 label: file_name(&document.uri),
                 uri: document.uri,
@@ -405,7 +457,7 @@ impl Contract {
                         file_name(&target)
                     )));
                 };
-                if !fragment.is_empty() && document.pointer(fragment).is_none() {
+                if !fragment.is_empty() && document.pointer(&fragment).is_none() {
                     return Err(error(format!(
                         "$ref \"{reference}\" does not resolve: {} has nothing at {fragment}",
                         file_name(&target)
@@ -430,7 +482,7 @@ impl Contract {
             .with_draft(draft)
             .should_validate_formats(true)
             .with_resources(resources)
-            .build(&json!({ "$ref": format!("{uri}#{pointer}") }))
+            .build(&json!({ "$ref": format!("{uri}#{}", uri_encode(pointer, b"/")) }))
             .map_err(|e| ContractError {
                 file: file_name(uri),
                 pointer: pointer.into(),
@@ -457,6 +509,7 @@ impl Contract {
                     let _ = field_base;
                 }
             }
+            self.operations[i].named = self.operations[i].names.len();
             let names = &mut self.operations[i].names;
             for name in extra {
                 if !names.contains(&name) {
@@ -474,10 +527,19 @@ impl Contract {
             .collect()
     }
 
+    /// The operation for an event type: one the document names so first, then one whose
+    /// `type` field's `const` (a single value) says so, then one whose `enum` lists it.
     fn operation_for(&self, event_type: &str) -> Option<&Operation> {
+        let named = |o: &&Operation| o.names[..o.named].iter().any(|n| n == event_type);
+        let typed = |o: &&Operation, only: bool| {
+            o.names[o.named..].iter().any(|n| n == event_type)
+                && (!only || o.names.len() == o.named + 1)
+        };
         self.operations
             .iter()
-            .find(|o| o.names.iter().any(|n| n == event_type))
+            .find(named)
+            .or_else(|| self.operations.iter().find(|o| typed(o, true)))
+            .or_else(|| self.operations.iter().find(|o| typed(o, false)))
     }
 
     /// The value at `pointer` of document `uri`, following `$ref`s, with the URI it is in.
@@ -490,7 +552,7 @@ impl Contract {
             };
             let (doc, fragment) = split_ref(reference);
             uri = join_uri(&uri, doc);
-            value = self.documents.get(&uri)?.pointer(fragment)?;
+            value = self.documents.get(&uri)?.pointer(&fragment)?;
         }
         None
     }
@@ -507,7 +569,7 @@ impl Contract {
             Some(reference) => {
                 let (doc, fragment) = split_ref(reference);
                 let uri = join_uri(base, doc);
-                match self.documents.get(&uri).and_then(|d| d.pointer(fragment)) {
+                match self.documents.get(&uri).and_then(|d| d.pointer(&fragment)) {
                     Some(target) => (target, uri),
                     None => return Vec::new(),
                 }
@@ -540,7 +602,7 @@ impl Contract {
             Some(reference) => {
                 let (doc, fragment) = split_ref(reference);
                 let uri = join_uri(base, doc);
-                match self.documents.get(&uri).and_then(|d| d.pointer(fragment)) {
+                match self.documents.get(&uri).and_then(|d| d.pointer(&fragment)) {
                     Some(target) => (target, uri),
                     None => return Vec::new(),
                 }
@@ -772,7 +834,7 @@ impl Contract {
         // The type field names the event type when the schema leaves it open.
         if let Value::Object(map) = &mut made
             && let Some(Value::String(t)) = map.get("type")
-            && t == "string"
+            && t == "example"
         {
             map.insert("type".into(), Value::String(event_type.into()));
         }
@@ -879,16 +941,14 @@ impl Contract {
         };
         match kind.as_str() {
             "array" => {
-                let count = first
-                    .get("minItems")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(1)
-                    .max(1);
+                // One item shows the shape; deep down (a tree's children), as few as allowed.
+                let min = first.get("minItems").and_then(Value::as_u64).unwrap_or(0);
+                let count = if depth < 4 { min.max(1) } else { min }.min(20) as usize;
                 let item = first
                     .get("items")
                     .map(|i| self.synthesise(i, &first_base, depth + 1))
                     .unwrap_or(Value::Null);
-                Value::Array(vec![item; count.min(3) as usize])
+                Value::Array(vec![item; count])
             }
             "string" => {
                 let formatted = parts
@@ -902,6 +962,29 @@ impl Contract {
             "boolean" => Value::Bool(true),
             _ => Value::Null,
         }
+    }
+}
+
+/// `{type: T, nullable: true}` as `{type: [T, "null"]}`, everywhere in a document.
+fn nullable_as_types(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if map.get("nullable") == Some(&Value::Bool(true))
+                && let Some(Value::String(t)) = map.get("type").cloned()
+            {
+                map.insert("type".into(), json!([t, "null"]));
+                if let Some(Value::Array(options)) = map.get_mut("enum")
+                    && !options.contains(&Value::Null)
+                {
+                    options.push(Value::Null);
+                }
+            }
+            for v in map.values_mut() {
+                nullable_as_types(v);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(nullable_as_types),
+        _ => {}
     }
 }
 
@@ -1168,8 +1251,8 @@ fn openapi_operations(document: &Document, kind: Kind) -> Vec<Found> {
     for (name, item) in webhooks {
         // A path item may itself be a $ref (components/pathItems).
         let (item, item_pointer) = match item.get("$ref").and_then(Value::as_str) {
-            Some(r) if r.starts_with('#') => match document.value.pointer(&r[1..]) {
-                Some(target) => (target, r[1..].to_string()),
+            Some(r) if r.starts_with('#') => match document.value.pointer(&uri_decode(&r[1..])) {
+                Some(target) => (target, uri_decode(&r[1..])),
                 None => continue,
             },
             _ => (item, format!("/{key}/{}", escape(name))),
@@ -1183,10 +1266,12 @@ fn openapi_operations(document: &Document, kind: Kind) -> Vec<Found> {
             }
             let (body, body_pointer) = match operation.get("requestBody") {
                 Some(b) => match b.get("$ref").and_then(Value::as_str) {
-                    Some(r) if r.starts_with('#') => match document.value.pointer(&r[1..]) {
-                        Some(target) => (target, r[1..].to_string()),
-                        None => continue,
-                    },
+                    Some(r) if r.starts_with('#') => {
+                        match document.value.pointer(&uri_decode(&r[1..])) {
+                            Some(target) => (target, uri_decode(&r[1..])),
+                            None => continue,
+                        }
+                    }
                     _ => (b, format!("{item_pointer}/{method}/requestBody")),
                 },
                 None => continue,
@@ -1194,10 +1279,11 @@ fn openapi_operations(document: &Document, kind: Kind) -> Vec<Found> {
             let Some(content) = body.get("content").and_then(Value::as_object) else {
                 continue;
             };
-            let Some((media, media_type)) = content
-                .iter()
-                .find(|(m, _)| m.as_str() == "application/json" || m.ends_with("+json"))
-            else {
+            let Some((media, media_type)) = content.iter().find(|(m, _)| {
+                // `application/json; charset=utf-8` is JSON too.
+                let m = m.split(';').next().unwrap_or_default().trim();
+                m == "application/json" || m.ends_with("+json")
+            }) else {
                 continue;
             };
             if media_type.get("schema").is_none() {
@@ -1246,8 +1332,9 @@ fn asyncapi_operations(document: &Document) -> Vec<Found> {
         };
         for (key, message) in messages {
             let (message, pointer) = match message.get("$ref").and_then(Value::as_str) {
-                Some(r) if r.starts_with('#') => match document.value.pointer(&r[1..]) {
-                    Some(target) => (target, r[1..].to_string()),
+                Some(r) if r.starts_with('#') => match document.value.pointer(&uri_decode(&r[1..]))
+                {
+                    Some(target) => (target, uri_decode(&r[1..])),
                     None => continue,
                 },
                 _ => (

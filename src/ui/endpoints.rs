@@ -95,6 +95,11 @@ impl Editor {
         self.error = None;
     }
 
+    /// Resolves the saved config again: a contract file changed (its event types may have).
+    pub fn refresh(&mut self) {
+        self.saved_settings = resolved(&self.saved);
+    }
+
     /// The saved config resolved (endpoints with their schemes), resolved once per save rather
     /// than by every panel that needs an endpoint's defaults.
     pub fn saved_settings(&self) -> &Settings {
@@ -144,6 +149,7 @@ pub fn endpoints_window(app: &mut HookscopeApp, ctx: &egui::Context) {
             let mut remove = None;
             let mut test = None;
             let mut stale = false;
+            let base = editor.saved.base_dir.clone();
             let selected = app
                 .selected
                 .map(|id| (id, app.detail.as_ref().filter(|d| d.id == id).map(|d| d.endpoint.clone())));
@@ -180,7 +186,7 @@ pub fn endpoints_window(app: &mut HookscopeApp, ctx: &egui::Context) {
                             .and_then(|e| e.contract.clone());
                         let types = saved.as_ref().map(|c| c.event_types()).unwrap_or_default();
                         let chosen = choice(&mut editor.example_types, &endpoint.path, &types);
-                        if let Some(event_type) = contract_ui(ui, endpoint, saved.as_deref(), chosen) {
+                        if let Some(event_type) = contract_ui(ui, endpoint, saved.as_deref(), chosen, base.as_deref()) {
                             pending_test = Some(Command::SendExample {
                                 endpoint: endpoint.path.clone(),
                                 event_type,
@@ -516,6 +522,7 @@ fn contract_ui(
     endpoint: &mut EndpointConfig,
     saved: Option<&hookscope::domain::contract::Contract>,
     chosen: &mut String,
+    base: Option<&std::path::Path>,
 ) -> Option<String> {
     let mut send = None;
     ui.horizontal(|ui| {
@@ -535,7 +542,9 @@ fn contract_ui(
         if edit.changed() {
             let text = text.trim().to_string();
             // A folder is a contract_dir; anything else a contract file.
-            let is_dir = std::path::Path::new(&text).is_dir() || text.ends_with('/');
+            // Relative names start in the config file's folder, as the config reads them.
+            let at = base.map_or_else(|| std::path::PathBuf::from(&text), |b| b.join(&text));
+            let is_dir = at.is_dir() || text.ends_with('/');
             endpoint.contract = (!text.is_empty() && !is_dir).then(|| text.clone());
             endpoint.contract_dir = (!text.is_empty() && is_dir).then_some(text);
         }

@@ -561,6 +561,7 @@ impl HookscopeApp {
             Event::RulesTested { id, results } => self.endpoints.rules_tested(id, results),
             Event::ContractChanged(text) => {
                 self.notice(text, false);
+                self.endpoints.refresh();
                 // As a changed secret: the delivery being read is checked again at once.
                 if let Some(id) = self.selected {
                     self.send(Command::Recheck { id });

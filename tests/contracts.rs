@@ -615,3 +615,46 @@ components:
         "{example}"
     );
 }
+
+#[test]
+fn a_webhook_or_a_message_kept_in_a_sibling_file_is_followed_there() {
+    let root = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(root.path().join("hooks")).expect("dir");
+    std::fs::write(
+        root.path().join("api.yaml"),
+        "openapi: 3.1.0\ninfo: {title: t, version: '1'}\nwebhooks:\n  refund.created:\n    $ref: 'hooks/refund.yaml'\n",
+    )
+    .expect("main");
+    std::fs::write(
+        root.path().join("hooks/refund.yaml"),
+        "post:\n  requestBody:\n    content:\n      application/json:\n        schema: {$ref: '#/components/schemas/Refund'}\ncomponents:\n  schemas:\n    Refund:\n      type: object\n      required: [type, amount]\n      properties:\n        type: {const: refund.created}\n        amount: {type: integer}\n",
+    )
+    .expect("sibling");
+    let contract = hookscope::contracts::load(&root.path().join("api.yaml")).expect("loads");
+    assert_eq!(contract.event_types(), ["refund.created"]);
+    let failed = contract.check(
+        Some("refund.created"),
+        br#"{"type":"refund.created","amount":"5"}"#,
+    );
+    assert_eq!(failed.status, SchemaStatus::Fail, "{failed:?}");
+    assert_eq!(failed.violations[0].pointer, "/amount");
+
+    std::fs::write(
+        root.path().join("events.yaml"),
+        "asyncapi: 3.0.0\ninfo: {title: t, version: '1'}\nchannels:\n  refunds:\n    messages:\n      created: {$ref: 'hooks/messages.yaml#/RefundCreated'}\n",
+    )
+    .expect("asyncapi");
+    std::fs::write(
+        root.path().join("hooks/messages.yaml"),
+        "RefundCreated:\n  name: refund.created\n  payload:\n    type: object\n    required: [amount]\n    properties:\n      amount: {type: integer}\n",
+    )
+    .expect("messages");
+    let events = hookscope::contracts::load(&root.path().join("events.yaml")).expect("loads");
+    assert_eq!(events.event_types(), ["refund.created"]);
+    assert_eq!(
+        events
+            .check(Some("refund.created"), br#"{"amount":5}"#)
+            .status,
+        SchemaStatus::Pass
+    );
+}

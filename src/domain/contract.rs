@@ -343,13 +343,13 @@ impl Contract {
             reason: "neither OpenAPI (an `openapi` version) nor AsyncAPI (an `asyncapi` version); for a folder of JSON Schemas use contract_dir".into(),
         })?;
         let main_uri = main.uri.clone();
-        let found = match kind {
-            Kind::OpenApi31 | Kind::OpenApi30 => openapi_operations(main, kind),
-            Kind::AsyncApi3 => asyncapi_operations(main),
-            Kind::SchemaDir => Vec::new(),
-        };
         let store: BTreeMap<String, Value> =
             documents.into_iter().map(|d| (d.uri, d.value)).collect();
+        let found = match kind {
+            Kind::OpenApi31 | Kind::OpenApi30 => openapi_operations(&store, &main_uri, kind),
+            Kind::AsyncApi3 => asyncapi_operations(&store, &main_uri),
+            Kind::SchemaDir => Vec::new(),
+        };
         let mut contract = Contract {
             name: name.into(),
             kind,
@@ -373,12 +373,12 @@ impl Contract {
             });
         }
         for found in found {
-            let validator = contract.compile(&main_uri, &found.pointer, draft_of(kind))?;
+            let validator = contract.compile(&found.uri, &found.pointer, draft_of(kind))?;
             contract.operations.push(Operation {
                 named: found.names.len(),
                 names: found.names,
                 label: found.label,
-                uri: main_uri.clone(),
+                uri: found.uri,
                 pointer: found.pointer,
                 validator,
                 examples: found.examples,
@@ -1234,28 +1234,54 @@ fn sentence(check: &SchemaCheck, label: &str, contract: &str, total: usize) -> S
 struct Found {
     names: Vec<String>,
     label: String,
+    /// The document the schema is in, and its pointer there.
+    uri: String,
     pointer: String,
     examples: Vec<Value>,
 }
 
-fn openapi_operations(document: &Document, kind: Kind) -> Vec<Found> {
+/// `value` (at `pointer` in document `uri`) followed through `$ref`s, to this document or a
+/// sibling, with the document and pointer it ends at; `None` when one does not resolve (the
+/// `$ref` check says which).
+fn follow<'a>(
+    documents: &'a BTreeMap<String, Value>,
+    uri: &str,
+    value: &'a Value,
+    pointer: String,
+) -> Option<(&'a Value, String, String)> {
+    let (mut value, mut uri, mut pointer) = (value, uri.to_string(), pointer);
+    for _ in 0..32 {
+        let Some(reference) = value.get("$ref").and_then(Value::as_str) else {
+            return Some((value, uri, pointer));
+        };
+        let (doc, fragment) = split_ref(reference);
+        uri = join_uri(&uri, doc);
+        value = documents.get(&uri)?.pointer(&fragment)?;
+        pointer = fragment;
+    }
+    None
+}
+
+fn openapi_operations(documents: &BTreeMap<String, Value>, main: &str, kind: Kind) -> Vec<Found> {
     let key = if kind == Kind::OpenApi30 {
         "x-webhooks"
     } else {
         "webhooks"
     };
-    let Some(webhooks) = document.value.get(key).and_then(Value::as_object) else {
+    let Some(webhooks) = documents
+        .get(main)
+        .and_then(|d| d.get(key))
+        .and_then(Value::as_object)
+    else {
         return Vec::new();
     };
     let mut out = Vec::new();
     for (name, item) in webhooks {
-        // A path item may itself be a $ref (components/pathItems).
-        let (item, item_pointer) = match item.get("$ref").and_then(Value::as_str) {
-            Some(r) if r.starts_with('#') => match document.value.pointer(&uri_decode(&r[1..])) {
-                Some(target) => (target, uri_decode(&r[1..])),
-                None => continue,
-            },
-            _ => (item, format!("/{key}/{}", escape(name))),
+        // A path item may itself be a $ref (components/pathItems, or a sibling file).
+        let Some((item, item_uri, item_pointer)) =
+            follow(documents, main, item, format!("/{key}/{}", escape(name)))
+        else {
+            continue;
         };
         let Some(operations) = item.as_object() else {
             continue;
@@ -1264,17 +1290,15 @@ fn openapi_operations(document: &Document, kind: Kind) -> Vec<Found> {
             if !matches!(method.as_str(), "post" | "put" | "patch" | "get" | "delete") {
                 continue;
             }
-            let (body, body_pointer) = match operation.get("requestBody") {
-                Some(b) => match b.get("$ref").and_then(Value::as_str) {
-                    Some(r) if r.starts_with('#') => {
-                        match document.value.pointer(&uri_decode(&r[1..])) {
-                            Some(target) => (target, uri_decode(&r[1..])),
-                            None => continue,
-                        }
-                    }
-                    _ => (b, format!("{item_pointer}/{method}/requestBody")),
-                },
-                None => continue,
+            let Some((body, body_uri, body_pointer)) = operation.get("requestBody").and_then(|b| {
+                follow(
+                    documents,
+                    &item_uri,
+                    b,
+                    format!("{item_pointer}/{method}/requestBody"),
+                )
+            }) else {
+                continue;
             };
             let Some(content) = body.get("content").and_then(Value::as_object) else {
                 continue;
@@ -1313,6 +1337,7 @@ fn openapi_operations(document: &Document, kind: Kind) -> Vec<Found> {
             out.push(Found {
                 names,
                 label: format!("{key}/{name}"),
+                uri: body_uri,
                 pointer: format!("{body_pointer}/content/{}/schema", escape(media)),
                 examples,
             });
@@ -1321,9 +1346,13 @@ fn openapi_operations(document: &Document, kind: Kind) -> Vec<Found> {
     out
 }
 
-fn asyncapi_operations(document: &Document) -> Vec<Found> {
+fn asyncapi_operations(documents: &BTreeMap<String, Value>, main: &str) -> Vec<Found> {
     let mut out = Vec::new();
-    let Some(channels) = document.value.get("channels").and_then(Value::as_object) else {
+    let Some(channels) = documents
+        .get(main)
+        .and_then(|d| d.get("channels"))
+        .and_then(Value::as_object)
+    else {
         return out;
     };
     for (channel_name, channel) in channels {
@@ -1331,20 +1360,14 @@ fn asyncapi_operations(document: &Document) -> Vec<Found> {
             continue;
         };
         for (key, message) in messages {
-            let (message, pointer) = match message.get("$ref").and_then(Value::as_str) {
-                Some(r) if r.starts_with('#') => match document.value.pointer(&uri_decode(&r[1..]))
-                {
-                    Some(target) => (target, uri_decode(&r[1..])),
-                    None => continue,
-                },
-                _ => (
-                    message,
-                    format!(
-                        "/channels/{}/messages/{}",
-                        escape(channel_name),
-                        escape(key)
-                    ),
-                ),
+            // A message may be a $ref (components/messages, or a sibling file).
+            let at = format!(
+                "/channels/{}/messages/{}",
+                escape(channel_name),
+                escape(key)
+            );
+            let Some((message, uri, pointer)) = follow(documents, main, message, at) else {
+                continue;
             };
             if message.get("payload").is_none() {
                 continue;
@@ -1385,13 +1408,14 @@ fn asyncapi_operations(document: &Document) -> Vec<Found> {
             let label = format!("channels/{channel_name}/messages/{key}");
             if out
                 .iter()
-                .any(|f: &Found| f.pointer == format!("{pointer}/payload"))
+                .any(|f: &Found| f.uri == uri && f.pointer == format!("{pointer}/payload"))
             {
                 continue;
             }
             out.push(Found {
                 names,
                 label,
+                uri,
                 pointer: format!("{pointer}/payload"),
                 examples,
             });

@@ -414,6 +414,13 @@ fn listen_checks_each_delivery_against_its_endpoints_contract_and_picks_up_a_cha
             .all(|d| d["checks"]["schema"]["status"] == "fail")
     );
     assert_eq!(failed.last().map(|d| d["id"].clone()), Some(json!(2)));
+    // The human lines say it under the delivery's line.
+    let out = common::run(dir.path(), &["list", "--filter", "schema:fail"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("    schema: 1 violation of webhooks/document.processed in acme-openapi.yaml: `/data/amount` must be integer, got string \"12.50\"."),
+        "{text}"
+    );
 
     // A fixture records the contract and schema it was checked against.
     let out_file = dir.path().join("fixture.json");

@@ -180,6 +180,14 @@ pub fn human_lines(stored: &StoredDelivery, zone: &Zone) -> String {
     if checks.advice.status == crate::domain::advice::AdviceStatus::Advice {
         out.push_str(&format!("\n    advice: {}", checks.advice.detail));
     }
+    // A schema check that did not pass says why; drift alone is said too (it is advice).
+    if let Some(schema) = checks
+        .schema
+        .as_ref()
+        .filter(|s| s.status != crate::domain::contract::SchemaStatus::Pass || !s.drift.is_empty())
+    {
+        out.push_str(&format!("\n    schema: {}", schema.detail));
+    }
     if let Some(note) = &stored.note {
         out.push_str(&format!("\n    note: {note}"));
     }

@@ -634,7 +634,7 @@ fn a_webhook_or_a_message_kept_in_a_sibling_file_is_followed_there() {
     .expect("main");
     std::fs::write(
         root.path().join("hooks/refund.yaml"),
-        "post:\n  requestBody:\n    content:\n      application/json:\n        schema: {$ref: '#/components/schemas/Refund'}\ncomponents:\n  schemas:\n    Refund:\n      type: object\n      required: [type, amount]\n      properties:\n        type: {const: refund.created}\n        amount: {type: integer}\n",
+        "post:\n  requestBody:\n    content:\n      application/json:\n        schema: {$ref: '#/components/schemas/RefundAlias'}\ncomponents:\n  schemas:\n    RefundAlias: {$ref: '#/components/schemas/Refund'}\n    Refund:\n      type: object\n      required: [type, amount]\n      properties:\n        type: {const: refund.created}\n        amount: {$ref: '#/components/schemas/Cents'}\n    Cents: {$ref: '#/components/schemas/PositiveInteger'}\n    PositiveInteger: {type: integer, minimum: 1}\n",
     )
     .expect("sibling");
     let contract = hookscope::contracts::load(&root.path().join("api.yaml")).expect("loads");
@@ -645,6 +645,14 @@ fn a_webhook_or_a_message_kept_in_a_sibling_file_is_followed_there() {
     );
     assert_eq!(failed.status, SchemaStatus::Fail, "{failed:?}");
     assert_eq!(failed.violations[0].pointer, "/amount");
+    // Through a chain of two $refs, the made example still has the schema's members.
+    let (example, _) = contract.example("refund.created").expect("example");
+    assert_eq!(
+        contract.is_valid("refund.created", &example),
+        Some(true),
+        "{example}"
+    );
+    assert_eq!(example["type"], "refund.created");
 
     std::fs::write(
         root.path().join("events.yaml"),

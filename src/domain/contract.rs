@@ -544,17 +544,8 @@ impl Contract {
 
     /// The value at `pointer` of document `uri`, following `$ref`s, with the URI it is in.
     fn resolve<'a>(&'a self, uri: &str, pointer: &str) -> Option<(&'a Value, String)> {
-        let mut uri = uri.to_string();
-        let mut value = self.documents.get(&uri)?.pointer(pointer)?;
-        for _ in 0..32 {
-            let Some(reference) = value.get("$ref").and_then(Value::as_str) else {
-                return Some((value, uri));
-            };
-            let (doc, fragment) = split_ref(reference);
-            uri = join_uri(&uri, doc);
-            value = self.documents.get(&uri)?.pointer(&fragment)?;
-        }
-        None
+        let value = self.documents.get(uri)?.pointer(pointer)?;
+        follow(&self.documents, uri, value, pointer.to_string()).map(|(v, uri, _)| (v, uri))
     }
 
     /// A schema followed through `$ref`: itself and the schemas it combines (`allOf`, `anyOf`,
@@ -565,16 +556,8 @@ impl Contract {
         base: &str,
         depth: usize,
     ) -> Vec<(&'a Value, String)> {
-        let (schema, base) = match schema.get("$ref").and_then(Value::as_str) {
-            Some(reference) => {
-                let (doc, fragment) = split_ref(reference);
-                let uri = join_uri(base, doc);
-                match self.documents.get(&uri).and_then(|d| d.pointer(&fragment)) {
-                    Some(target) => (target, uri),
-                    None => return Vec::new(),
-                }
-            }
-            None => (schema, base.to_string()),
+        let Some((schema, base, _)) = follow(&self.documents, base, schema, String::new()) else {
+            return Vec::new();
         };
         if depth > 16 {
             return Vec::new();
@@ -598,16 +581,8 @@ impl Contract {
         base: &str,
         depth: usize,
     ) -> Vec<(&'a Value, String)> {
-        let (schema, base) = match schema.get("$ref").and_then(Value::as_str) {
-            Some(reference) => {
-                let (doc, fragment) = split_ref(reference);
-                let uri = join_uri(base, doc);
-                match self.documents.get(&uri).and_then(|d| d.pointer(&fragment)) {
-                    Some(target) => (target, uri),
-                    None => return Vec::new(),
-                }
-            }
-            None => (schema, base.to_string()),
+        let Some((schema, base, _)) = follow(&self.documents, base, schema, String::new()) else {
+            return Vec::new();
         };
         if depth > 16 {
             return Vec::new();

@@ -136,17 +136,7 @@ pub fn replay_window(app: &mut HookscopeApp, ctx: &egui::Context) {
 fn form_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
     let matching = app.list.total;
     let filter = app.state.filter.trim().to_string();
-    let schemes: Vec<String> = hookscope::domain::scheme::presets()
-        .into_iter()
-        .map(|s| s.name)
-        .chain(
-            app.endpoints
-                .saved_config()
-                .schemes
-                .iter()
-                .map(|s| s.name.clone()),
-        )
-        .collect();
+    let schemes = super::send::scheme_names(app);
     let form = &mut app.replay;
     match &form.choice {
         Choice::Rows(ids) => {

@@ -87,7 +87,8 @@ impl ProbeForm {
     }
 }
 
-fn scheme_names(app: &HookscopeApp) -> Vec<String> {
+/// The schemes a delivery can be re-signed with: the presets, then the saved `[[scheme]]`s.
+pub(crate) fn scheme_names(app: &HookscopeApp) -> Vec<String> {
     presets()
         .into_iter()
         .map(|s| s.name)

@@ -192,7 +192,9 @@ fn no_scheme(front: crate::app::Front, name: Option<&str>) -> AppError {
 /// that does not answer is an attempt with an error, not an `Err`.
 pub async fn send(prepared: &PreparedResend, writer: &StoreWriter) -> Result<Attempt, AppError> {
     let client = client_for(prepared.timeout, prepared.tls, prepared.front)?;
-    send_with(&client, prepared, AttemptKind::Resend, writer).await
+    let mut attempt = send_unrecorded(&client, prepared, AttemptKind::Resend).await?;
+    attempt.id = writer.attempt(attempt.clone()).await?;
+    Ok(attempt)
 }
 
 /// The client resends go through: its timeout, its certificate check, and the certificate hint
@@ -205,20 +207,8 @@ pub fn client_for(
     Ok(Client::with_tls(timeout, tls)?.with_insecure_hint(crate::app::insecure_hint(front)))
 }
 
-/// Sends a prepared resend through `client` as an attempt of `kind`, and records it.
-pub async fn send_with(
-    client: &Client,
-    prepared: &PreparedResend,
-    kind: AttemptKind,
-    writer: &StoreWriter,
-) -> Result<Attempt, AppError> {
-    let mut attempt = send_unrecorded(client, prepared, kind).await?;
-    attempt.id = writer.attempt(attempt.clone()).await?;
-    Ok(attempt)
-}
-
 /// Sends a prepared resend through `client` as an attempt of `kind`, without recording it (the
-/// caller records it, and keeps the answer when the store cannot).
+/// caller records it; a replay keeps the answer when the store cannot).
 pub async fn send_unrecorded(
     client: &Client,
     prepared: &PreparedResend,

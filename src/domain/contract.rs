@@ -623,19 +623,9 @@ impl Contract {
             .collect()
     }
 
-    /// Checks a body of `event_type` against its schema.
+    /// Checks a body of `event_type` against its schema (the body is parsed only when there is
+    /// a schema to check it against).
     pub fn check(&self, event_type: Option<&str>, body: &[u8]) -> SchemaCheck {
-        let parsed = serde_json::from_slice::<Value>(body).map_err(|e| e.to_string());
-        self.check_parsed(event_type, parsed.as_ref().map_err(String::as_str))
-    }
-
-    /// [`Contract::check`] of a body already parsed (the checks parse it once for all), or
-    /// the reason it is not JSON.
-    pub fn check_parsed(
-        &self,
-        event_type: Option<&str>,
-        body: Result<&Value, &str>,
-    ) -> SchemaCheck {
         let skipped = |detail: String| SchemaCheck {
             status: SchemaStatus::Skipped,
             contract: self.name.clone(),
@@ -667,7 +657,8 @@ impl Contract {
             drift: Vec::new(),
             detail: String::new(),
         };
-        let instance: &Value = match body {
+        let parsed = serde_json::from_slice::<Value>(body);
+        let instance: &Value = match &parsed {
             Ok(v) => v,
             Err(e) => {
                 check.status = SchemaStatus::Fail;

@@ -56,6 +56,24 @@ fn delivery(body: &str, signature: String) -> Delivery {
     }
 }
 
+/// A delivery of `body` with a Standard Webhooks signature that verifies with [`SECRET`].
+fn signed_delivery(scheme: &Scheme, body: &str) -> Delivery {
+    let signed = scheme
+        .sign(
+            &[Secret::new(SECRET)],
+            "msg_1",
+            1_700_000_000,
+            body.as_bytes(),
+        )
+        .expect("signs");
+    let good = signed
+        .iter()
+        .find(|h| h.name == "webhook-signature")
+        .map(|h| h.value_lossy())
+        .expect("header");
+    delivery(body, good)
+}
+
 /// A delivery as `bench/run.sh`'s wrk requests make it (`bench/common.sh`, `wrk_prepare`): the
 /// 1 KiB body and its headers.
 fn wrk_delivery(scheme: &Scheme, n: u64) -> Delivery {
@@ -122,20 +140,7 @@ fn main() {
     );
     for size in [1024usize, 1024 * 1024] {
         let body = json_body(size);
-        let signed = scheme
-            .sign(
-                &[Secret::new(SECRET)],
-                "msg_1",
-                1_700_000_000,
-                body.as_bytes(),
-            )
-            .expect("signs");
-        let good = signed
-            .iter()
-            .find(|h| h.name == "webhook-signature")
-            .map(|h| h.value_lossy())
-            .expect("header");
-        let passing = delivery(&body, good);
+        let passing = signed_delivery(&scheme, &body);
         // Unknown cause: every hypothesis runs, the worst case.
         let failing = delivery(
             &body,
@@ -233,20 +238,7 @@ fn contract_bench(scheme: &Scheme, endpoint: &Endpoint) {
         i += 1;
     }
     body.push_str(r#"{"n":-1,"text":""}]}}"#);
-    let signed = scheme
-        .sign(
-            &[Secret::new(SECRET)],
-            "msg_1",
-            1_700_000_000,
-            body.as_bytes(),
-        )
-        .expect("signs");
-    let good = signed
-        .iter()
-        .find(|h| h.name == "webhook-signature")
-        .map(|h| h.value_lossy())
-        .expect("header");
-    let passing = delivery(&body, good);
+    let passing = signed_delivery(scheme, &body);
     let with_contract = Endpoint {
         contract: Some(std::sync::Arc::clone(&contract)),
         ..endpoint.clone()

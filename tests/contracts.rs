@@ -547,59 +547,8 @@ fn a_folder_with_a_space_and_an_accent_and_a_broken_edit_said_once_keep_the_cont
 
 #[test]
 fn type_consts_rank_after_names_nullable_and_charset_are_read_and_a_tree_has_an_example() {
-    let root = tempfile::tempdir().expect("tempdir");
-    let path = root.path().join("tree.yaml");
-    std::fs::write(
-        &path,
-        r#"openapi: 3.0.3
-info: {title: t, version: '1'}
-x-webhooks:
-  job.completed:
-    post:
-      requestBody:
-        content:
-          application/json; charset=utf-8:
-            schema: {$ref: '#/components/schemas/Completed'}
-  job.failed:
-    post:
-      requestBody:
-        content:
-          application/json:
-            schema: {$ref: '#/components/schemas/Failed'}
-components:
-  schemas:
-    Envelope:
-      type: object
-      required: [type]
-      properties:
-        type: {type: string, enum: [job.completed, job.failed]}
-    Completed:
-      allOf:
-        - $ref: '#/components/schemas/Envelope'
-        - type: object
-          required: [tree, note]
-          properties:
-            tree: {$ref: '#/components/schemas/Node'}
-            note: {type: string, nullable: true}
-    Failed:
-      allOf:
-        - $ref: '#/components/schemas/Envelope'
-        - type: object
-          required: [reason]
-          properties:
-            reason: {type: string}
-    Node:
-      type: object
-      required: [name, children]
-      properties:
-        name: {type: string}
-        children:
-          type: array
-          items: {$ref: '#/components/schemas/Node'}
-"#,
-    )
-    .expect("contract");
-    let contract = hookscope::contracts::load(&path).expect("an OpenAPI 3.0 contract");
+    let contract = hookscope::contracts::load(&fixture("tree-openapi30.yaml"))
+        .expect("an OpenAPI 3.0 contract");
     // Both schemas list both types in the shared envelope's enum: the name decides.
     let failed = contract.check(Some("job.failed"), br#"{"type":"job.failed","reason":"x"}"#);
     assert_eq!(
@@ -625,19 +574,7 @@ components:
 
 #[test]
 fn a_webhook_or_a_message_kept_in_a_sibling_file_is_followed_there() {
-    let root = tempfile::tempdir().expect("tempdir");
-    std::fs::create_dir(root.path().join("hooks")).expect("dir");
-    std::fs::write(
-        root.path().join("api.yaml"),
-        "openapi: 3.1.0\ninfo: {title: t, version: '1'}\nwebhooks:\n  refund.created:\n    $ref: 'hooks/refund.yaml'\n",
-    )
-    .expect("main");
-    std::fs::write(
-        root.path().join("hooks/refund.yaml"),
-        "post:\n  requestBody:\n    content:\n      application/json:\n        schema: {$ref: '#/components/schemas/RefundAlias'}\ncomponents:\n  schemas:\n    RefundAlias: {$ref: '#/components/schemas/Refund'}\n    Refund:\n      type: object\n      required: [type, amount]\n      properties:\n        type: {const: refund.created}\n        amount: {$ref: '#/components/schemas/Cents'}\n    Cents: {$ref: '#/components/schemas/PositiveInteger'}\n    PositiveInteger: {type: integer, minimum: 1}\n",
-    )
-    .expect("sibling");
-    let contract = hookscope::contracts::load(&root.path().join("api.yaml")).expect("loads");
+    let contract = hookscope::contracts::load(&fixture("sibling/api.yaml")).expect("loads");
     assert_eq!(contract.event_types(), ["refund.created"]);
     let failed = contract.check(
         Some("refund.created"),
@@ -654,17 +591,7 @@ fn a_webhook_or_a_message_kept_in_a_sibling_file_is_followed_there() {
     );
     assert_eq!(example["type"], "refund.created");
 
-    std::fs::write(
-        root.path().join("events.yaml"),
-        "asyncapi: 3.0.0\ninfo: {title: t, version: '1'}\nchannels:\n  refunds:\n    messages:\n      created: {$ref: 'hooks/messages.yaml#/RefundCreated'}\n",
-    )
-    .expect("asyncapi");
-    std::fs::write(
-        root.path().join("hooks/messages.yaml"),
-        "RefundCreated:\n  name: refund.created\n  payload:\n    type: object\n    required: [amount]\n    properties:\n      amount: {type: integer}\n",
-    )
-    .expect("messages");
-    let events = hookscope::contracts::load(&root.path().join("events.yaml")).expect("loads");
+    let events = hookscope::contracts::load(&fixture("sibling/events.yaml")).expect("loads");
     assert_eq!(events.event_types(), ["refund.created"]);
     assert_eq!(
         events
@@ -672,4 +599,114 @@ fn a_webhook_or_a_message_kept_in_a_sibling_file_is_followed_there() {
             .status,
         SchemaStatus::Pass
     );
+}
+
+/// Every test contract, compiled.
+fn every_contract() -> Vec<std::sync::Arc<Contract>> {
+    let load = |name: &str| hookscope::contracts::load(&fixture(name)).expect(name);
+    vec![
+        load("acme-openapi.yaml"),
+        load("acme-asyncapi.yaml"),
+        hookscope::contracts::load_dir(&fixture("schemas-dir")).expect("folder"),
+        load("tree-openapi30.yaml"),
+        load("sibling/api.yaml"),
+        load("sibling/events.yaml"),
+    ]
+}
+
+/// `body` with its leaves changed one at a time to a value of another type, and with each
+/// object member removed in turn: bodies that pass and bodies that fail, for a comparison.
+fn variants(body: &Value) -> Vec<Value> {
+    fn walk(value: &Value, at: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+        out.push(at.clone());
+        match value {
+            Value::Object(map) => map.iter().for_each(|(k, v)| {
+                at.push(k.clone());
+                walk(v, at, out);
+                at.pop();
+            }),
+            Value::Array(items) => items.iter().enumerate().for_each(|(i, v)| {
+                at.push(i.to_string());
+                walk(v, at, out);
+                at.pop();
+            }),
+            _ => {}
+        }
+    }
+    let mut paths = Vec::new();
+    walk(body, &mut Vec::new(), &mut paths);
+    let mut out = vec![body.clone()];
+    for path in paths.iter().filter(|p| !p.is_empty()) {
+        let pointer = |p: &[String]| {
+            p.iter()
+                .map(|s| format!("/{}", s.replace('~', "~0").replace('/', "~1")))
+                .collect::<String>()
+        };
+        let mut changed = body.clone();
+        let leaf = changed.pointer_mut(&pointer(path)).expect("leaf");
+        *leaf = match leaf {
+            Value::String(_) => json!(42),
+            Value::Number(_) => json!("42"),
+            Value::Bool(_) | Value::Null => json!("x"),
+            Value::Array(_) => json!({}),
+            Value::Object(_) => json!([]),
+        };
+        out.push(changed);
+        let mut removed = body.clone();
+        let (last, parent) = path.split_last().expect("a member");
+        if let Some(Value::Object(map)) = removed.pointer_mut(&pointer(parent)) {
+            map.remove(last);
+            out.push(removed);
+        }
+    }
+    out
+}
+
+#[test]
+fn a_bundled_schema_stands_alone_and_judges_every_body_as_its_contract_does() {
+    let (mut compared, mut failing) = (0, 0);
+    for contract in every_contract() {
+        for event_type in contract.event_types() {
+            let bundle = contract.bundle(&event_type).expect("a bundle");
+            // Every $ref points inside it: it compiles with nothing else to read.
+            let text = bundle.to_string();
+            let refs: Vec<&str> = text.split("\"$ref\":\"").skip(1).collect();
+            assert!(
+                refs.iter()
+                    .all(|r| r.starts_with("#/$defs/") || r.starts_with("#/definitions/")),
+                "{text}"
+            );
+            let alone = jsonschema::options()
+                .should_validate_formats(true)
+                .build(&bundle)
+                .unwrap_or_else(|e| panic!("{} {event_type}: {e}\n{bundle:#}", contract.name));
+            let (example, _) = contract.example(&event_type).expect("an example");
+            for body in variants(&example) {
+                let expected = contract.is_valid(&event_type, &body).expect("a schema");
+                assert_eq!(
+                    alone.is_valid(&body),
+                    expected,
+                    "{} {event_type}: {body}\n{bundle:#}",
+                    contract.name
+                );
+                compared += 1;
+                failing += usize::from(!expected);
+            }
+        }
+    }
+    // Enough of both verdicts to mean something (printed for the record).
+    eprintln!("{compared} bodies compared, {failing} of them failing");
+    assert!(compared > 100 && failing > 50, "{compared} {failing}");
+    // The draft is the contract's: draft 4 for OpenAPI 3.0, draft 7 for AsyncAPI.
+    let drafts: Vec<String> = every_contract()
+        .iter()
+        .map(|c| {
+            let t = &c.event_types()[0];
+            c.bundle(t).expect("bundle")["$schema"].as_str().expect("$schema").to_string()
+        })
+        .collect();
+    assert_eq!(drafts[1], "http://json-schema.org/draft-07/schema#");
+    assert_eq!(drafts[3], "http://json-schema.org/draft-04/schema#");
+    assert_eq!(drafts[0], "https://json-schema.org/draft/2020-12/schema");
+    assert!(every_contract()[0].bundle("no.such.type").is_none());
 }

@@ -66,6 +66,8 @@ struct Operation {
     /// The document it is in, and the JSON pointer of the schema there.
     uri: String,
     pointer: String,
+    /// The draft its schema is read in.
+    draft: jsonschema::Draft,
     validator: jsonschema::Validator,
     /// Examples its contract gives (media type `example(s)`, message `examples`, the schema's).
     examples: Vec<Value>,
@@ -373,13 +375,15 @@ impl Contract {
             });
         }
         for found in found {
-            let validator = contract.compile(&found.uri, &found.pointer, draft_of(kind))?;
+            let draft = draft_of(kind);
+            let validator = contract.compile(&found.uri, &found.pointer, draft)?;
             contract.operations.push(Operation {
                 named: found.names.len(),
                 names: found.names,
                 label: found.label,
                 uri: found.uri,
                 pointer: found.pointer,
+                draft,
                 validator,
                 examples: found.examples,
             });
@@ -430,6 +434,7 @@ impl Contract {
                 label: file_name(&document.uri),
                 uri: document.uri,
                 pointer: String::new(),
+                draft,
                 validator,
                 examples,
             });
@@ -813,6 +818,55 @@ impl Contract {
             .map(|o| o.validator.is_valid(body))
     }
 
+    /// `event_type`'s schema as one self-contained JSON Schema, for a validator in another
+    /// language (a fixture's tests): every schema its `$ref`s reach, in this document or a
+    /// sibling, is copied under `$defs` (`definitions` before 2019-09) and each `$ref` points
+    /// there, so nothing outside it is read. Its `$schema` names the draft the contract is
+    /// checked in (draft 4 for OpenAPI 3.0, with `nullable` already written as a type list;
+    /// draft 7 for AsyncAPI). `None` for an event type the contract does not describe.
+    pub fn bundle(&self, event_type: &str) -> Option<Value> {
+        let operation = self.operation_for(event_type)?;
+        let (meta, defs_key) = match operation.draft {
+            jsonschema::Draft::Draft4 => ("http://json-schema.org/draft-04/schema#", "definitions"),
+            jsonschema::Draft::Draft6 => ("http://json-schema.org/draft-06/schema#", "definitions"),
+            jsonschema::Draft::Draft7 => ("http://json-schema.org/draft-07/schema#", "definitions"),
+            jsonschema::Draft::Draft201909 => {
+                ("https://json-schema.org/draft/2019-09/schema", "$defs")
+            }
+            _ => ("https://json-schema.org/draft/2020-12/schema", "$defs"),
+        };
+        let mut bundler = Bundler {
+            defs_key,
+            draft4: operation.draft == jsonschema::Draft::Draft4,
+            names: BTreeMap::new(),
+            queue: Vec::new(),
+        };
+        let root = self
+            .documents
+            .get(&operation.uri)?
+            .pointer(&operation.pointer)?;
+        let root = bundler.rewrite(root, &operation.uri);
+        let mut defs = serde_json::Map::new();
+        while let Some((uri, pointer, name)) = bundler.queue.pop() {
+            let target = self.documents.get(&uri)?.pointer(&pointer)?;
+            let copied = bundler.rewrite(target, &uri);
+            defs.insert(name, copied);
+        }
+        let mut out = serde_json::Map::new();
+        out.insert("$schema".into(), meta.into());
+        out.insert(
+            "title".into(),
+            format!("{} in {}", operation.label, self.name).into(),
+        );
+        // The schema under `allOf`, so no `$ref` stands beside `$schema` and the definitions
+        // (before 2019-09 a `$ref`'s siblings are ignored).
+        out.insert("allOf".into(), json!([root]));
+        if !defs.is_empty() {
+            out.insert(defs_key.into(), Value::Object(defs));
+        }
+        Some(Value::Object(out))
+    }
+
     fn synthesise(&self, schema: &Value, base: &str, depth: usize) -> Value {
         self.synthesise_all(&[(schema, base.to_string())], depth)
     }
@@ -928,6 +982,95 @@ impl Contract {
             "boolean" => Value::Bool(true),
             _ => Value::Null,
         }
+    }
+}
+
+/// Copies schemas out of a contract's documents for [`Contract::bundle`].
+struct Bundler {
+    /// Where the copies go: `$defs` or `definitions`.
+    defs_key: &'static str,
+    /// Draft 4 names a schema's base URI `id`, not `$id`.
+    draft4: bool,
+    /// Each `$ref` target (document URI, pointer) and the name of its copy.
+    names: BTreeMap<(String, String), String>,
+    /// Targets named but not copied yet.
+    queue: Vec<(String, String, String)>,
+}
+
+impl Bundler {
+    /// `value` (in document `uri`) with each `$ref` pointing at its target's copy, and the
+    /// keywords that would change the base URI those point from (`$id`, `$schema`) left out.
+    /// Values that are data, not schemas (`const`, `enum`, examples, defaults), are copied as
+    /// they are.
+    fn rewrite(&mut self, value: &Value, uri: &str) -> Value {
+        match value {
+            Value::Object(map) => {
+                let mut out = serde_json::Map::new();
+                for (key, v) in map {
+                    match key.as_str() {
+                        "$id" | "$schema" => {}
+                        "id" if self.draft4 && v.is_string() => {}
+                        "$ref" if v.is_string() => {
+                            let reference = v.as_str().unwrap_or_default();
+                            let (doc, fragment) = split_ref(reference);
+                            let target = (join_uri(uri, doc), fragment);
+                            let name = self.name_of(target);
+                            out.insert(key.clone(), format!("#/{}/{name}", self.defs_key).into());
+                        }
+                        "const" | "enum" | "example" | "examples" | "default" => {
+                            out.insert(key.clone(), v.clone());
+                        }
+                        // Maps from a name (which may be `default` or `$ref`) to a schema.
+                        "properties" | "patternProperties" | "$defs" | "definitions"
+                        | "dependentSchemas"
+                            if v.is_object() =>
+                        {
+                            let named = v.as_object().into_iter().flatten();
+                            let rewritten = named
+                                .map(|(name, schema)| (name.clone(), self.rewrite(schema, uri)))
+                                .collect();
+                            out.insert(key.clone(), Value::Object(rewritten));
+                        }
+                        _ => {
+                            out.insert(key.clone(), self.rewrite(v, uri));
+                        }
+                    }
+                }
+                Value::Object(out)
+            }
+            Value::Array(items) => Value::Array(items.iter().map(|v| self.rewrite(v, uri)).collect()),
+            other => other.clone(),
+        }
+    }
+
+    /// The name of a target's copy, given once: its last pointer segment (its file's name for
+    /// a whole document), made unique with a number.
+    fn name_of(&mut self, target: (String, String)) -> String {
+        if let Some(name) = self.names.get(&target) {
+            return name.clone();
+        }
+        let (uri, pointer) = &target;
+        let stem = match pointer.rsplit('/').next().filter(|s| !s.is_empty()) {
+            Some(segment) => segment.replace("~1", "/").replace("~0", "~"),
+            None => {
+                let file = uri_decode(&file_name(uri));
+                file.split('.').next().unwrap_or(&file).to_string()
+            }
+        };
+        // A name that is one pointer segment in `#/$defs/NAME`, readable in a URI.
+        let stem: String = stem
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' })
+            .collect();
+        let mut name = stem.clone();
+        let mut n = 2;
+        while self.names.values().any(|v| *v == name) {
+            name = format!("{stem}_{n}");
+            n += 1;
+        }
+        self.names.insert(target.clone(), name.clone());
+        self.queue.push((target.0, target.1, name.clone()));
+        name
     }
 }
 

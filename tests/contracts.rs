@@ -443,10 +443,17 @@ fn listen_checks_each_delivery_against_its_endpoints_contract_and_picks_up_a_cha
     );
     let exported: Value =
         serde_json::from_str(&std::fs::read_to_string(&out_file).expect("read")).expect("JSON");
+    let contract = &exported["contract"];
     assert_eq!(
-        exported["contract"],
-        json!({"file": "acme-openapi.yaml", "schema": "webhooks/document.processed", "status": "fail"})
+        [&contract["file"], &contract["schema"], &contract["status"]],
+        ["acme-openapi.yaml", "webhooks/document.processed", "fail"]
     );
+    // With the schema as the contract has it now (amounts as strings), which this body passes.
+    assert_eq!(
+        contract["json_schema"]["$defs"]["ProcessedData"]["properties"]["amount"],
+        json!({"type": "string"})
+    );
+    assert_eq!(contract["json_schema_status"], "pass");
 
     // A broken $ref refuses the config, naming the file, the pointer and why.
     std::fs::copy(
@@ -702,11 +709,220 @@ fn a_bundled_schema_stands_alone_and_judges_every_body_as_its_contract_does() {
         .iter()
         .map(|c| {
             let t = &c.event_types()[0];
-            c.bundle(t).expect("bundle")["$schema"].as_str().expect("$schema").to_string()
+            c.bundle(t).expect("bundle")["$schema"]
+                .as_str()
+                .expect("$schema")
+                .to_string()
         })
         .collect();
     assert_eq!(drafts[1], "http://json-schema.org/draft-07/schema#");
     assert_eq!(drafts[3], "http://json-schema.org/draft-04/schema#");
     assert_eq!(drafts[0], "https://json-schema.org/draft/2020-12/schema");
     assert!(every_contract()[0].bundle("no.such.type").is_none());
+}
+
+/// Runs `program args…` in `dir` with `PYTHONPATH` set when given; its stdout and stderr.
+fn run_in(program: &str, args: &[&str], python_path: Option<&std::path::Path>) -> (bool, String) {
+    let mut command = std::process::Command::new(program);
+    command.args(args);
+    if let Some(path) = python_path {
+        command.env("PYTHONPATH", path);
+    }
+    let out = command.output().expect("runs");
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+#[test]
+fn a_fixtures_example_tests_check_its_body_against_the_bundled_schema_in_python_and_node() {
+    if !common::tool_runs(&["python3", "--version"]) || !common::tool_runs(&["node", "--version"]) {
+        return;
+    }
+    // The validators a user installs: ajv (with its draft-04 class for OpenAPI 3.0, and the
+    // formats), and Python's jsonschema (this machine's, else from PyPI).
+    let Some(modules) = common::npm_dir("npm-ajv", &["ajv@8", "ajv-formats@3", "ajv-draft-04@1"])
+    else {
+        return;
+    };
+    let has_jsonschema = common::tool_runs(&["python3", "-c", "import jsonschema"]);
+    let python_path = if has_jsonschema {
+        None
+    } else {
+        let Some(dir) = common::pip_target(
+            "pip-jsonschema",
+            "jsonschema",
+            &[
+                "jsonschema",
+                "jsonschema-specifications",
+                "referencing",
+                "rpds-py",
+                "attrs",
+                "typing-extensions",
+            ],
+        ) else {
+            return;
+        };
+        Some(dir)
+    };
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("schemas")).expect("dir");
+    for name in [
+        "acme-openapi.yaml",
+        "schemas/money.json",
+        "tree-openapi30.yaml",
+    ] {
+        std::fs::copy(fixture(name), dir.path().join(name)).expect("copy");
+    }
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[[endpoint]]\npath = \"/hooks/acme\"\ncontract = \"acme-openapi.yaml\"\n\n[[endpoint]]\npath = \"/hooks/tree\"\ncontract = \"tree-openapi30.yaml\"\n",
+    )
+    .expect("config");
+    let mut listener = common::Listener::start(dir.path(), &[]);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let client = common::http_client();
+    let mut post = |path: &str, body: &Value| {
+        rt.block_on(
+            client
+                .post(format!("{}{path}", listener.base_url))
+                .header("content-type", "application/json")
+                .body(body.to_string())
+                .send(),
+        )
+        .expect("post");
+        listener.next_json()
+    };
+    let valid = post("/hooks/acme", &processed());
+    let mut body = processed();
+    body["data"]["status"] = json!("needs_review");
+    let invalid = post("/hooks/acme", &body);
+    let draft4 = post("/hooks/tree", &json!({"type": "job.failed", "reason": "x"}));
+    assert_eq!(invalid["checks"]["schema"]["status"], "fail");
+    assert_eq!(draft4["checks"]["schema"]["status"], "pass", "{draft4}");
+    drop(listener);
+
+    // Exported where the ajv install is, so the snippets find its node_modules.
+    let out = tempfile::tempdir_in(&modules).expect("out");
+    let ids: Vec<String> = [&valid, &invalid, &draft4]
+        .iter()
+        .map(|d| d["id"].to_string())
+        .collect();
+    let exported = common::run(
+        dir.path(),
+        &[
+            "export",
+            "--ids",
+            &ids[0],
+            &ids[1],
+            &ids[2],
+            "--format",
+            "fixture",
+            "--resign-with-test-secret",
+            "--scheme",
+            "standard-webhooks",
+            "--snippets",
+            "--out",
+            &format!("{}/", out.path().display()),
+        ],
+    );
+    assert!(
+        exported.status.success(),
+        "{}",
+        String::from_utf8_lossy(&exported.stderr)
+    );
+    let python = |id: &str| {
+        let file = out.path().join(format!("test_delivery_{id}.py"));
+        run_in(
+            "python3",
+            &[file.to_str().expect("utf-8")],
+            python_path.as_deref(),
+        )
+    };
+    let node = |id: &str| {
+        let file = out.path().join(format!("delivery_{id}.test.mjs"));
+        run_in("node", &["--test", file.to_str().expect("utf-8")], None)
+    };
+    let fixture_of = |id: &str| -> Value {
+        let text = std::fs::read_to_string(out.path().join(format!("delivery-{id}.json")))
+            .expect("fixture");
+        serde_json::from_str(&text).expect("JSON")
+    };
+
+    // Each fixture is what assets/fixture.schema.json describes.
+    let described: Value = serde_json::from_str(include_str!("../assets/fixture.schema.json"))
+        .expect("the fixture schema");
+    let described = jsonschema::validator_for(&described).expect("compiles");
+    for id in &ids {
+        let errors: Vec<String> = described
+            .iter_errors(&fixture_of(id))
+            .map(|e| format!("{}: {e}", e.instance_path()))
+            .collect();
+        assert!(errors.is_empty(), "#{id}: {errors:?}");
+    }
+
+    // A valid body: the bundled schema is in the fixture, and both runtimes assert it.
+    let recorded = fixture_of(&ids[0]);
+    assert_eq!(recorded["contract"]["json_schema_status"], "pass");
+    assert_eq!(
+        recorded["contract"]["json_schema"]["title"],
+        "webhooks/document.processed in acme-openapi.yaml"
+    );
+    let (ok, said) = python(&ids[0]);
+    assert!(ok && said.contains("ok: 3 tests passed"), "{said}");
+    let (ok, said) = node(&ids[0]);
+    assert!(
+        ok && said.contains("# pass 3") && said.contains("# fail 0"),
+        "{said}"
+    );
+    // OpenAPI 3.0: a draft-04 bundle, checked by ajv-draft-04 and Draft4Validator.
+    assert_eq!(
+        fixture_of(&ids[2])["contract"]["json_schema"]["$schema"],
+        "http://json-schema.org/draft-04/schema#"
+    );
+    let (ok, said) = python(&ids[2]);
+    assert!(ok && said.contains("ok: 3 tests passed"), "{said}");
+    let (ok, said) = node(&ids[2]);
+    assert!(ok && said.contains("# pass 3"), "{said}");
+    // A body that failed its schema: that test is skipped, saying why.
+    let (ok, said) = python(&ids[1]);
+    assert!(
+        ok && said.contains("skipped: the body did not pass its schema when exported: ")
+            && said.contains("needs_review")
+            && said.contains("ok: 2 tests passed, 1 skipped"),
+        "{said}"
+    );
+    let (ok, said) = node(&ids[1]);
+    assert!(ok && said.contains("# skipped 1"), "{said}");
+
+    // The body edited off the provider's shape: the schema test fails in both, naming where.
+    let path = out.path().join(format!("delivery-{}.json", ids[0]));
+    let text = std::fs::read_to_string(&path).expect("fixture");
+    assert!(text.contains(r#"\"amount\":1250"#), "{text}");
+    std::fs::write(
+        &path,
+        text.replace(r#"\"amount\":1250"#, r#"\"amount\":\"12.50\""#),
+    )
+    .expect("edit");
+    let (ok, said) = python(&ids[0]);
+    assert!(
+        !ok && said.contains("FAILED test_the_body_matches_its_schema")
+            && said.contains("/data/amount: '12.50' is not of type 'integer'"),
+        "{said}"
+    );
+    let (ok, said) = node(&ids[0]);
+    assert!(
+        !ok && said.contains("not ok 3 - the body matches its schema")
+            && said.contains("/data/amount: must be integer"),
+        "{said}"
+    );
 }

@@ -5,6 +5,12 @@
 // `handle` verifies the signature the way the scheme's official libraries do, with the test secret
 // hookscope wrote into the fixture (export with --resign-with-test-secret), so no real secret is
 // needed. Run with: node --test this_file.mjs
+//
+// When the delivery's endpoint has a contract, the fixture carries the schema hookscope checked
+// the body against, bundled into one JSON Schema (`contract.json_schema`), and the last test
+// checks the body against it with ajv (npm install ajv ajv-formats; ajv-draft-04 for an OpenAPI
+// 3.0 contract), so an edit to the fixture's body that leaves the provider's published shape
+// fails here.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createHash, createHmac, createPublicKey, timingSafeEqual, verify } from "node:crypto";
@@ -133,9 +139,47 @@ test("the captured delivery is accepted", (t) => {
   assert.equal(handle(headers, body, fixture.signing, fixture.received_at_unix), 200);
 });
 
+// A validator for a bundled schema, with ajv's class for its draft; null without ajv. Formats
+// (date-time, uri…) are checked when ajv-formats is installed.
+async function compileSchema({ $schema = "", ...schema }) {
+  const module = $schema.includes("2020-12")
+    ? "ajv/dist/2020.js"
+    : $schema.includes("2019-09")
+      ? "ajv/dist/2019.js"
+      : $schema.includes("draft-04")
+        ? "ajv-draft-04"
+        : "ajv";
+  let Ajv, addFormats;
+  try {
+    Ajv = (await import(module)).default;
+  } catch {
+    return null;
+  }
+  try {
+    addFormats = (await import("ajv-formats")).default;
+  } catch {
+    addFormats = null;
+  }
+  const ajv = new Ajv({ strict: false, allErrors: true, validateFormats: addFormats !== null });
+  if (addFormats) addFormats(ajv);
+  return ajv.compile(schema);
+}
+
 test("a tampered body is refused", (t) => {
   const { fixture, headers, body } = load();
   if (fixture.signing.mode !== "test_secret") return t.skip("exported as captured: re-export with --resign-with-test-secret");
   if (fixture.signing.scheme.family === "token") return t.skip("a token (GitLab) signs nothing, so a changed body cannot be detected");
   assert.equal(handle(headers, Buffer.concat([body, Buffer.from(" ")]), fixture.signing, fixture.received_at_unix), 401);
+});
+
+test("the body matches its schema", async (t) => {
+  const { fixture, body } = load();
+  const contract = fixture.contract ?? {};
+  if (!contract.json_schema) return t.skip("no schema: the delivery's endpoint had no contract, or has none for its event type now");
+  if (contract.json_schema_status !== "pass") return t.skip(`the body did not pass its schema when exported: ${contract.json_schema_detail}`);
+  const validate = await compileSchema(contract.json_schema);
+  if (!validate) return t.skip("checking the schema needs ajv: npm install ajv ajv-formats");
+  const valid = validate(JSON.parse(body.toString("utf8")));
+  const errors = (validate.errors ?? []).map((e) => `${e.instancePath || "/"}: ${e.message}`);
+  assert.ok(valid, `${contract.json_schema.title}: ${errors.join("; ")}`);
 });

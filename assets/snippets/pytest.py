@@ -6,12 +6,18 @@ hands it to `handle`. Replace `handle` with a call into your own webhook handler
 hookscope wrote into the fixture (export with --resign-with-test-secret), so no real secret is
 needed. Runs under pytest, or directly: python3 this_file.py. Discord's ed25519 needs the
 `cryptography` package (or PyNaCl); without either, that check is skipped and says so.
+
+When the delivery's endpoint has a contract, the fixture carries the schema hookscope checked
+the body against, bundled into one JSON Schema (`contract.json_schema`), and the last test
+checks the body against it with the `jsonschema` package (pip install jsonschema), so an edit
+to the fixture's body that leaves the provider's published shape fails here.
 """
 import base64
 import hashlib
 import hmac
 import json
 import pathlib
+import sys
 from urllib.parse import parse_qsl, urlsplit
 
 FIXTURE = pathlib.Path(__file__).with_name("{{FIXTURE}}")
@@ -36,13 +42,16 @@ def _mac(key, message):
     return hmac.new(key, message, hashlib.sha256).digest()
 
 
+class _Skipped(Exception):
+    """A test skipped when this file runs without pytest."""
+
+
 def _skip(reason):
-    try:
+    if "pytest" in sys.modules:
         import pytest
-    except ImportError:
-        print("skipped: " + reason)
-        raise SystemExit(0)
-    pytest.skip(reason)
+
+        pytest.skip(reason)
+    raise _Skipped(reason)
 
 
 def _ed25519_verifies(public_hex, message, signature_hex):
@@ -144,9 +153,7 @@ def handle(headers, body, signing, now):
 def _signing(fixture):
     signing = fixture["signing"]
     if signing["mode"] != "test_secret":
-        import pytest  # only needed to skip
-
-        pytest.skip("exported as captured: re-export with --resign-with-test-secret to verify here")
+        _skip("exported as captured: re-export with --resign-with-test-secret to verify here")
     return signing
 
 
@@ -164,7 +171,37 @@ def test_a_tampered_body_is_refused():
     assert handle(headers, body + b" ", signing, now=fixture["received_at_unix"]) == 401
 
 
+def test_the_body_matches_its_schema():
+    fixture, _, body = load()
+    contract = fixture.get("contract") or {}
+    schema = contract.get("json_schema")
+    if schema is None:
+        _skip("no schema: the delivery's endpoint had no contract, or has none for its event type now")
+    if contract.get("json_schema_status") != "pass":
+        _skip("the body did not pass its schema when exported: " + contract.get("json_schema_detail", ""))
+    try:
+        import jsonschema
+    except ImportError:
+        _skip("checking the schema needs the jsonschema package: pip install jsonschema")
+    validator = jsonschema.validators.validator_for(schema)
+    errors = list(validator(schema, format_checker=validator.FORMAT_CHECKER).iter_errors(json.loads(body)))
+    pointer = lambda e: "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in e.absolute_path)
+    assert not errors, schema["title"] + ": " + "; ".join(f"{pointer(e) or '/'}: {e.message}" for e in errors)
+
+
 if __name__ == "__main__":
-    test_the_captured_delivery_is_accepted()
-    test_a_tampered_body_is_refused()
-    print("ok: 2 tests passed")
+    tests = [test_the_captured_delivery_is_accepted, test_a_tampered_body_is_refused, test_the_body_matches_its_schema]
+    skipped, failed = [], []
+    for test in tests:
+        try:
+            test()
+        except _Skipped as why:
+            print(f"skipped: {why} ({test.__name__})")
+            skipped.append(test)
+        except AssertionError as why:
+            print(f"FAILED {test.__name__}: {why}")
+            failed.append(test)
+    if failed:
+        sys.exit(f"{len(failed)} of {len(tests)} tests failed")
+    passed = len(tests) - len(skipped)
+    print(f"ok: {passed} test{'' if passed == 1 else 's'} passed" + (f", {len(skipped)} skipped" if skipped else ""))

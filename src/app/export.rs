@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::app::{AppError, scheme_named};
 use crate::config::{ConfigFile, Overrides, Settings};
+use crate::domain::contract::Contract;
 use crate::export::{FixtureOptions, Format};
 use crate::store::{Reader, StoreWriter};
 
@@ -78,6 +79,11 @@ pub fn export(
         resign_with_test_secret: request.resign_with_test_secret,
         scheme,
         redact: request.redact.clone(),
+        contracts: if request.format == Format::Fixture {
+            contracts_of(file, &selected)?
+        } else {
+            Default::default()
+        },
     };
     let files = crate::export::write_export(
         &selected,
@@ -97,6 +103,32 @@ pub fn export(
         deliveries: selected.len(),
         files,
     })
+}
+
+/// For each delivery that was checked against a contract, the contract of that name its
+/// endpoint has now (the config is read only when there is one).
+fn contracts_of(
+    file: &ConfigFile,
+    selected: &[crate::store::StoredDelivery],
+) -> Result<std::collections::BTreeMap<i64, std::sync::Arc<Contract>>, AppError> {
+    let checked: Vec<_> = selected
+        .iter()
+        .filter_map(|s| s.checks.schema.as_ref().map(|c| (s, c)))
+        .collect();
+    if checked.is_empty() {
+        return Ok(Default::default());
+    }
+    let settings = Settings::resolve(file, &Overrides::default())?;
+    Ok(checked
+        .into_iter()
+        .filter_map(|(stored, check)| {
+            let contract = settings
+                .endpoint_for(&stored.delivery.path)
+                .contract
+                .clone()?;
+            (contract.name == check.contract).then_some((stored.id, contract))
+        })
+        .collect())
 }
 
 /// Reads a HAR file, checks each request with the config's endpoints at its recorded time, and

@@ -839,7 +839,7 @@ impl Contract {
             defs_key,
             draft4: operation.draft == jsonschema::Draft::Draft4,
             names: BTreeMap::new(),
-            queue: Vec::new(),
+            queue: Default::default(),
         };
         let root = self
             .documents
@@ -847,7 +847,7 @@ impl Contract {
             .pointer(&operation.pointer)?;
         let root = bundler.rewrite(root, &operation.uri);
         let mut defs = serde_json::Map::new();
-        while let Some((uri, pointer, name)) = bundler.queue.pop() {
+        while let Some((uri, pointer, name)) = bundler.queue.pop_front() {
             let target = self.documents.get(&uri)?.pointer(&pointer)?;
             let copied = bundler.rewrite(target, &uri);
             defs.insert(name, copied);
@@ -994,7 +994,7 @@ struct Bundler {
     /// Each `$ref` target (document URI, pointer) and the name of its copy.
     names: BTreeMap<(String, String), String>,
     /// Targets named but not copied yet.
-    queue: Vec<(String, String, String)>,
+    queue: std::collections::VecDeque<(String, String, String)>,
 }
 
 impl Bundler {
@@ -1038,7 +1038,9 @@ impl Bundler {
                 }
                 Value::Object(out)
             }
-            Value::Array(items) => Value::Array(items.iter().map(|v| self.rewrite(v, uri)).collect()),
+            Value::Array(items) => {
+                Value::Array(items.iter().map(|v| self.rewrite(v, uri)).collect())
+            }
             other => other.clone(),
         }
     }
@@ -1060,7 +1062,13 @@ impl Bundler {
         // A name that is one pointer segment in `#/$defs/NAME`, readable in a URI.
         let stem: String = stem
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
             .collect();
         let mut name = stem.clone();
         let mut n = 2;
@@ -1069,7 +1077,7 @@ impl Bundler {
             n += 1;
         }
         self.names.insert(target.clone(), name.clone());
-        self.queue.push((target.0, target.1, name.clone()));
+        self.queue.push_back((target.0, target.1, name.clone()));
         name
     }
 }

@@ -141,16 +141,37 @@ pub fn fixture(stored: &StoredDelivery, options: &FixtureOptions) -> Result<Valu
         "event_id": stored.event_id,
         "event_type": stored.event_type,
         "recorded_checks": stored.checks,
-        // Which contract and schema the body was checked against, and the verdict then.
-        "contract": stored.checks.schema.as_ref().map(|s| json!({
-            "file": s.contract,
-            "schema": s.schema,
-            "status": s.status,
-        })),
+        "contract": contract_json(stored, options, &body),
         "handshake": stored.handshake,
         "signing": signing,
         "redacted": options.redact,
     }))
+}
+
+/// Which contract and schema the body was checked against, and the verdict then. With the
+/// contract its endpoint has now, also that schema bundled into one JSON Schema
+/// (`json_schema`), and this fixture's body (redacted, if it was) checked against it now
+/// (`json_schema_status`, `json_schema_detail`): the example tests assert it when it passed.
+fn contract_json(stored: &StoredDelivery, options: &FixtureOptions, body: &[u8]) -> Value {
+    let Some(recorded) = stored.checks.schema.as_ref() else {
+        return Value::Null;
+    };
+    let mut out = json!({
+        "file": recorded.contract,
+        "schema": recorded.schema,
+        "status": recorded.status,
+    });
+    if let (Some(contract), Some(event_type)) = (
+        options.contracts.get(&stored.id),
+        stored.event_type.as_deref(),
+    ) && let Some(bundle) = contract.bundle(event_type)
+    {
+        let now = contract.check(Some(event_type), body);
+        out["json_schema"] = bundle;
+        out["json_schema_status"] = json!(now.status);
+        out["json_schema_detail"] = now.detail.into();
+    }
+    out
 }
 
 /// Re-signs the (redacted) `body` with a new test secret at the recorded time: replaces the

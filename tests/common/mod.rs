@@ -85,6 +85,43 @@ pub fn pip_target(dir_name: &str, marker: &str, packages: &[&str]) -> Option<Pat
     Some(dir)
 }
 
+/// npm packages (`ajv@8`…) installed into `dir_name` under the target directory on first use,
+/// for a test that runs an exported snippet with a library beside it: a file under the folder
+/// returned finds them in its `node_modules`. `None` (the test skipped, and saying so) without
+/// npm, or when the npm registry is out of reach.
+pub fn npm_dir(dir_name: &str, packages: &[&str]) -> Option<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(dir_name);
+    let installed = |p: &&str| {
+        let name = p.rsplit_once('@').map_or(*p, |(n, _)| n);
+        dir.join("node_modules")
+            .join(name)
+            .join("package.json")
+            .exists()
+    };
+    if packages.iter().all(installed) {
+        return Some(dir);
+    }
+    if !tool_runs(&["npm", "--version"]) {
+        return None;
+    }
+    std::fs::create_dir_all(&dir).expect("npm dir");
+    let out = Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
+        .arg(&dir)
+        .args(packages)
+        .output()
+        .expect("npm runs");
+    if !out.status.success() {
+        skip(&format!(
+            "npm could not install {}: {}",
+            packages.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+        return None;
+    }
+    Some(dir)
+}
+
 /// The binary under test.
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_hookscope"))

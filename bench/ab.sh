@@ -69,7 +69,7 @@ last = lambda t: json.loads([l for l in t.splitlines() if l.startswith("{")][-1]
 f, b, a, p = last(fresh), json.loads(burst), last(after), json.load(open(probe))
 seen = lambda phase, key: f"{phase['visible'][key]:.0f}" if phase.get("visible") else "-"
 print(f"round {round_} {variant}: fresh p99 {f['p99_ms']:.2f} ms (visible max {seen(f, 'max_ms')}) | "
-      f"burst {b['per_second']:.0f} req/s, WAL {int(wal) / 1e6:.0f} MB | after p99 {a['p99_ms']:.2f} ms, "
+      f"burst {b['per_second']:.0f} req/s ({b['non_2xx']} non-2xx), WAL {int(wal) / 1e6:.0f} MB | after p99 {a['p99_ms']:.2f} ms, "
       f"max {a['max_ms']:.1f} (visible p99/max {seen(a, 'p99_ms')}/{seen(a, 'max_ms')}) | "
       f"steal {steal_fresh} / {steal_after} %")
 if later != "{}":

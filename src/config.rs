@@ -978,8 +978,16 @@ pub fn load_file(path: &Path) -> Result<ConfigFile, ConfigError> {
     Ok(file)
 }
 
-/// A warning when the config file can be read by other users: it holds signing secrets.
-pub fn permission_warning(path: &Path) -> Option<String> {
+/// A warning when the config file holds a secret (an endpoint's signing secrets or Meta's
+/// verify token) and can be read by other users.
+pub fn permission_warning(path: &Path, file: &ConfigFile) -> Option<String> {
+    let holds_secrets = file
+        .endpoints
+        .iter()
+        .any(|e| !e.secrets.is_empty() || e.verify_token.is_some());
+    if !holds_secrets {
+        return None;
+    }
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt as _;

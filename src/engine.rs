@@ -376,7 +376,7 @@ pub fn spawn(options: EngineOptions, waker: Waker) -> Result<EngineHandle, AppEr
     if let Some(sentence) = recovered {
         let _ = event_tx.try_send(Event::Error(sentence));
     }
-    if let Some(warning) = config::permission_warning(&options.config_path) {
+    if let Some(warning) = config::permission_warning(&options.config_path, &config) {
         let _ = event_tx.try_send(Event::Error(warning));
     }
     let mut engine = Engine {

@@ -684,5 +684,15 @@ fn a_world_readable_config_earns_a_warning() {
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
         let out = run(dir.path(), &["jobs"]);
         assert!(!String::from_utf8_lossy(&out.stderr).contains("readable by other users"));
+        // A config with no secret in it (a contract, a port) is no one's business.
+        std::fs::write(
+            &path,
+            "[receiver]\nport = 7999\n[[endpoint]]\npath = \"/hooks\"\nscheme = \"stripe\"\n",
+        )
+        .expect("config");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        let out = run(dir.path(), &["jobs"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("readable by other users"), "{stderr}");
     }
 }

@@ -73,8 +73,8 @@ impl Paths {
             ))
         })?;
         Ok(LoadedConfig {
+            warning: config::permission_warning(&self.config_path, &file),
             file,
-            warning: config::permission_warning(&self.config_path),
         })
     }
 }

@@ -468,6 +468,34 @@ fn listen_checks_each_delivery_against_its_endpoints_contract_and_picks_up_a_cha
         said.contains("endpoint /hooks/acme is invalid: contract acme-openapi.yaml at /components/schemas/DocumentProcessed/allOf/1/properties/data: $ref \"#/components/schemas/ProcessedDetails\" does not resolve"),
         "{said}"
     );
+    // A fixture export still works, and its fixture says why it has no schema.
+    let out = common::run(
+        dir.path(),
+        &[
+            "export",
+            "--ids",
+            "2",
+            "--format",
+            "fixture",
+            "--out",
+            out_file.to_str().expect("utf-8"),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let exported: Value =
+        serde_json::from_str(&std::fs::read_to_string(&out_file).expect("read")).expect("JSON");
+    assert!(exported["contract"].get("json_schema").is_none());
+    let why = exported["contract"]["json_schema_detail"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        why.starts_with("the config could not be read at export: endpoint /hooks/acme is invalid: contract acme-openapi.yaml at /components/schemas/DocumentProcessed"),
+        "{why}"
+    );
 }
 
 #[test]
@@ -618,6 +646,9 @@ fn every_contract() -> Vec<std::sync::Arc<Contract>> {
         load("tree-openapi30.yaml"),
         load("sibling/api.yaml"),
         load("sibling/events.yaml"),
+        load("edge-openapi30.yaml"),
+        load("edge-asyncapi.yaml"),
+        hookscope::contracts::load_dir(&fixture("edge-dir")).expect("edge folder"),
     ]
 }
 
@@ -688,6 +719,12 @@ fn a_bundled_schema_stands_alone_and_judges_every_body_as_its_contract_does() {
                 .build(&bundle)
                 .unwrap_or_else(|e| panic!("{} {event_type}: {e}\n{bundle:#}", contract.name));
             let (example, _) = contract.example(&event_type).expect("an example");
+            assert_eq!(
+                contract.is_valid(&event_type, &example),
+                Some(true),
+                "{} {event_type}: {example}",
+                contract.name
+            );
             for body in variants(&example) {
                 let expected = contract.is_valid(&event_type, &body).expect("a schema");
                 assert_eq!(
@@ -721,24 +758,6 @@ fn a_bundled_schema_stands_alone_and_judges_every_body_as_its_contract_does() {
     assert!(every_contract()[0].bundle("no.such.type").is_none());
 }
 
-/// Runs `program args…` in `dir` with `PYTHONPATH` set when given; its stdout and stderr.
-fn run_in(program: &str, args: &[&str], python_path: Option<&std::path::Path>) -> (bool, String) {
-    let mut command = std::process::Command::new(program);
-    command.args(args);
-    if let Some(path) = python_path {
-        command.env("PYTHONPATH", path);
-    }
-    let out = command.output().expect("runs");
-    (
-        out.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
-}
-
 #[test]
 fn a_fixtures_example_tests_check_its_body_against_the_bundled_schema_in_python_and_node() {
     if !common::tool_runs(&["python3", "--version"]) || !common::tool_runs(&["node", "--version"]) {
@@ -750,7 +769,10 @@ fn a_fixtures_example_tests_check_its_body_against_the_bundled_schema_in_python_
     else {
         return;
     };
-    let has_jsonschema = common::tool_runs(&["python3", "-c", "import jsonschema"]);
+    let has_jsonschema = std::process::Command::new("python3")
+        .args(["-c", "import jsonschema"])
+        .output()
+        .is_ok_and(|o| o.status.success());
     let python_path = if has_jsonschema {
         None
     } else {
@@ -842,7 +864,7 @@ fn a_fixtures_example_tests_check_its_body_against_the_bundled_schema_in_python_
     );
     let python = |id: &str| {
         let file = out.path().join(format!("test_delivery_{id}.py"));
-        run_in(
+        common::run_tool(
             "python3",
             &[file.to_str().expect("utf-8")],
             python_path.as_deref(),
@@ -850,7 +872,7 @@ fn a_fixtures_example_tests_check_its_body_against_the_bundled_schema_in_python_
     };
     let node = |id: &str| {
         let file = out.path().join(format!("delivery_{id}.test.mjs"));
-        run_in("node", &["--test", file.to_str().expect("utf-8")], None)
+        common::run_tool("node", &["--test", file.to_str().expect("utf-8")], None)
     };
     let fixture_of = |id: &str| -> Value {
         let text = std::fs::read_to_string(out.path().join(format!("delivery-{id}.json")))
@@ -903,6 +925,85 @@ fn a_fixtures_example_tests_check_its_body_against_the_bundled_schema_in_python_
     );
     let (ok, said) = node(&ids[1]);
     assert!(ok && said.contains("# skipped 1"), "{said}");
+
+    // Every test contract's bundles, judged by the snippets' own validation (schema_errors in
+    // the Python file, compileSchema in the Node one) over bodies that pass and fail: the same
+    // verdict as the contract's, body by body.
+    let mut cases = Vec::new();
+    for contract in every_contract() {
+        for event_type in contract.event_types() {
+            let bundle = contract.bundle(&event_type).expect("a bundle");
+            let (example, _) = contract.example(&event_type).expect("an example");
+            for body in variants(&example) {
+                let valid = contract.is_valid(&event_type, &body).expect("a schema");
+                let label = format!("{} {event_type}: {body}", contract.name);
+                cases.push(json!({"schema": bundle, "body": body, "valid": valid, "label": label}));
+            }
+        }
+    }
+    std::fs::write(
+        out.path().join("cases.json"),
+        Value::Array(cases.clone()).to_string(),
+    )
+    .expect("cases");
+    let python_module = out.path().join(format!("test_delivery_{}.py", ids[0]));
+    let judge = "import importlib.util, json, sys\n\
+        spec = importlib.util.spec_from_file_location('snippet', sys.argv[1])\n\
+        snippet = importlib.util.module_from_spec(spec)\n\
+        spec.loader.exec_module(snippet)\n\
+        cases = json.load(open(sys.argv[2]))\n\
+        print('RESULTS ' + json.dumps([not snippet.schema_errors(c['schema'], c['body']) for c in cases]))\n";
+    let (ok, python_said) = common::run_tool(
+        "python3",
+        &[
+            "-c",
+            judge,
+            python_module.to_str().expect("utf-8"),
+            out.path().join("cases.json").to_str().expect("utf-8"),
+        ],
+        python_path.as_deref(),
+    );
+    assert!(ok, "{python_said}");
+    std::fs::write(
+        out.path().join("judge.mjs"),
+        format!(
+            "import {{ readFileSync }} from \"node:fs\";\n\
+             import {{ compileSchema }} from \"./delivery_{}.test.mjs\";\n\
+             const cases = JSON.parse(readFileSync(new URL(\"./cases.json\", import.meta.url), \"utf8\"));\n\
+             const results = [];\n\
+             for (const c of cases) results.push((await compileSchema(c.schema))(c.body));\n\
+             console.log(\"RESULTS \" + JSON.stringify(results));\n",
+            ids[0]
+        ),
+    )
+    .expect("judge");
+    let (ok, node_said) = common::run_tool(
+        "node",
+        &[out.path().join("judge.mjs").to_str().expect("utf-8")],
+        None,
+    );
+    assert!(ok, "{node_said}");
+    for (runtime, said) in [("python", &python_said), ("node", &node_said)] {
+        let line = said
+            .lines()
+            .find_map(|l| l.strip_prefix("RESULTS "))
+            .unwrap_or_else(|| panic!("{runtime}: {said}"));
+        let results: Vec<bool> = serde_json::from_str(line).expect("results");
+        assert_eq!(results.len(), cases.len());
+        let wrong: Vec<&str> = cases
+            .iter()
+            .zip(&results)
+            .filter(|(c, r)| c["valid"] != **r)
+            .map(|(c, _)| c["label"].as_str().unwrap_or_default())
+            .collect();
+        assert!(
+            wrong.is_empty(),
+            "{runtime} judged {} of {} otherwise:\n{}",
+            wrong.len(),
+            cases.len(),
+            wrong.join("\n")
+        );
+    }
 
     // The body edited off the provider's shape: the schema test fails in both, naming where.
     let path = out.path().join(format!("delivery-{}.json", ids[0]));

@@ -80,7 +80,7 @@ pub fn export(
         scheme,
         redact: request.redact.clone(),
         contracts: if request.format == Format::Fixture {
-            contracts_of(file, &selected)?
+            contracts_of(file, &selected)
         } else {
             Default::default()
         },
@@ -106,29 +106,43 @@ pub fn export(
 }
 
 /// For each delivery that was checked against a contract, the contract of that name its
-/// endpoint has now (the config is read only when there is one).
+/// endpoint has now, or why it cannot be had (the config is read only when there is one; a
+/// config that does not load now is said in the fixture, and the export goes on).
 fn contracts_of(
     file: &ConfigFile,
     selected: &[crate::store::StoredDelivery],
-) -> Result<std::collections::BTreeMap<i64, std::sync::Arc<Contract>>, AppError> {
+) -> std::collections::BTreeMap<i64, Result<std::sync::Arc<Contract>, String>> {
     let checked: Vec<_> = selected
         .iter()
         .filter_map(|s| s.checks.schema.as_ref().map(|c| (s, c)))
         .collect();
     if checked.is_empty() {
-        return Ok(Default::default());
+        return Default::default();
     }
-    let settings = Settings::resolve(file, &Overrides::default())?;
-    Ok(checked
+    let settings = Settings::resolve(file, &Overrides::default())
+        .map_err(|e| format!("the config could not be read at export: {e}"));
+    checked
         .into_iter()
-        .filter_map(|(stored, check)| {
+        .map(|(stored, check)| {
             let contract = settings
-                .endpoint_for(&stored.delivery.path)
-                .contract
-                .clone()?;
-            (contract.name == check.contract).then_some((stored.id, contract))
+                .as_ref()
+                .map_err(Clone::clone)
+                .and_then(|settings| {
+                    settings
+                        .endpoint_for(&stored.delivery.path)
+                        .contract
+                        .clone()
+                        .filter(|c| c.name == check.contract)
+                        .ok_or_else(|| {
+                            format!(
+                                "the endpoint of {} has no contract {} now",
+                                stored.delivery.path, check.contract
+                            )
+                        })
+                });
+            (stored.id, contract)
         })
-        .collect())
+        .collect()
 }
 
 /// Reads a HAR file, checks each request with the config's endpoints at its recorded time, and

@@ -182,6 +182,58 @@ fn kind_of(value: &Value) -> Option<Kind> {
     version("asyncapi").map(|_| Kind::AsyncApi3)
 }
 
+/// The drafts a contract's schemas may be written in: each with what its `$schema` says (a
+/// folder's schema names its own; 2020-12 when none does), the URI a bundle names it by, and
+/// where a bundle keeps the schemas it copies.
+const DRAFTS: [(jsonschema::Draft, &str, &str, &str); 5] = [
+    (
+        jsonschema::Draft::Draft4,
+        "draft-04",
+        "http://json-schema.org/draft-04/schema#",
+        "definitions",
+    ),
+    (
+        jsonschema::Draft::Draft6,
+        "draft-06",
+        "http://json-schema.org/draft-06/schema#",
+        "definitions",
+    ),
+    (
+        jsonschema::Draft::Draft7,
+        "draft-07",
+        "http://json-schema.org/draft-07/schema#",
+        "definitions",
+    ),
+    (
+        jsonschema::Draft::Draft201909,
+        "2019-09",
+        "https://json-schema.org/draft/2019-09/schema",
+        "$defs",
+    ),
+    (
+        jsonschema::Draft::Draft202012,
+        "2020-12",
+        "https://json-schema.org/draft/2020-12/schema",
+        "$defs",
+    ),
+];
+
+/// The draft a `$schema` names (2020-12 when it names none this knows).
+fn draft_named(schema: Option<&str>) -> jsonschema::Draft {
+    DRAFTS
+        .iter()
+        .find(|(_, tag, _, _)| schema.is_some_and(|s| s.contains(tag)))
+        .map_or(jsonschema::Draft::Draft202012, |d| d.0)
+}
+
+/// The URI a bundle's `$schema` names a draft by, and the key its copied schemas go under.
+fn draft_uri(draft: jsonschema::Draft) -> (&'static str, &'static str) {
+    DRAFTS
+        .iter()
+        .find(|d| d.0 == draft)
+        .map_or((DRAFTS[4].2, DRAFTS[4].3), |d| (d.2, d.3))
+}
+
 /// The draft a kind's schemas are written in.
 fn draft_of(kind: Kind) -> jsonschema::Draft {
     match kind {
@@ -203,6 +255,13 @@ fn split_ref(reference: &str) -> (&str, String) {
         Some((doc, fragment)) => (doc, uri_decode(fragment)),
         None => (reference, String::new()),
     }
+}
+
+/// What a `$ref` written in document `base` names: the document's URI and the JSON pointer
+/// in it.
+fn target(base: &str, reference: &str) -> (String, String) {
+    let (doc, fragment) = split_ref(reference);
+    (join_uri(base, doc), fragment)
 }
 
 /// Percent-encodes what a URI cannot hold as is: every byte but the unreserved ones and `keep`.
@@ -303,11 +362,10 @@ pub fn external_documents(document: &Document) -> Vec<(String, String)> {
     refs(&document.value, "", &mut found);
     let mut out: Vec<(String, String)> = Vec::new();
     for (at, reference) in found {
-        let (doc, _) = split_ref(&reference);
-        if doc.is_empty() {
+        if split_ref(&reference).0.is_empty() {
             continue;
         }
-        let uri = join_uri(&document.uri, doc);
+        let (uri, _) = target(&document.uri, &reference);
         if uri != document.uri && !out.iter().any(|(u, _)| *u == uri) {
             out.push((uri, at));
         }
@@ -418,14 +476,7 @@ impl Contract {
             });
         }
         for (event_type, document) in schemas {
-            // The draft from the schema's `$schema`; 2020-12 when it names none.
-            let draft = match document.value.get("$schema").and_then(Value::as_str) {
-                Some(s) if s.contains("draft-07") => jsonschema::Draft::Draft7,
-                Some(s) if s.contains("draft-06") => jsonschema::Draft::Draft6,
-                Some(s) if s.contains("draft-04") => jsonschema::Draft::Draft4,
-                Some(s) if s.contains("2019-09") => jsonschema::Draft::Draft201909,
-                _ => jsonschema::Draft::Draft202012,
-            };
+            let draft = draft_named(document.value.get("$schema").and_then(Value::as_str));
             let validator = contract.compile(&document.uri, "", draft)?;
             let examples = schema_examples(&document.value);
             contract.operations.push(Operation {
@@ -449,8 +500,7 @@ impl Contract {
             let mut found = Vec::new();
             refs(value, "", &mut found);
             for (at, reference) in found {
-                let (doc, fragment) = split_ref(&reference);
-                let target = join_uri(uri, doc);
+                let (target, fragment) = target(uri, &reference);
                 let error = |reason: String| ContractError {
                     file: file_name(uri),
                     pointer: at.clone(),
@@ -826,18 +876,12 @@ impl Contract {
     /// draft 7 for AsyncAPI). `None` for an event type the contract does not describe.
     pub fn bundle(&self, event_type: &str) -> Option<Value> {
         let operation = self.operation_for(event_type)?;
-        let (meta, defs_key) = match operation.draft {
-            jsonschema::Draft::Draft4 => ("http://json-schema.org/draft-04/schema#", "definitions"),
-            jsonschema::Draft::Draft6 => ("http://json-schema.org/draft-06/schema#", "definitions"),
-            jsonschema::Draft::Draft7 => ("http://json-schema.org/draft-07/schema#", "definitions"),
-            jsonschema::Draft::Draft201909 => {
-                ("https://json-schema.org/draft/2019-09/schema", "$defs")
-            }
-            _ => ("https://json-schema.org/draft/2020-12/schema", "$defs"),
-        };
+        let (meta, defs_key) = draft_uri(operation.draft);
         let mut bundler = Bundler {
             defs_key,
             draft4: operation.draft == jsonschema::Draft::Draft4,
+            // Before 2019-09 a `$ref` stands alone: the keywords beside it are ignored.
+            ref_alone: defs_key == "definitions",
             names: BTreeMap::new(),
             queue: Default::default(),
         };
@@ -989,8 +1033,12 @@ impl Contract {
 struct Bundler {
     /// Where the copies go: `$defs` or `definitions`.
     defs_key: &'static str,
-    /// Draft 4 names a schema's base URI `id`, not `$id`.
+    /// Draft 4 names a schema's base URI `id`, not `$id`; OpenAPI 3.0's `nullable` (already
+    /// written as a type list) is left out too, which ajv would read.
     draft4: bool,
+    /// Whether a `$ref`'s sibling keywords are ignored (before 2019-09): then the copy has the
+    /// `$ref` alone, since a validator that applies them (ajv does) would judge otherwise.
+    ref_alone: bool,
     /// Each `$ref` target (document URI, pointer) and the name of its copy.
     names: BTreeMap<(String, String), String>,
     /// Targets named but not copied yet.
@@ -999,35 +1047,47 @@ struct Bundler {
 
 impl Bundler {
     /// `value` (in document `uri`) with each `$ref` pointing at its target's copy, and the
-    /// keywords that would change the base URI those point from (`$id`, `$schema`) left out.
-    /// Values that are data, not schemas (`const`, `enum`, examples, defaults), are copied as
-    /// they are.
+    /// keywords that would change the base URI those point from (`$id`, `$schema`) or that
+    /// nothing points at any more (`$anchor`) left out. Values that are data, not schemas
+    /// (`const`, `enum`, examples, defaults), are copied as they are.
     fn rewrite(&mut self, value: &Value, uri: &str) -> Value {
         match value {
             Value::Object(map) => {
+                if self.ref_alone
+                    && let Some(Value::String(reference)) = map.get("$ref")
+                {
+                    let name = self.name_of(target(uri, reference));
+                    return json!({ "$ref": format!("#/{}/{name}", self.defs_key) });
+                }
                 let mut out = serde_json::Map::new();
                 for (key, v) in map {
                     match key.as_str() {
-                        "$id" | "$schema" => {}
-                        "id" if self.draft4 && v.is_string() => {}
+                        "$id" | "$schema" | "$anchor" if v.is_string() => {}
+                        "id" | "nullable" if self.draft4 && !v.is_object() => {}
                         "$ref" if v.is_string() => {
                             let reference = v.as_str().unwrap_or_default();
-                            let (doc, fragment) = split_ref(reference);
-                            let target = (join_uri(uri, doc), fragment);
-                            let name = self.name_of(target);
+                            let name = self.name_of(target(uri, reference));
                             out.insert(key.clone(), format!("#/{}/{name}", self.defs_key).into());
                         }
                         "const" | "enum" | "example" | "examples" | "default" => {
                             out.insert(key.clone(), v.clone());
                         }
-                        // Maps from a name (which may be `default` or `$ref`) to a schema.
+                        // Maps from a name (which may be `default` or `$ref`) to a schema, or
+                        // (`dependencies`, `dependentRequired`) to a list of names.
                         "properties" | "patternProperties" | "$defs" | "definitions"
-                        | "dependentSchemas"
+                        | "dependentSchemas" | "dependencies" | "dependentRequired"
                             if v.is_object() =>
                         {
                             let named = v.as_object().into_iter().flatten();
                             let rewritten = named
-                                .map(|(name, schema)| (name.clone(), self.rewrite(schema, uri)))
+                                .map(|(name, v)| {
+                                    let v = if v.is_object() {
+                                        self.rewrite(v, uri)
+                                    } else {
+                                        v.clone()
+                                    };
+                                    (name.clone(), v)
+                                })
                                 .collect();
                             out.insert(key.clone(), Value::Object(rewritten));
                         }
@@ -1371,8 +1431,8 @@ fn follow<'a>(
         let Some(reference) = value.get("$ref").and_then(Value::as_str) else {
             return Some((value, uri, pointer));
         };
-        let (doc, fragment) = split_ref(reference);
-        uri = join_uri(&uri, doc);
+        let fragment;
+        (uri, fragment) = target(&uri, reference);
         value = documents.get(&uri)?.pointer(&fragment)?;
         pointer = fragment;
     }

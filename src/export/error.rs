@@ -33,10 +33,13 @@ pub struct FixtureOptions {
     pub scheme: Option<Scheme>,
     /// JSON pointers whose values are replaced by `"[redacted]"`.
     pub redact: Vec<String>,
-    /// By delivery id, the contract its endpoint has now, when the delivery was checked
-    /// against one: its schema is bundled into the fixture for the tests beside it.
-    pub contracts:
-        std::collections::BTreeMap<i64, std::sync::Arc<crate::domain::contract::Contract>>,
+    /// By delivery id, when the delivery was checked against a contract: that contract as its
+    /// endpoint has it now (its schema is bundled into the fixture for the tests beside it), or
+    /// why it cannot be had.
+    pub contracts: std::collections::BTreeMap<
+        i64,
+        Result<std::sync::Arc<crate::domain::contract::Contract>, String>,
+    >,
 }
 
 /// The formats an export writes.

@@ -152,6 +152,7 @@ pub fn fixture(stored: &StoredDelivery, options: &FixtureOptions) -> Result<Valu
 /// contract its endpoint has now, also that schema bundled into one JSON Schema
 /// (`json_schema`), and this fixture's body (redacted, if it was) checked against it now
 /// (`json_schema_status`, `json_schema_detail`): the example tests assert it when it passed.
+/// Without one, `json_schema_detail` says why.
 fn contract_json(stored: &StoredDelivery, options: &FixtureOptions, body: &[u8]) -> Value {
     let Some(recorded) = stored.checks.schema.as_ref() else {
         return Value::Null;
@@ -161,15 +162,33 @@ fn contract_json(stored: &StoredDelivery, options: &FixtureOptions, body: &[u8])
         "schema": recorded.schema,
         "status": recorded.status,
     });
-    if let (Some(contract), Some(event_type)) = (
-        options.contracts.get(&stored.id),
-        stored.event_type.as_deref(),
-    ) && let Some(bundle) = contract.bundle(event_type)
-    {
-        let now = contract.check(Some(event_type), body);
-        out["json_schema"] = bundle;
-        out["json_schema_status"] = json!(now.status);
-        out["json_schema_detail"] = now.detail.into();
+    let contract = match options.contracts.get(&stored.id) {
+        Some(Ok(contract)) => contract,
+        Some(Err(why)) => {
+            out["json_schema_detail"] = why.clone().into();
+            return out;
+        }
+        None => return out,
+    };
+    let bundle = stored
+        .event_type
+        .as_deref()
+        .and_then(|t| Some((t, contract.bundle(t)?)));
+    match bundle {
+        Some((event_type, bundle)) => {
+            let now = contract.check(Some(event_type), body);
+            out["json_schema"] = bundle;
+            out["json_schema_status"] = json!(now.status);
+            out["json_schema_detail"] = now.detail.into();
+        }
+        None => {
+            out["json_schema_detail"] = format!(
+                "{} has no schema for this delivery's event type ({}) now",
+                contract.name,
+                stored.event_type.as_deref().unwrap_or("none was read")
+            )
+            .into();
+        }
     }
     out
 }

@@ -122,6 +122,25 @@ pub fn npm_dir(dir_name: &str, packages: &[&str]) -> Option<PathBuf> {
     Some(dir)
 }
 
+/// Runs a tool (`python3`, `node`) with `PYTHONPATH` set when given: whether it succeeded,
+/// and its stdout then its stderr.
+pub fn run_tool(program: &str, args: &[&str], python_path: Option<&Path>) -> (bool, String) {
+    let mut command = Command::new(program);
+    command.args(args);
+    if let Some(path) = python_path {
+        command.env("PYTHONPATH", path);
+    }
+    let out = command.output().expect("the tool runs");
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
 /// The binary under test.
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_hookscope"))

@@ -424,25 +424,24 @@ fn listen_checks_each_delivery_against_its_endpoints_contract_and_picks_up_a_cha
 
     // A fixture records the contract and schema it was checked against.
     let out_file = dir.path().join("fixture.json");
-    let out = common::run(
-        dir.path(),
-        &[
-            "export",
-            "--ids",
-            "2",
-            "--format",
-            "fixture",
-            "--out",
-            out_file.to_str().expect("utf-8"),
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let exported: Value =
-        serde_json::from_str(&std::fs::read_to_string(&out_file).expect("read")).expect("JSON");
+    let export = || -> Value {
+        let out = common::run(
+            dir.path(),
+            &[
+                "export",
+                "--ids",
+                "2",
+                "--format",
+                "fixture",
+                "--out",
+                out_file.to_str().expect("utf-8"),
+            ],
+        );
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{said}");
+        serde_json::from_str(&std::fs::read_to_string(&out_file).expect("read")).expect("JSON")
+    };
+    let exported = export();
     let contract = &exported["contract"];
     assert_eq!(
         [&contract["file"], &contract["schema"], &contract["status"]],
@@ -469,25 +468,7 @@ fn listen_checks_each_delivery_against_its_endpoints_contract_and_picks_up_a_cha
         "{said}"
     );
     // A fixture export still works, and its fixture says why it has no schema.
-    let out = common::run(
-        dir.path(),
-        &[
-            "export",
-            "--ids",
-            "2",
-            "--format",
-            "fixture",
-            "--out",
-            out_file.to_str().expect("utf-8"),
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let exported: Value =
-        serde_json::from_str(&std::fs::read_to_string(&out_file).expect("read")).expect("JSON");
+    let exported = export();
     assert!(exported["contract"].get("json_schema").is_none());
     let why = exported["contract"]["json_schema_detail"]
         .as_str()

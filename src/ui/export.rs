@@ -135,7 +135,8 @@ pub fn export_window(app: &mut HookscopeApp, ctx: &egui::Context) {
             if !form.resign {
                 ui.weak("Redaction changes the body, so it needs re-signing to stay valid.");
             }
-            ui.checkbox(&mut form.snippets, "with example tests (pytest, node:test, Rust) that load the fixture");
+            ui.checkbox(&mut form.snippets, "with example tests (pytest, node:test, Rust) that load the fixture")
+                .on_hover_text("Each checks the signature as the scheme's libraries do. When the delivery's endpoint has a contract, the fixture carries its schema, and the pytest and node:test files check the body against it (jsonschema, ajv).");
         }
         ui.horizontal(|ui| {
             let label = ui.label("Write to");

@@ -1791,6 +1791,29 @@ fn a_failing_schema_check_is_badged_and_listed_and_a_contract_edit_rechecks_the_
     wait_until(&mut harness, "both passing", |h| {
         h.query_all_by_label("schema pass").count() == 2
     });
+    // Exported from the window, the fixture carries its schema, bundled from the contract the
+    // config names relatively, with the test snippets that check it.
+    harness.state_mut().endpoints.open = false;
+    harness.state_mut().select(1);
+    harness.state_mut().export.open = true;
+    harness.run_steps(3);
+    let out = tempfile::tempdir().expect("out");
+    harness.state_mut().export.out = format!("{}/", out.path().display());
+    harness
+        .get_by_role_and_label(egui::accesskit::Role::Button, "Export")
+        .click();
+    let read = || -> Option<serde_json::Value> {
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("delivery-1.json")).ok()?)
+            .ok()
+    };
+    wait_until(&mut harness, "the fixture", |_| read().is_some());
+    let fixture = read().expect("the fixture");
+    assert_eq!(
+        fixture["contract"]["json_schema"]["title"],
+        "webhooks/document.processed in acme-openapi.yaml"
+    );
+    assert_eq!(fixture["contract"]["json_schema_status"], "pass");
+    assert!(out.path().join("test_delivery_1.py").exists());
 }
 
 #[test]

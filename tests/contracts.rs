@@ -825,9 +825,7 @@ fn a_fixtures_example_tests_check_its_body_against_the_bundled_schema_in_python_
         &[
             "export",
             "--ids",
-            &ids[0],
-            &ids[1],
-            &ids[2],
+            &ids.join(","),
             "--format",
             "fixture",
             "--resign-with-test-secret",

@@ -99,6 +99,33 @@ pub fn test_conditions(
         .collect()
 }
 
+/// Reads ids as the command line takes them: `1,2,7-9` is 1, 2, 7, 8, 9 (each of `texts` is one
+/// such list, so `--ids 3 4` and `--ids 3,4` say the same).
+pub fn parse_ids(texts: &[String]) -> Result<Vec<i64>, AppError> {
+    let text = texts.join(",");
+    let text = text.as_str();
+    let bad = |part: &str| {
+        AppError::Usage(format!(
+            "ids {text}: \"{part}\" is not an id or a range; write 1,2,7-9"
+        ))
+    };
+    let mut ids = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((low, high)) => {
+                let low: i64 = low.trim().parse().map_err(|_| bad(part))?;
+                let high: i64 = high.trim().parse().map_err(|_| bad(part))?;
+                if low > high || high - low > 1_000_000 {
+                    return Err(bad(part));
+                }
+                ids.extend(low..=high);
+            }
+            None => ids.push(part.parse().map_err(|_| bad(part))?),
+        }
+    }
+    Ok(ids)
+}
+
 /// The deliveries to export: those under a filter (oldest first), then those named by id. A
 /// missing id or an empty selection is a usage error.
 pub fn select(
@@ -122,4 +149,23 @@ pub fn select(
         ));
     }
     Ok(selected)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_read_as_lists_ranges_or_one_by_one() {
+        let ids = |t: &[&str]| parse_ids(&t.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(ids(&["1,2,7-9"]).expect("ids"), vec![1, 2, 7, 8, 9]);
+        assert_eq!(ids(&["3", "4"]).expect("ids"), vec![3, 4]);
+        assert_eq!(ids(&["3,4", "6-7"]).expect("ids"), vec![3, 4, 6, 7]);
+        assert!(ids(&["9-7"]).is_err());
+        let refusal = ids(&["1,x"]).expect_err("x").to_string();
+        assert!(
+            refusal.contains("\"x\" is not an id or a range"),
+            "{refusal}"
+        );
+    }
 }

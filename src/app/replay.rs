@@ -153,30 +153,6 @@ pub fn parse_rate(text: &str) -> Result<f64, AppError> {
     Ok(count / seconds)
 }
 
-/// Reads ids: `1,2,7-9` is 1, 2, 7, 8, 9.
-pub fn parse_ids(text: &str) -> Result<Vec<i64>, AppError> {
-    let bad = |part: &str| {
-        AppError::Usage(format!(
-            "ids {text}: \"{part}\" is not an id or a range; write 1,2,7-9"
-        ))
-    };
-    let mut ids = Vec::new();
-    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((low, high)) => {
-                let low: i64 = low.trim().parse().map_err(|_| bad(part))?;
-                let high: i64 = high.trim().parse().map_err(|_| bad(part))?;
-                if low > high || high - low > 1_000_000 {
-                    return Err(bad(part));
-                }
-                ids.extend(low..=high);
-            }
-            None => ids.push(part.parse().map_err(|_| bad(part))?),
-        }
-    }
-    Ok(ids)
-}
-
 /// The deliveries a selection names, in stored order (a fixtures folder or a HAR file is
 /// stored first, so each attempt has its delivery). An empty selection or a missing id is a
 /// usage error.
@@ -881,9 +857,6 @@ mod tests {
         assert_eq!(parse_rate("7").expect("rate"), 7.0);
         assert!(parse_rate("20/fortnight").is_err());
         assert!(parse_rate("fast").is_err());
-        assert_eq!(parse_ids("1,2,7-9").expect("ids"), vec![1, 2, 7, 8, 9]);
-        assert!(parse_ids("9-7").is_err());
-        assert!(parse_ids("1,x").is_err());
         let mut request = ReplayRequest::to("http://127.0.0.1:9/");
         request.pace = Pace::Rate(parse_rate("0/s").expect("rate"));
         let refusal = request.check().expect_err("zero rate").to_string();

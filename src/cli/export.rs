@@ -26,9 +26,9 @@ pub struct ExportArgs {
     /// What to write
     #[arg(long, value_enum)]
     pub format: ExportFormat,
-    /// Deliveries by id
+    /// Deliveries by id: 3 4, or 1,2,7-9
     #[arg(long, num_args = 1.., value_name = "ID", conflicts_with = "filter", required_unless_present = "filter")]
-    pub ids: Vec<i64>,
+    pub ids: Vec<String>,
     /// Deliveries matching a filter (the list's language, e.g. 'sig:fail type:job.failed')
     #[arg(long, value_name = "EXPR")]
     pub filter: Option<String>,
@@ -56,7 +56,7 @@ pub fn run(common: &Common, args: ExportArgs) -> Result<ExitCode, AppError> {
         return Ok(ExitCode::SUCCESS);
     };
     let request = ExportRequest {
-        ids: args.ids,
+        ids: app::list::parse_ids(&args.ids)?,
         filter: args.filter,
         format: match args.format {
             ExportFormat::Fixture => hookscope::export::Format::Fixture,

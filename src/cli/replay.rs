@@ -20,9 +20,9 @@ pub struct ReplayArgs {
     /// The deliveries the list's filter selects, e.g. 'type:invoice.* after:-2h'
     #[arg(long, value_name = "FILTER")]
     pub filter: Option<String>,
-    /// Deliveries by id: 1,2,7-9
-    #[arg(long, value_name = "IDS")]
-    pub ids: Option<String>,
+    /// Deliveries by id: 1,2,7-9 (or 3 4)
+    #[arg(long, value_name = "IDS", num_args = 1..)]
+    pub ids: Vec<String>,
     /// A job's deliveries
     #[arg(long, value_name = "JOB")]
     pub job: Option<String>,
@@ -76,8 +76,8 @@ impl ReplayArgs {
     fn selection(&self) -> Result<Selection, AppError> {
         Ok(if let Some(filter) = &self.filter {
             Selection::Filter(filter.clone())
-        } else if let Some(ids) = &self.ids {
-            Selection::Ids(replay::parse_ids(ids)?)
+        } else if !self.ids.is_empty() {
+            Selection::Ids(app::list::parse_ids(&self.ids)?)
         } else if let Some(job) = &self.job {
             Selection::Job(job.clone())
         } else if let Some(dir) = &self.fixtures {

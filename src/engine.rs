@@ -281,7 +281,7 @@ pub struct SimulationView {
 /// What the window shows of a replay.
 #[derive(Debug, Clone)]
 pub struct ReplayView {
-    /// Where it goes.
+    /// Where it goes (a password in it masked).
     pub url: String,
     /// Counts, rate, time left.
     pub snapshot: app::replay::Snapshot,
@@ -660,7 +660,7 @@ impl Engine {
                 };
                 let view = |summary: Option<app::replay::Summary>, failed: Option<String>| {
                     Event::Replay(Box::new(ReplayView {
-                        url: request.url.clone(),
+                        url: crate::domain::delivery::masked_url(&request.url),
                         snapshot: progress.snapshot(),
                         summary,
                         failed,

@@ -519,3 +519,54 @@ fn deliveries_that_cannot_be_re_signed_are_not_sent_and_the_rest_are() {
         "{said}"
     );
 }
+
+#[test]
+fn a_password_in_the_target_url_is_in_no_summary_report_attempt_or_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    common::seed(dir.path(), 6);
+    let handler = serve(Flavour::Correct, StatusCode::OK);
+    let junit = dir.path().join("replay.xml");
+    let password = "hunter2-pw";
+    let url = format!("http://ci:{password}@{}/webhooks", handler.addr);
+    let ran = |url: &str, json_out: bool| {
+        let mut args = vec![
+            "replay", "--ids", "1-3", "--to", url, "--resign", "--secret", SECRET,
+        ];
+        args.extend(["--junit", junit.to_str().expect("utf-8")]);
+        if json_out {
+            args.push("--json");
+        }
+        let out = run(dir.path(), &args);
+        let said = format!(
+            "{}{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+            std::fs::read_to_string(&junit).unwrap_or_default()
+        );
+        (out, said)
+    };
+    let (out, said) = ran(&url, true);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    // The request carried the credentials (the handler got them as Basic auth)...
+    assert_eq!(handler.handler.received.lock().expect("lock").len(), 3);
+    // ...and nothing hookscope wrote says them.
+    assert!(!said.contains(password), "{said}");
+    assert!(said.contains("http://ci:[redacted]@"), "{said}");
+    let (_, said) = ran(&url, false);
+    assert!(
+        !said.contains(password) && said.contains("[redacted]"),
+        "{said}"
+    );
+    let listed = run(dir.path(), &["list", "--json", "--limit", "10"]);
+    let text = String::from_utf8_lossy(&listed.stdout);
+    assert!(text.contains("\"kind\":\"replay\""), "{text}");
+    assert!(!text.contains(password), "{text}");
+    // Nobody there: the stop sentence and the attempt's error do not say it either.
+    let (out, said) = ran(&format!("http://ci:{password}@127.0.0.1:9/"), true);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("nothing answered at http://ci:[redacted]@127.0.0.1:9/"),
+        "{said}"
+    );
+    assert!(!said.contains(password), "{said}");
+}

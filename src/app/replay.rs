@@ -719,7 +719,7 @@ pub async fn run(
         let (progress, outcomes, url) = (
             Arc::clone(&progress),
             Arc::clone(&outcomes),
-            request.url.clone(),
+            crate::domain::delivery::masked_url(&request.url),
         );
         tasks.spawn(async move {
             let outcome =
@@ -782,7 +782,8 @@ pub async fn run(
         return Err(AppError::Usage(first));
     }
     Ok(Summary {
-        url: request.url.clone(),
+        // As said in the summary, its JSON and JUnit: a password in it masked.
+        url: crate::domain::delivery::masked_url(&request.url),
         selected: ids.len(),
         outcomes,
         stopped,

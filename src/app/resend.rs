@@ -231,7 +231,10 @@ pub fn summary(prepared: &PreparedResend, attempt: &Attempt) -> String {
     } else {
         "as captured"
     };
-    let (id, url) = (prepared.delivery_id, &prepared.url);
+    let (id, url) = (
+        prepared.delivery_id,
+        crate::domain::delivery::masked_url(&prepared.url),
+    );
     match (attempt.status, &attempt.error) {
         (Some(status), _) => {
             format!(

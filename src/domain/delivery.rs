@@ -73,8 +73,20 @@ pub fn masked_query(query: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(parts.join("&"))
 }
 
-/// A URL with its query's credential parameters masked, as an attempt records where it went.
+/// A URL with its credentials masked, as an attempt records where it went and a summary says
+/// it: a password in it (`https://user:[redacted]@host/`) and the query's credential parameters.
 pub fn masked_url(url: &str) -> String {
+    // `scheme://user:password@host…`: the authority ends at the first `/`, `?` or `#`.
+    let mut unmasked = std::borrow::Cow::Borrowed(url);
+    if let Some((scheme, rest)) = url.split_once("://") {
+        let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        if let Some(at) = rest[..end].rfind('@')
+            && let Some((user, _)) = rest[..at].split_once(':')
+        {
+            unmasked = format!("{scheme}://{user}:[redacted]{}", &rest[at..]).into();
+        }
+    }
+    let url = unmasked.as_ref();
     match url.split_once('?') {
         Some((base, rest)) => {
             let (query, fragment) = match rest.split_once('#') {
@@ -365,6 +377,16 @@ mod tests {
             "http://h/p?hub.verify_token=[redacted]#frag"
         );
         assert_eq!(masked_url("http://h/p"), "http://h/p");
+        assert_eq!(
+            masked_url("https://ci:s3cret@hooks.example.com:8443/in?hub.verify_token=t"),
+            "https://ci:[redacted]@hooks.example.com:8443/in?hub.verify_token=[redacted]"
+        );
+        // A user alone is no secret; an @ after the authority is not one.
+        assert_eq!(masked_url("https://ci@h/p"), "https://ci@h/p");
+        assert_eq!(
+            masked_url("https://h/p?email=a:b@c"),
+            "https://h/p?email=a:b@c"
+        );
     }
 
     #[test]

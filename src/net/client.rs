@@ -285,9 +285,13 @@ impl Client {
                 attempt.error = Some(format!("TLS with {host} failed: {why}{hint}"));
             }
             Err(e) if e.is_connect() => {
-                attempt.error = Some(format!("cannot connect to {url}: is the handler running?"));
+                attempt.error = Some(format!(
+                    "cannot connect to {}: is the handler running?",
+                    attempt.url
+                ));
             }
-            Err(e) => attempt.error = Some(e.to_string()),
+            // Its URL is the attempt's own, masked; reqwest's would show a password in it.
+            Err(e) => attempt.error = Some(e.without_url().to_string()),
         }
         attempt.latency_ms = started.elapsed().as_millis() as u64;
         Ok(attempt)

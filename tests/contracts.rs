@@ -1006,3 +1006,36 @@ fn a_fixtures_example_tests_check_its_body_against_the_bundled_schema_in_python_
         "{said}"
     );
 }
+
+#[test]
+fn an_example_sent_again_is_a_new_event_whose_id_still_passes_the_schema() {
+    let contract = openapi();
+    let new_id = |event_type: &str| {
+        let (example, _) = contract.example(event_type).expect("example");
+        let sent = hookscope::app::contract::as_new_event(&contract, event_type, example.clone());
+        assert_eq!(contract.is_valid(event_type, &sent), Some(true), "{sent}");
+        (example, sent)
+    };
+    // The contract's own example (`evt_9f2c`): its prefix kept, a new number after it.
+    let (given, first) = new_id("invoice.paid");
+    let (_, second) = new_id("invoice.paid");
+    let (a, b) = (
+        first["id"].as_str().expect("id"),
+        second["id"].as_str().expect("id"),
+    );
+    assert!(
+        a.starts_with("evt_") && a != "evt_9f2c" && a != b,
+        "{a} {b}"
+    );
+    assert_eq!(first["data"], given["data"]);
+    // A made one too.
+    let (made, sent) = new_id("document.processed");
+    assert_ne!(made["id"], sent["id"]);
+    // Without an id, nothing to change.
+    let tree = hookscope::contracts::load(&fixture("tree-openapi30.yaml")).expect("tree");
+    let body = json!({"type": "job.failed", "reason": "x"});
+    assert_eq!(
+        hookscope::app::contract::as_new_event(&tree, "job.failed", body.clone()),
+        body
+    );
+}

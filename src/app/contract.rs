@@ -33,6 +33,25 @@ pub fn example(contract: &Contract, event_type: &str) -> Result<(Value, bool), A
     })
 }
 
+/// `body` (an example of `event_type`) as a new event: its top-level `id` made unique (its
+/// prefix up to the last `_` kept, then digits), so a second example sent is not a duplicate of
+/// the first. Kept as it is when the new id would not pass the schema (a pattern it misses).
+pub fn as_new_event(contract: &Contract, event_type: &str, mut body: Value) -> Value {
+    static SENT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let Some(Value::String(id)) = body.get("id") else {
+        return body;
+    };
+    let prefix = id.rfind('_').map_or("", |at| &id[..=at]).to_string();
+    let n = SENT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let fresh = format!("{prefix}{}{n:03}", crate::domain::clock::now_ms());
+    let mut renamed = body.clone();
+    renamed["id"] = Value::String(fresh);
+    if contract.is_valid(event_type, &renamed) == Some(true) {
+        body = renamed;
+    }
+    body
+}
+
 /// The contract each of `file`'s endpoints names, as a path (relative ones in the config
 /// file's folder), `None` for an endpoint with none.
 fn paths_of(file: &crate::config::ConfigFile) -> Vec<Option<std::path::PathBuf>> {

@@ -87,7 +87,7 @@ pub fn send_example(
         .as_ref()
         .ok_or_else(|| AppError::Usage(format!("endpoint {} has no contract", endpoint.path)))?;
     let (body, _) = crate::app::contract::example(contract, event_type)?;
-    let body = body.to_string();
+    let body = crate::app::contract::as_new_event(contract, event_type, body).to_string();
     let now = now_secs();
     let mut headers = vec![
         Header::new("content-type", "application/json"),
@@ -98,7 +98,7 @@ pub fn send_example(
             scheme
                 .sign(
                     &endpoint.secrets,
-                    &format!("msg_example_{now}"),
+                    &crate::domain::scheme::new_event_id(),
                     now,
                     body.as_bytes(),
                 )

@@ -1791,6 +1791,15 @@ fn a_failing_schema_check_is_badged_and_listed_and_a_contract_edit_rechecks_the_
     wait_until(&mut harness, "both passing", |h| {
         h.query_all_by_label("schema pass").count() == 2
     });
+    // A second example is a new event, not a duplicate of the first.
+    harness.get_by_label("Send an example").click();
+    wait_until(&mut harness, "the second example", |h| {
+        h.state().list.total == 3
+    });
+    wait_until(&mut harness, "three passing", |h| {
+        h.query_all_by_label("schema pass").count() == 3
+    });
+    assert!(harness.query_by_label("duplicate").is_none());
     // Exported from the window, the fixture carries its schema, bundled from the contract the
     // config names relatively, with the test snippets that check it.
     harness.state_mut().endpoints.open = false;

@@ -12,37 +12,7 @@ cargo build --release --quiet --bins
 . bench/common.sh
 dir=$(mktemp -d /tmp/hookscope-contract.XXXXXX)
 trap 'kill ${pid:-} 2>/dev/null || true; rm -rf "$dir"' EXIT
-cat >"$dir/jobs.yaml" <<'YAML'
-openapi: 3.1.0
-info: {title: jobs, version: '1'}
-webhooks:
-  job.completed:
-    post:
-      requestBody:
-        content:
-          application/json:
-            schema: {$ref: '#/components/schemas/JobCompleted'}
-components:
-  schemas:
-    Envelope:
-      type: object
-      required: [id, type, data]
-      properties:
-        id: {type: string, pattern: '^evt_[0-9]+$'}
-        type: {type: string}
-    JobCompleted:
-      allOf:
-        - $ref: '#/components/schemas/Envelope'
-        - properties:
-            type: {const: job.completed}
-            data:
-              type: object
-              required: [job_id, status]
-              properties:
-                job_id: {type: string, pattern: '^job_[0-9]+$'}
-                status: {type: string, enum: [queued, processing, completed, failed]}
-                pad: {type: string, maxLength: 2000}
-YAML
+cp bench/jobs-contract.yaml "$dir/jobs.yaml"
 cat >"$dir/config.toml" <<TOML
 [[endpoint]]
 path = "/hooks"

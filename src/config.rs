@@ -521,7 +521,11 @@ fn forward_rules(config: &EndpointConfig) -> Result<Vec<ForwardRule>, ConfigErro
     for (n, rule) in config.forward.iter().enumerate() {
         let invalid = |reason: String| ConfigError::InvalidEndpoint {
             path: config.path.clone(),
-            reason: format!("forward rule {} (to \"{}\"): {reason}", n + 1, rule.to),
+            reason: format!(
+                "forward rule {} (to \"{}\"): {reason}",
+                n + 1,
+                crate::domain::delivery::masked_url(&rule.to)
+            ),
         };
         let to = rule.to.trim();
         if !is_http_url(to) {

@@ -521,7 +521,7 @@ fn deliveries_that_cannot_be_re_signed_are_not_sent_and_the_rest_are() {
 }
 
 #[test]
-fn a_password_in_the_target_url_is_in_no_summary_report_attempt_or_error() {
+fn a_password_in_a_target_url_is_in_no_summary_report_attempt_or_error() {
     let dir = tempfile::tempdir().expect("tempdir");
     common::seed(dir.path(), 6);
     let handler = serve(Flavour::Correct, StatusCode::OK);
@@ -547,8 +547,21 @@ fn a_password_in_the_target_url_is_in_no_summary_report_attempt_or_error() {
     };
     let (out, said) = ran(&url, true);
     assert_eq!(out.status.code(), Some(0), "{said}");
-    // The request carried the credentials (the handler got them as Basic auth)...
-    assert_eq!(handler.handler.received.lock().expect("lock").len(), 3);
+    // The request carried the credentials (reqwest sends a URL's userinfo as Basic auth)...
+    let received = handler.handler.received.lock().expect("lock").clone();
+    assert_eq!(received.len(), 3);
+    let basic = format!(
+        "Basic {}",
+        base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            format!("ci:{password}")
+        )
+    );
+    assert!(received.iter().all(|(headers, _)| {
+        headers
+            .get("authorization")
+            .is_some_and(|v| v == basic.as_str())
+    }));
     // ...and nothing hookscope wrote says them.
     assert!(!said.contains(password), "{said}");
     assert!(said.contains("http://ci:[redacted]@"), "{said}");
@@ -569,4 +582,28 @@ fn a_password_in_the_target_url_is_in_no_summary_report_attempt_or_error() {
         "{said}"
     );
     assert!(!said.contains(password), "{said}");
+    // Refused targets, a token written as the user, and a forward rule's: masked too.
+    let (out, said) = ran(&format!("ftp://ci:{password}@127.0.0.1/"), true);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("ftp://ci:[redacted]@127.0.0.1/") && !said.contains(password),
+        "{said}"
+    );
+    let (_, said) = ran(&format!("http://{password}@127.0.0.1:9/"), true);
+    assert!(
+        said.contains("http://[redacted]@127.0.0.1:9/") && !said.contains(password),
+        "{said}"
+    );
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!("[[endpoint]]\npath = \"/hooks\"\n[[endpoint.forward]]\nto = \"gopher://ci:{password}@h/\"\n"),
+    )
+    .expect("config");
+    let out = run(dir.path(), &["listen", "--port", "0"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("gopher://ci:[redacted]@h/") && !said.contains(password),
+        "{said}"
+    );
 }

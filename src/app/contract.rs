@@ -33,21 +33,28 @@ pub fn example(contract: &Contract, event_type: &str) -> Result<(Value, bool), A
     })
 }
 
-/// `body` (an example of `event_type`) as a new event: its top-level `id` made unique (its
-/// prefix up to the last `_` kept, then digits), so a second example sent is not a duplicate of
-/// the first. Kept as it is when the new id would not pass the schema (a pattern it misses).
+/// `body` (an example of `event_type`) as a new event: the top-level `id` or `event_id` the
+/// checks read an event id from made unique (a string keeps its prefix up to the last `_`,
+/// then digits; a number becomes another), so a second example sent is not a duplicate of the
+/// first. Kept as it is when the new id would not pass the schema (a pattern it misses).
 pub fn as_new_event(contract: &Contract, event_type: &str, mut body: Value) -> Value {
     static SENT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let Some(Value::String(id)) = body.get("id") else {
-        return body;
-    };
-    let prefix = id.rfind('_').map_or("", |at| &id[..=at]).to_string();
     let n = SENT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let fresh = format!("{prefix}{}{n:03}", crate::domain::clock::now_ms());
-    let mut renamed = body.clone();
-    renamed["id"] = Value::String(fresh);
-    if contract.is_valid(event_type, &renamed) == Some(true) {
-        body = renamed;
+    let unique = crate::domain::clock::now_ms().unsigned_abs() * 1000 + n % 1000;
+    for key in ["id", "event_id"] {
+        let fresh = match body.get(key) {
+            Some(Value::String(id)) => {
+                let prefix = id.rfind('_').map_or("", |at| &id[..=at]);
+                Value::String(format!("{prefix}{unique}"))
+            }
+            Some(Value::Number(_)) => Value::from(unique),
+            _ => continue,
+        };
+        let mut renamed = body.clone();
+        renamed[key] = fresh;
+        if contract.is_valid(event_type, &renamed) == Some(true) {
+            body = renamed;
+        }
     }
     body
 }
@@ -129,5 +136,37 @@ pub fn reload_if_changed(
             *said = Some(sentence.clone());
             Some(Err(AppError::Usage(sentence)))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::contract::Document;
+    use serde_json::json;
+
+    #[test]
+    fn a_new_event_changes_the_ids_the_schema_still_accepts_and_keeps_the_others() {
+        let contract = Contract::build(
+            "t.json",
+            vec![Document {
+                uri: "file:///t/t.json".into(),
+                value: json!({"openapi": "3.1.0", "info": {"title": "t", "version": "1"},
+                    "webhooks": {"order.paid": {"post": {"requestBody": {"content": {"application/json": {"schema": {
+                        "type": "object", "required": ["id", "event_id"],
+                        "properties": {"id": {"type": "string", "pattern": "^evt_[a-f0-9]{4}$"},
+                                       "event_id": {"type": "integer"}}}}}}}}}}),
+            }],
+        )
+        .expect("compiles");
+        let body = json!({"id": "evt_9f2c", "event_id": 7, "note": "x"});
+        let first = as_new_event(&contract, "order.paid", body.clone());
+        let second = as_new_event(&contract, "order.paid", body.clone());
+        // The id's pattern takes no longer number: kept. The integer event id is new each time.
+        assert_eq!(first["id"], "evt_9f2c");
+        assert_ne!(first["event_id"], body["event_id"]);
+        assert_ne!(first["event_id"], second["event_id"]);
+        assert_eq!(first["note"], "x");
+        assert_eq!(contract.is_valid("order.paid", &first), Some(true));
     }
 }

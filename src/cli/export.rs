@@ -50,13 +50,15 @@ pub struct ExportArgs {
 }
 
 pub fn run(common: &Common, args: ExportArgs) -> Result<ExitCode, AppError> {
+    // Bad ids are an error even when there is nothing to export, as a bad filter is.
+    let ids = app::list::parse_ids(&args.ids)?;
     let paths = common.paths()?;
     let file = load_config(&paths)?.file;
     let Some(reader) = super::captured_history(&paths, args.filter.as_deref())? else {
         return Ok(ExitCode::SUCCESS);
     };
     let request = ExportRequest {
-        ids: app::list::parse_ids(&args.ids)?,
+        ids,
         filter: args.filter,
         format: match args.format {
             ExportFormat::Fixture => hookscope::export::Format::Fixture,

@@ -323,7 +323,10 @@ fn print_banner(
         } else {
             "its own status"
         };
-        eprintln!("  forwarding every delivery to {url}; the sender gets {answer}");
+        eprintln!(
+            "  forwarding every delivery to {}; the sender gets {answer}",
+            hookscope::domain::delivery::masked_url(url)
+        );
         if args.insecure {
             eprintln!(
                 "hookscope: warning: forwarding accepts any TLS certificate (--insecure): use it for a development certificate only"

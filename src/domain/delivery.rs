@@ -73,17 +73,21 @@ pub fn masked_query(query: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(parts.join("&"))
 }
 
-/// A URL with its credentials masked, as an attempt records where it went and a summary says
-/// it: a password in it (`https://user:[redacted]@host/`) and the query's credential parameters.
+/// A URL with its credentials masked, as an attempt records where it went and every line,
+/// report and error says it: a password in it (`https://user:[redacted]@host/`), a user alone
+/// (`https://[redacted]@host/`: a token is often written there) and the query's credential
+/// parameters.
 pub fn masked_url(url: &str) -> String {
-    // `scheme://user:password@host…`: the authority ends at the first `/`, `?` or `#`.
+    // `scheme://userinfo@host…`: the authority ends at the first `/`, `?` or `#`.
     let mut unmasked = std::borrow::Cow::Borrowed(url);
     if let Some((scheme, rest)) = url.split_once("://") {
         let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-        if let Some(at) = rest[..end].rfind('@')
-            && let Some((user, _)) = rest[..at].split_once(':')
-        {
-            unmasked = format!("{scheme}://{user}:[redacted]{}", &rest[at..]).into();
+        if let Some(at) = rest[..end].rfind('@') {
+            let shown = match rest[..at].split_once(':') {
+                Some((user, _)) => format!("{user}:[redacted]"),
+                None => "[redacted]".to_string(),
+            };
+            unmasked = format!("{scheme}://{shown}{}", &rest[at..]).into();
         }
     }
     let url = unmasked.as_ref();
@@ -381,8 +385,12 @@ mod tests {
             masked_url("https://ci:s3cret@hooks.example.com:8443/in?hub.verify_token=t"),
             "https://ci:[redacted]@hooks.example.com:8443/in?hub.verify_token=[redacted]"
         );
-        // A user alone is no secret; an @ after the authority is not one.
-        assert_eq!(masked_url("https://ci@h/p"), "https://ci@h/p");
+        // A user alone may be a token; an @ after the authority is no credential.
+        assert_eq!(masked_url("https://tok3n@h/p"), "https://[redacted]@h/p");
+        assert_eq!(
+            masked_url("http://u:p@[::1]:8080/x"),
+            "http://u:[redacted]@[::1]:8080/x"
+        );
         assert_eq!(
             masked_url("https://h/p?email=a:b@c"),
             "https://h/p?email=a:b@c"

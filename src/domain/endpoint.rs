@@ -66,7 +66,7 @@ pub struct ForwardRule {
 impl ForwardRule {
     /// "http://localhost:3000/billing when type:invoice.*", for lines and lists.
     pub fn describe(&self) -> String {
-        let mut line = self.to.clone();
+        let mut line = crate::domain::delivery::masked_url(&self.to);
         match &self.when {
             Some(when) => line.push_str(&format!(" when {when}")),
             None => line.push_str(" (every delivery)"),

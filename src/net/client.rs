@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use crate::domain::attempt::{Attempt, AttemptKind};
-use crate::domain::delivery::Header;
+use crate::domain::delivery::{Header, masked_url};
 use crate::domain::scheme::{Scheme, Secret, new_event_id};
 use crate::store::StoredDelivery;
 
@@ -91,11 +91,12 @@ pub struct Client {
 
 pub(crate) fn check_url(url: &str) -> Result<reqwest::Url, SendError> {
     let parsed = reqwest::Url::parse(url)
-        .map_err(|e| SendError::BadUrl(format!("\"{url}\" is not a URL: {e}")))?;
+        .map_err(|e| SendError::BadUrl(format!("\"{}\" is not a URL: {e}", masked_url(url))))?;
     match parsed.scheme() {
         "http" | "https" => Ok(parsed),
         other => Err(SendError::BadUrl(format!(
-            "\"{url}\": {other}:// is not http or https"
+            "\"{}\": {other}:// is not http or https",
+            masked_url(url)
         ))),
     }
 }
@@ -237,7 +238,7 @@ impl Client {
             delivery_id,
             kind,
             // Where it went, with a credential in the query (Meta's verify token) masked.
-            url: crate::domain::delivery::masked_url(url),
+            url: masked_url(url),
             sent_at_ms,
             request_headers: outgoing.headers.clone(),
             request_body: outgoing.body.clone(),
@@ -290,7 +291,8 @@ impl Client {
                     attempt.url
                 ));
             }
-            // Its URL is the attempt's own, masked; reqwest's would show a password in it.
+            // Said without reqwest's copy of the URL, which would show a query's token (the
+            // attempt keeps the URL, masked).
             Err(e) => attempt.error = Some(e.without_url().to_string()),
         }
         attempt.latency_ms = started.elapsed().as_millis() as u64;

@@ -717,12 +717,16 @@ async fn forward(
                 Ok(attempt) => {
                     if let Err(e) = writer.attempt(attempt).await {
                         eprintln!(
-                            "hookscope: the forward of delivery #{id} to {url} could not be recorded: {e}"
+                            "hookscope: the forward of delivery #{id} to {} could not be recorded: {e}",
+                            crate::domain::delivery::masked_url(&url)
                         );
                     }
                 }
                 Err(e) => {
-                    eprintln!("hookscope: delivery #{id} could not be forwarded to {url}: {e}")
+                    eprintln!(
+                        "hookscope: delivery #{id} could not be forwarded to {}: {e}",
+                        crate::domain::delivery::masked_url(&url)
+                    )
                 }
             }
             answered

@@ -240,9 +240,7 @@ fn form_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
         });
     }
     ui.checkbox(&mut form.new_ids, "New event ids (new events, not retries)");
-    if form.url.trim().starts_with("https://") {
-        ui.checkbox(&mut form.insecure, "Accept a self-signed certificate");
-    }
+    super::send::insecure_ui(ui, &form.url, &mut form.insecure);
     ui.add_space(6.0);
     if ui.button(RichText::new("Start replay").strong()).clicked() {
         start(app);
@@ -291,7 +289,7 @@ fn start(app: &mut HookscopeApp) {
         new_ids: form.new_ids,
         pace,
         concurrency: form.concurrency,
-        insecure: form.insecure,
+        insecure: form.insecure && form.url.trim().starts_with("https://"),
         front: hookscope::app::Front::Window,
         ..ReplayRequest::to("")
     };

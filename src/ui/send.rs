@@ -279,7 +279,7 @@ fn attempts_ui(ui: &mut egui::Ui, attempts: &[Attempt], zone: &Zone) {
 }
 
 /// The "accept self-signed certificates" checkbox, shown for https:// URLs, with its warning.
-fn insecure_ui(ui: &mut egui::Ui, url: &str, insecure: &mut bool) {
+pub(super) fn insecure_ui(ui: &mut egui::Ui, url: &str, insecure: &mut bool) {
     if !url.trim().starts_with("https://") {
         return;
     }

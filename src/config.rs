@@ -487,6 +487,12 @@ fn is_http_url(url: &str) -> bool {
 /// An endpoint's contract, compiled (or taken from the cache of compiled ones); a file that
 /// does not parse or a `$ref` that does not resolve is an error naming the file, the pointer
 /// and why.
+/// A path a config file names (a contract): a relative one is in `folder`, the config file's
+/// (the current directory without one).
+pub fn in_folder(folder: Option<&Path>, name: &str) -> std::path::PathBuf {
+    folder.map_or_else(|| std::path::PathBuf::from(name), |dir| dir.join(name))
+}
+
 fn contract_of(
     file: &ConfigFile,
     config: &EndpointConfig,
@@ -495,10 +501,7 @@ fn contract_of(
         path: config.path.clone(),
         reason,
     };
-    let at = |name: &str| match &file.base_dir {
-        Some(dir) => dir.join(name),
-        None => std::path::PathBuf::from(name),
-    };
+    let at = |name: &str| in_folder(file.base_dir.as_deref(), name);
     match (&config.contract, &config.contract_dir) {
         (Some(_), Some(_)) => Err(invalid(
             "contract and contract_dir name two contracts: give one".into(),

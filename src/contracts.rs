@@ -10,7 +10,7 @@ use std::time::SystemTime;
 
 use serde_json::Value;
 
-use crate::domain::contract::{Contract, ContractError, Document, external_documents};
+use crate::domain::contract::{Contract, ContractError, Document, external_documents, file_name};
 
 /// What a file looked like when it was read: its size and modification time.
 type Stamp = Vec<(PathBuf, Option<(u64, SystemTime)>)>;
@@ -116,12 +116,7 @@ fn with_references(first: Document) -> Result<Vec<Document>, ContractError> {
             }
             if !uri.starts_with("file://") {
                 return Err(ContractError {
-                    file: documents[next]
-                        .uri
-                        .rsplit('/')
-                        .next()
-                        .unwrap_or_default()
-                        .into(),
+                    file: file_name(&documents[next].uri),
                     pointer: at,
                     reason: format!("$ref to {uri}: only files beside the contract are read"),
                 });
@@ -130,7 +125,7 @@ fn with_references(first: Document) -> Result<Vec<Document>, ContractError> {
                 e.reason = format!(
                     "{} (named by the $ref at {at} in {})",
                     e.reason,
-                    documents[next].uri.rsplit('/').next().unwrap_or_default()
+                    file_name(&documents[next].uri)
                 );
                 e
             })?;

@@ -509,6 +509,15 @@ impl Engine {
         (self.waker)();
     }
 
+    /// [`Engine::emit`] for a thread of the engine's own: sends an event and wakes the window.
+    fn sender(&self) -> impl Fn(Event) + Send + Clone + 'static {
+        let (events, waker) = (self.events.clone(), Arc::clone(&self.waker));
+        move |event| {
+            let _ = events.send(event);
+            waker();
+        }
+    }
+
     /// Emits the event a result makes, or the error's sentence.
     fn emit_result<T>(&self, result: Result<T, AppError>, event: impl FnOnce(T) -> Event) {
         match result {
@@ -649,15 +658,10 @@ impl Engine {
         let active = Arc::new(AtomicBool::new(true));
         self.replay = Some((Arc::clone(&progress), Arc::clone(&active)));
         let (config, path) = (self.config.clone(), self.store.path().to_path_buf());
-        let events = self.events.clone();
-        let waker = Arc::clone(&self.waker);
+        let send = self.sender();
         let spawned = std::thread::Builder::new()
             .name("hookscope-replay".into())
             .spawn(move || {
-                let send = |event: Event| {
-                    let _ = events.send(event);
-                    waker();
-                };
                 let view = |summary: Option<app::replay::Summary>, failed: Option<String>| {
                     Event::Replay(Box::new(ReplayView {
                         url: crate::domain::delivery::masked_url(&request.url),
@@ -726,8 +730,7 @@ impl Engine {
         &self,
         work: impl FnOnce(&tokio::runtime::Runtime) -> Vec<Event> + Send + 'static,
     ) {
-        let events = self.events.clone();
-        let waker = Arc::clone(&self.waker);
+        let send = self.sender();
         let spawned = std::thread::Builder::new()
             .name("hookscope-send".into())
             .spawn(move || {
@@ -735,10 +738,7 @@ impl Engine {
                     Ok(runtime) => work(&runtime),
                     Err(e) => vec![Event::Error(format!("cannot start the sender: {e}"))],
                 };
-                for event in out {
-                    let _ = events.send(event);
-                }
-                waker();
+                out.into_iter().for_each(send);
             });
         if let Err(e) = spawned {
             self.emit(Event::Error(format!("cannot start the sender: {e}")));
@@ -852,8 +852,7 @@ impl Engine {
         let writer = self.store.writer();
         let path = self.store.path().to_path_buf();
         let stuck = app::jobs::stuck_after_ms(None, &self.config);
-        let events = self.events.clone();
-        let waker = Arc::clone(&self.waker);
+        let send = self.sender();
         let spawned = std::thread::Builder::new()
             .name("hookscope-reconcile".into())
             .spawn(move || {
@@ -867,9 +866,8 @@ impl Engine {
                     stuck,
                     app::reconcile::BACKGROUND_EVERY,
                     move |sentence| {
-                        let _ = events.send(Event::Notice(sentence));
-                        let _ = events.send(Event::Reconciled);
-                        waker();
+                        send(Event::Notice(sentence));
+                        send(Event::Reconciled);
                     },
                 ));
             });
@@ -896,15 +894,10 @@ impl Engine {
         let active = Arc::new(AtomicBool::new(true));
         self.simulation = Some((Arc::clone(&stop), Arc::clone(&active)));
         let writer = self.store.writer();
-        let events = self.events.clone();
-        let waker = Arc::clone(&self.waker);
+        let send = self.sender();
         let spawned = std::thread::Builder::new()
             .name("hookscope-simulate".into())
             .spawn(move || {
-                let send = |event: Event| {
-                    let _ = events.send(event);
-                    waker();
-                };
                 let runtime = match tokio::runtime::Builder::new_multi_thread()
                     .worker_threads(2)
                     .enable_all()

@@ -231,6 +231,37 @@ fn every_webhook_of_every_test_contract_has_an_example_that_passes_its_own_schem
     assert_eq!(made["type"], "document.processed");
 }
 
+/// A data dir holding `files` from tests/fixtures/contracts (at the same relative paths) and
+/// `config` as its config.toml, with `listen` running on it.
+fn listening_with(files: &[&str], config: &str) -> (tempfile::TempDir, common::Listener) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for name in files {
+        let to = dir.path().join(name);
+        std::fs::create_dir_all(to.parent().expect("a folder")).expect("dir");
+        std::fs::copy(fixture(name), to).expect("copy");
+    }
+    std::fs::write(dir.path().join("config.toml"), config).expect("config");
+    let listener = common::Listener::start(dir.path(), &[]);
+    (dir, listener)
+}
+
+/// Posts a JSON body to `path` on the listener; the delivery it printed.
+fn post_json(listener: &mut common::Listener, path: &str, body: &Value) -> Value {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(
+        common::http_client()
+            .post(format!("{}{path}", listener.base_url))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send(),
+    )
+    .expect("post");
+    listener.next_json()
+}
+
 fn run_ok(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
     common::run(dir, args)
 }
@@ -335,41 +366,12 @@ fn verify_checks_a_body_against_a_contract_and_example_makes_bodies_that_pass() 
 
 #[test]
 fn listen_checks_each_delivery_against_its_endpoints_contract_and_picks_up_a_change() {
-    let dir = tempfile::tempdir().expect("tempdir");
     // The contract beside the config file, named relatively.
-    std::fs::create_dir(dir.path().join("schemas")).expect("dir");
-    std::fs::copy(
-        fixture("acme-openapi.yaml"),
-        dir.path().join("acme-openapi.yaml"),
-    )
-    .expect("copy");
-    std::fs::copy(
-        fixture("schemas/money.json"),
-        dir.path().join("schemas/money.json"),
-    )
-    .expect("copy");
-    std::fs::write(
-        dir.path().join("config.toml"),
+    let (dir, mut listener) = listening_with(
+        &["acme-openapi.yaml", "schemas/money.json"],
         "[[endpoint]]\npath = \"/hooks/acme\"\ncontract = \"acme-openapi.yaml\"\n",
-    )
-    .expect("config");
-    let mut listener = common::Listener::start(dir.path(), &[]);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let client = common::http_client();
-    let mut post = |body: &Value| {
-        rt.block_on(
-            client
-                .post(format!("{}/hooks/acme", listener.base_url))
-                .header("content-type", "application/json")
-                .body(body.to_string())
-                .send(),
-        )
-        .expect("post");
-        listener.next_json()
-    };
+    );
+    let mut post = |body: &Value| post_json(&mut listener, "/hooks/acme", body);
     let valid = post(&processed());
     assert_eq!(valid["checks"]["schema"]["status"], "pass", "{valid}");
     let mut body = processed();
@@ -774,37 +776,15 @@ fn a_fixtures_example_tests_check_its_body_against_the_bundled_schema_in_python_
         Some(dir)
     };
 
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::create_dir(dir.path().join("schemas")).expect("dir");
-    for name in [
-        "acme-openapi.yaml",
-        "schemas/money.json",
-        "tree-openapi30.yaml",
-    ] {
-        std::fs::copy(fixture(name), dir.path().join(name)).expect("copy");
-    }
-    std::fs::write(
-        dir.path().join("config.toml"),
+    let (dir, mut listener) = listening_with(
+        &[
+            "acme-openapi.yaml",
+            "schemas/money.json",
+            "tree-openapi30.yaml",
+        ],
         "[[endpoint]]\npath = \"/hooks/acme\"\ncontract = \"acme-openapi.yaml\"\n\n[[endpoint]]\npath = \"/hooks/tree\"\ncontract = \"tree-openapi30.yaml\"\n",
-    )
-    .expect("config");
-    let mut listener = common::Listener::start(dir.path(), &[]);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let client = common::http_client();
-    let mut post = |path: &str, body: &Value| {
-        rt.block_on(
-            client
-                .post(format!("{}{path}", listener.base_url))
-                .header("content-type", "application/json")
-                .body(body.to_string())
-                .send(),
-        )
-        .expect("post");
-        listener.next_json()
-    };
+    );
+    let mut post = |path: &str, body: &Value| post_json(&mut listener, path, body);
     let valid = post("/hooks/acme", &processed());
     let mut body = processed();
     body["data"]["status"] = json!("needs_review");

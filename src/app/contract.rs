@@ -68,10 +68,7 @@ fn paths_of(file: &crate::config::ConfigFile) -> Vec<Option<std::path::PathBuf>>
             e.contract
                 .as_ref()
                 .or(e.contract_dir.as_ref())
-                .map(|name| match &file.base_dir {
-                    Some(dir) => dir.join(name),
-                    None => std::path::PathBuf::from(name),
-                })
+                .map(|name| crate::config::in_folder(file.base_dir.as_deref(), name))
         })
         .collect()
 }

@@ -650,6 +650,8 @@ pub async fn run(
     let mut tasks = tokio::task::JoinSet::new();
     let started = tokio::time::Instant::now();
     let mut first_received: Option<i64> = None;
+    // As every sentence and report says the target: a password in it masked.
+    let shown_url = crate::domain::delivery::masked_url(&request.url);
     for (n, &id) in ids.iter().enumerate() {
         if progress.stopping() {
             break;
@@ -719,7 +721,7 @@ pub async fn run(
         let (progress, outcomes, url) = (
             Arc::clone(&progress),
             Arc::clone(&outcomes),
-            crate::domain::delivery::masked_url(&request.url),
+            shown_url.clone(),
         );
         tasks.spawn(async move {
             let outcome =
@@ -782,8 +784,7 @@ pub async fn run(
         return Err(AppError::Usage(first));
     }
     Ok(Summary {
-        // As said in the summary, its JSON and JUnit: a password in it masked.
-        url: crate::domain::delivery::masked_url(&request.url),
+        url: shown_url,
         selected: ids.len(),
         outcomes,
         stopped,

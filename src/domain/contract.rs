@@ -249,19 +249,23 @@ fn escape(segment: &str) -> String {
 }
 
 /// Splits a `$ref` into its document part and its fragment, the JSON pointer percent-decoded
-/// (`#/paths/~1hooks~1%7Bid%7D` names the key `/hooks/{id}`).
-fn split_ref(reference: &str) -> (&str, String) {
-    match reference.split_once('#') {
-        Some((doc, fragment)) => (doc, uri_decode(fragment)),
-        None => (reference, String::new()),
-    }
+/// (`#/paths/~1hooks~1%7Bid%7D` names the key `/hooks/{id}`); a fragment with nothing to
+/// decode is borrowed, since the checks split `$ref`s on every delivery.
+fn split_ref(reference: &str) -> (&str, std::borrow::Cow<'_, str>) {
+    let (doc, fragment) = reference.split_once('#').unwrap_or((reference, ""));
+    let fragment = if fragment.contains('%') {
+        uri_decode(fragment).into()
+    } else {
+        fragment.into()
+    };
+    (doc, fragment)
 }
 
 /// What a `$ref` written in document `base` names: the document's URI and the JSON pointer
 /// in it.
 fn target(base: &str, reference: &str) -> (String, String) {
     let (doc, fragment) = split_ref(reference);
-    (join_uri(base, doc), fragment)
+    (join_uri(base, doc), fragment.into_owned())
 }
 
 /// Percent-encodes what a URI cannot hold as is: every byte but the unreserved ones and `keep`.
@@ -374,7 +378,7 @@ pub fn external_documents(document: &Document) -> Vec<(String, String)> {
 }
 
 /// The file name in a URI, for sentences.
-fn file_name(uri: &str) -> String {
+pub(crate) fn file_name(uri: &str) -> String {
     uri.rsplit('/').next().unwrap_or(uri).to_string()
 }
 
@@ -554,17 +558,15 @@ impl Contract {
             );
             let mut extra = Vec::new();
             if let Some((schema, base)) = self.resolve(&uri, &pointer) {
-                for (field_schema, field_base) in self.property_schemas(schema, base, "type") {
+                for (field_schema, _) in self.property_schemas(schema, base, "type") {
                     if let Some(c) = field_schema.get("const").and_then(Value::as_str) {
                         extra.push(c.to_string());
                     }
                     if let Some(options) = field_schema.get("enum").and_then(Value::as_array) {
                         extra.extend(options.iter().filter_map(Value::as_str).map(str::to_string));
                     }
-                    let _ = field_base;
                 }
             }
-            self.operations[i].named = self.operations[i].names.len();
             let names = &mut self.operations[i].names;
             for name in extra {
                 if !names.contains(&name) {
@@ -605,37 +607,25 @@ impl Contract {
 
     /// A schema followed through `$ref`: itself and the schemas it combines (`allOf`, `anyOf`,
     /// `oneOf`), each with the URI it is in.
-    fn branches<'a>(
-        &'a self,
-        schema: &'a Value,
-        base: &'a str,
-        depth: usize,
-    ) -> Vec<(&'a Value, &'a str)> {
-        let Some((schema, base)) = hops(&self.documents, base, schema) else {
-            return Vec::new();
-        };
-        if depth > 16 {
-            return Vec::new();
-        }
-        let mut out = vec![(schema, base)];
-        for key in ["allOf", "anyOf", "oneOf"] {
-            if let Some(items) = schema.get(key).and_then(Value::as_array) {
-                for item in items {
-                    out.extend(self.branches(item, base, depth + 1));
-                }
-            }
-        }
-        out
+    fn branches<'a>(&'a self, schema: &'a Value, base: &'a str, depth: usize) -> Combined<'a> {
+        self.combined(schema, base, true, depth)
     }
 
     /// A schema followed through `$ref` with the parts a value of it must satisfy: every
     /// `allOf` part, the first `oneOf`/`anyOf` choice.
-    fn parts<'a>(
+    fn parts<'a>(&'a self, schema: &'a Value, base: &'a str, depth: usize) -> Combined<'a> {
+        self.combined(schema, base, false, depth)
+    }
+
+    /// [`Contract::branches`] (`every` choice of `anyOf`/`oneOf`) or [`Contract::parts`] (the
+    /// first of `oneOf`, then of `anyOf`): the one walk both take.
+    fn combined<'a>(
         &'a self,
         schema: &'a Value,
         base: &'a str,
+        every: bool,
         depth: usize,
-    ) -> Vec<(&'a Value, &'a str)> {
+    ) -> Combined<'a> {
         let Some((schema, base)) = hops(&self.documents, base, schema) else {
             return Vec::new();
         };
@@ -643,18 +633,24 @@ impl Contract {
             return Vec::new();
         }
         let mut out = vec![(schema, base)];
-        if let Some(items) = schema.get("allOf").and_then(Value::as_array) {
-            for item in items {
-                out.extend(self.parts(item, base, depth + 1));
-            }
-        }
-        for key in ["oneOf", "anyOf"] {
-            if let Some(first) = schema
+        let choices = if every {
+            ["anyOf", "oneOf"]
+        } else {
+            ["oneOf", "anyOf"]
+        };
+        for key in std::iter::once("allOf").chain(choices) {
+            let items = schema
                 .get(key)
                 .and_then(Value::as_array)
-                .and_then(|a| a.first())
-            {
-                out.extend(self.parts(first, base, depth + 1));
+                .into_iter()
+                .flatten();
+            let take = if key == "allOf" || every {
+                usize::MAX
+            } else {
+                1
+            };
+            for item in items.take(take) {
+                out.extend(self.combined(item, base, every, depth + 1));
             }
         }
         out
@@ -1028,6 +1024,9 @@ impl Contract {
         }
     }
 }
+
+/// Schemas with the URI each is in, as the walks over a contract collect them.
+type Combined<'a> = Vec<(&'a Value, &'a str)>;
 
 /// Copies schemas out of a contract's documents for [`Contract::bundle`].
 struct Bundler {
@@ -1464,16 +1463,11 @@ fn hop<'a, 'r>(
     uri: &'a str,
     reference: &'r str,
 ) -> Option<(&'a Value, &'a str, std::borrow::Cow<'r, str>)> {
-    let (doc, fragment) = reference.split_once('#').unwrap_or((reference, ""));
+    let (doc, fragment) = split_ref(reference);
     let uri = if doc.is_empty() {
         uri
     } else {
         documents.get_key_value(&join_uri(uri, doc))?.0.as_str()
-    };
-    let fragment: std::borrow::Cow<'r, str> = if fragment.contains('%') {
-        uri_decode(fragment).into()
-    } else {
-        fragment.into()
     };
     Some((value_at(documents.get(uri)?, &fragment)?, uri, fragment))
 }

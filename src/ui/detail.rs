@@ -119,25 +119,21 @@ pub fn detail_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
             {
                 app.confirm_delete = Some(vec![stored.id]);
             }
-            let export_label = if app.multi.len() > 1 {
-                format!("Export {}…", app.multi.len())
-            } else {
-                "Export…".to_string()
+            // "Export…", or "Export 3…" with several rows selected.
+            let selected = app.multi.len();
+            let label = |verb: &str| match selected {
+                0 | 1 => format!("{verb}…"),
+                n => format!("{verb} {n}…"),
             };
             if ui
-                .button(export_label)
+                .button(label("Export"))
                 .on_hover_text("As a test fixture, HAR or curl (Ctrl+click rows to export several)")
                 .clicked()
             {
                 app.export.open = true;
             }
-            let replay_label = if app.multi.len() > 1 {
-                format!("Replay {}…", app.multi.len())
-            } else {
-                "Replay…".to_string()
-            };
             if ui
-                .button(replay_label)
+                .button(label("Replay"))
                 .on_hover_text("Send these again to a handler at a rate, or every delivery matching the filter")
                 .clicked()
             {

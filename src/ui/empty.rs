@@ -77,15 +77,13 @@ pub fn empty_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
                 ui.add_space((ui.available_width() - 560.0).max(0.0) / 2.0);
                 let label = ui.label(format!("or from {name}:"));
                 let chosen = app.endpoints.example_choice(&path, &types);
-                egui::ComboBox::from_id_salt(("empty_example", path.as_str()))
-                    .selected_text(chosen.as_str())
-                    .show_ui(ui, |ui| {
-                        for t in &types {
-                            ui.selectable_value(chosen, t.clone(), t);
-                        }
-                    })
-                    .response
-                    .labelled_by(label.id);
+                super::endpoints::event_type_picker(
+                    ui,
+                    ("empty_example", path.as_str()),
+                    label.id,
+                    chosen,
+                    &types,
+                );
                 let event_type = chosen.clone();
                 if ui
                     .add_enabled(running, egui::Button::new(format!("Send an example to {path}")))

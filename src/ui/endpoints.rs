@@ -514,6 +514,26 @@ fn endpoint_ui(
         });
 }
 
+/// The event-type picker beside *Send an example* (here and in the empty state), labelled by
+/// `label`.
+pub(super) fn event_type_picker(
+    ui: &mut egui::Ui,
+    salt: impl egui::AsIdSalt,
+    label: egui::Id,
+    chosen: &mut String,
+    types: &[String],
+) {
+    egui::ComboBox::from_id_salt(salt)
+        .selected_text(chosen.as_str())
+        .show_ui(ui, |ui| {
+            for t in types {
+                ui.selectable_value(chosen, t.clone(), t);
+            }
+        })
+        .response
+        .labelled_by(label);
+}
+
 /// An endpoint's contract: the file (or folder of JSON Schemas) its deliveries are checked
 /// against, and, once saved, *Send an example* of one of its event types to the receiver.
 /// Returns the event type to send when the button was pressed.
@@ -543,7 +563,7 @@ fn contract_ui(
             let text = text.trim().to_string();
             // A folder is a contract_dir; anything else a contract file.
             // Relative names start in the config file's folder, as the config reads them.
-            let at = base.map_or_else(|| std::path::PathBuf::from(&text), |b| b.join(&text));
+            let at = hookscope::config::in_folder(base, &text);
             let is_dir = at.is_dir() || text.ends_with('/');
             endpoint.contract = (!text.is_empty() && !is_dir).then(|| text.clone());
             endpoint.contract_dir = (!text.is_empty() && is_dir).then_some(text);
@@ -551,15 +571,7 @@ fn contract_ui(
         if let Some(contract) = saved {
             let types = contract.event_types();
             let label = ui.label("example of");
-            egui::ComboBox::from_id_salt(("example_type", endpoint.path.as_str()))
-                .selected_text(chosen.as_str())
-                .show_ui(ui, |ui| {
-                    for t in &types {
-                        ui.selectable_value(chosen, t.clone(), t);
-                    }
-                })
-                .response
-                .labelled_by(label.id);
+            event_type_picker(ui, ("example_type", endpoint.path.as_str()), label.id, chosen, &types);
             if ui
                 .button("Send an example")
                 .on_hover_text("The contract's example of this event type (or one made from its schema), signed with the endpoint's scheme and secret, posted to the receiver")

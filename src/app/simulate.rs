@@ -13,14 +13,14 @@ use serde::{Deserialize, Serialize};
 use crate::app::{AppError, scheme_named};
 use crate::config::ConfigFile;
 use crate::domain::attempt::{Attempt, AttemptKind};
+use crate::domain::checks::{Checks, SignatureStatus, TimestampStatus};
 use crate::domain::clock::{now_ms, now_secs};
 use crate::domain::delivery::Header;
 use crate::domain::handshake::{Challenge, Keys, Provider};
 use crate::domain::scheme::{Scheme, Secret};
 use crate::domain::sim::world::{Settings, Work, WorkKind, World};
-use crate::domain::sim::{self, Chaos, Check, IdempotencyStyle, Lifecycle};
+use crate::domain::sim::{self, Caught, Chaos, Check, IdempotencyStyle, Lifecycle, Recorded};
 use crate::net::client::{Client, Outgoing, Tls};
-use crate::net::probe::flip_signature_char;
 use crate::net::simulator::{self, Api, ApiServer};
 use crate::store::Maintenance;
 use crate::store::StoreWriter;
@@ -229,6 +229,7 @@ pub fn prepare(file: &ConfigFile, request: &SimulateRequest) -> Result<Prepared,
     };
     let schedule = schedule_of(request, &scenario)?;
     let (scheme, secrets) = signing_of(file, request, &scenario)?;
+    let stale_secs = scheme.beyond_tolerance_secs();
     let chaos = chaos_of(request, &scenario)?;
     let front = request.front;
     let time_scale = request
@@ -288,6 +289,7 @@ pub fn prepare(file: &ConfigFile, request: &SimulateRequest) -> Result<Prepared,
                 .or(api.rate_limit_gap_ms.map(Duration::from_millis)),
             api_url: String::new(),
             contract,
+            stale_secs,
         },
     })
 }
@@ -616,6 +618,7 @@ pub async fn start(prepared: Prepared, writer: StoreWriter) -> Result<Running, A
             scheme: prepared.scheme.clone(),
             secrets: prepared.secrets.clone(),
             client,
+            store: writer.path().to_path_buf(),
         }),
         writer,
         stopped,
@@ -637,6 +640,9 @@ struct Signer {
     scheme: Scheme,
     secrets: Vec<Secret>,
     client: Client,
+    /// The store the attempts go to: a hookscope receiver writing to it is judged by what it
+    /// recorded (`recorded_by_receiver`).
+    store: std::path::PathBuf,
 }
 
 /// The delivery loop: sends what is due, records every attempt, until stopped.
@@ -674,6 +680,7 @@ async fn deliver(
             );
             tokio::spawn(async move {
                 let attempt = send_one(&signer, &item).await;
+                let recorded = recorded_by_receiver(&signer, &item, &attempt).await;
                 let timed_out = attempt
                     .error
                     .as_deref()
@@ -684,6 +691,7 @@ async fn deliver(
                     attempt.latency_ms,
                     timed_out,
                     now_ms(),
+                    recorded,
                 );
                 records
                     .lock()
@@ -780,20 +788,25 @@ async fn handshake_first(
 }
 
 /// Signs and sends one attempt: a fresh timestamp and signature every time; the tampered
-/// probe has one signature character changed, the stale one is signed 10 minutes ago.
+/// probe has every signature forged (`Scheme::forge`), the stale one is signed
+/// `Scheme::beyond_tolerance_secs` ago.
 async fn send_one(signer: &Signer, item: &Work) -> Attempt {
     let mut scheme = signer.scheme.clone();
     scheme.public_url = Some(item.url.clone());
-    let ts = if item.kind == WorkKind::Stale {
-        now_secs() - 600
-    } else {
-        now_secs()
+    let ts = match (item.kind, scheme.beyond_tolerance_secs()) {
+        (WorkKind::Stale, Some(age)) => now_secs() - age,
+        _ => now_secs(),
     };
     let mut headers = vec![
         Header::new("content-type", "application/json"),
         Header::new("user-agent", "hookscope-simulator"),
     ];
-    match scheme.sign(&signer.secrets, &item.event_id, ts, &item.body) {
+    let signed = if item.kind == WorkKind::Tampered {
+        scheme.forge(&signer.secrets, &item.event_id, ts, &item.body)
+    } else {
+        scheme.sign(&signer.secrets, &item.event_id, ts, &item.body)
+    };
+    match signed {
         Ok(signed) => headers.extend(signed),
         Err(e) => {
             let mut attempt = unreachable_attempt(&item.url, format!("cannot sign: {e}"));
@@ -801,13 +814,6 @@ async fn send_one(signer: &Signer, item: &Work) -> Attempt {
             attempt.attempt_number = Some(item.attempt);
             return attempt;
         }
-    }
-    if item.kind == WorkKind::Tampered
-        && let Some(h) = headers
-            .iter_mut()
-            .find(|h| h.name == scheme.signature_header)
-    {
-        flip_signature_char(&mut h.value);
     }
     let outgoing = Outgoing {
         method: "POST".into(),
@@ -826,6 +832,64 @@ async fn send_one(signer: &Signer, item: &Work) -> Attempt {
     attempt.job_id = Some(item.job_id.clone());
     attempt.attempt_number = Some(item.attempt);
     attempt
+}
+
+/// When a tampered or stale probe was answered by a hookscope receiver that writes to this
+/// run's store (its answer names the delivery it stored, and that delivery carries the very
+/// signature header sent): what its check recorded. Such a receiver answers every delivery by
+/// design, so its status says nothing; its verdict does. `None` for any other answer.
+async fn recorded_by_receiver(signer: &Signer, item: &Work, attempt: &Attempt) -> Option<Recorded> {
+    if !matches!(item.kind, WorkKind::Tampered | WorkKind::Stale) {
+        return None;
+    }
+    let id: i64 = attempt
+        .response_headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case("x-hookscope-delivery-id"))
+        .and_then(|h| std::str::from_utf8(&h.value).ok()?.trim().parse().ok())?;
+    let header = &signer.scheme.signature_header;
+    let sent = attempt
+        .request_headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case(header))?
+        .value
+        .clone();
+    let (path, header) = (signer.store.clone(), header.clone());
+    // The read is SQLite's: off the async workers.
+    let checks = tokio::task::spawn_blocking(move || {
+        let stored = crate::store::Reader::open(&path).ok()?.get(id).ok()??;
+        (stored.delivery.header(&header) == Some(sent.as_slice())).then_some(stored.checks)
+    })
+    .await
+    .ok()??;
+    Some(judged(id, &checks, item.kind))
+}
+
+/// How a receiver's checks judged a probe: the signature check the tampered one, the timestamp
+/// check (of a verified signature) the stale one.
+fn judged(id: i64, checks: &Checks, kind: WorkKind) -> Recorded {
+    let sig = checks.signature.status;
+    let (verdict, caught) = if kind == WorkKind::Tampered {
+        let caught = match sig {
+            SignatureStatus::Fail => Caught::Yes,
+            SignatureStatus::Pass => Caught::No,
+            SignatureStatus::Skipped => Caught::NotJudged,
+        };
+        (format!("sig {}", sig.as_str()), caught)
+    } else {
+        let ts = checks.timestamp.status;
+        let caught = match (sig, ts) {
+            (SignatureStatus::Pass, TimestampStatus::Fail) => Caught::Yes,
+            (SignatureStatus::Pass, TimestampStatus::Pass | TimestampStatus::Warn) => Caught::No,
+            _ => Caught::NotJudged,
+        };
+        (format!("sig {}, ts {}", sig.as_str(), ts.as_str()), caught)
+    };
+    Recorded {
+        id,
+        verdict,
+        caught,
+    }
 }
 
 fn unreachable_attempt(url: &str, error: String) -> Attempt {

@@ -148,11 +148,12 @@ impl Expect {
 enum Build {
     /// Signed now, as a sender would.
     Valid,
-    /// One character of the signature changed.
-    FlipSignature,
+    /// Every signature forged: one bit of its MAC flipped (`Scheme::forge`).
+    Forged,
     /// The signature header left out.
     DropSignature,
-    /// Signed correctly with a timestamp this many seconds off.
+    /// Signed correctly with a timestamp beyond the tolerance (`Scheme::beyond_tolerance_secs`):
+    /// in the past (`-1`) or the future (`1`).
     Shifted(i64),
     /// The same event twice: fresh timestamps and signatures, the same id.
     Retry,
@@ -164,7 +165,8 @@ enum Build {
 
 /// One line of the receiver checklist: how to build it, what a correct handler answers, when it
 /// applies, and the sentence for each outcome. In the sentences `{answer}` is what the handler
-/// did (`{answer2}` for the second send) and `{header}` the scheme's signature header.
+/// did (`{answer2}` for the second send), `{header}` the scheme's signature header and `{age}`
+/// how far a shifted timestamp is off.
 struct CaseSpec {
     name: &'static str,
     build: Build,
@@ -184,10 +186,10 @@ const CASES: &[CaseSpec] = &[
     },
     CaseSpec {
         name: "tampered_signature",
-        build: Build::FlipSignature,
+        build: Build::Forged,
         expect: Expect::Refuse,
-        passed: "A signature with one character changed was refused ({answer}).",
-        failed: "A signature with one character changed was not refused ({answer}): the handler does not verify signatures, or not in full.",
+        passed: "A signature with one bit of its MAC changed was refused ({answer}).",
+        failed: "A signature with one bit of its MAC changed was not refused ({answer}): the handler does not verify signatures, or not in full.",
     },
     CaseSpec {
         name: "missing_signature",
@@ -198,17 +200,17 @@ const CASES: &[CaseSpec] = &[
     },
     CaseSpec {
         name: "stale_timestamp",
-        build: Build::Shifted(-600),
+        build: Build::Shifted(-1),
         expect: Expect::Refuse,
-        passed: "A correctly signed delivery 10 minutes old was refused ({answer}).",
-        failed: "A correctly signed delivery 10 minutes old was accepted ({answer}): the handler does not check the timestamp, so a captured delivery can be replayed.",
+        passed: "A correctly signed delivery {age} old was refused ({answer}).",
+        failed: "A correctly signed delivery {age} old was accepted ({answer}): the handler does not check the timestamp, so a captured delivery can be replayed.",
     },
     CaseSpec {
         name: "future_timestamp",
-        build: Build::Shifted(600),
+        build: Build::Shifted(1),
         expect: Expect::Refuse,
-        passed: "A correctly signed delivery 10 minutes in the future was refused ({answer}).",
-        failed: "A correctly signed delivery 10 minutes in the future was accepted ({answer}): the handler does not check the timestamp, so a captured delivery can be replayed.",
+        passed: "A correctly signed delivery {age} in the future was refused ({answer}).",
+        failed: "A correctly signed delivery {age} in the future was accepted ({answer}): the handler does not check the timestamp, so a captured delivery can be replayed.",
     },
     CaseSpec {
         name: "replay_same_event",
@@ -273,7 +275,6 @@ struct Probe<'a> {
     base_body: Vec<u8>,
     /// The top-level `"id"` of the base body, replaced by a fresh id in each case.
     original_id: Option<String>,
-    now: i64,
 }
 
 impl Probe<'_> {
@@ -288,11 +289,26 @@ impl Probe<'_> {
     }
 
     fn signed(&self, id: &str, ts: i64, body: &[u8]) -> Result<Outgoing, SendError> {
+        self.outgoing(id, ts, body, false)
+    }
+
+    /// A request signed (or, `forged`, with every signature forged) at `ts`.
+    fn outgoing(
+        &self,
+        id: &str,
+        ts: i64,
+        body: &[u8],
+        forged: bool,
+    ) -> Result<Outgoing, SendError> {
         let mut headers = vec![
             Header::new("content-type", "application/json"),
             Header::new("user-agent", "hookscope-probe"),
         ];
-        headers.extend(self.scheme.sign(self.secrets, id, ts, body)?);
+        headers.extend(if forged {
+            self.scheme.forge(self.secrets, id, ts, body)?
+        } else {
+            self.scheme.sign(self.secrets, id, ts, body)?
+        });
         Ok(Outgoing {
             method: "POST".into(),
             headers,
@@ -303,23 +319,22 @@ impl Probe<'_> {
     /// The requests one case sends, in order.
     fn requests(&self, build: Build) -> Result<Vec<Outgoing>, SendError> {
         let (id, body) = self.fresh();
-        let now = self.now;
+        // Each case is signed when it is sent: a slow handler must not age the later ones
+        // past a short tolerance (Paddle's 5 s).
+        let now = now_secs();
         let header = &self.scheme.signature_header;
         Ok(match build {
             Build::Valid => vec![self.signed(&id, now, &body)?],
-            Build::FlipSignature => {
-                let mut tampered = self.signed(&id, now, &body)?;
-                if let Some(h) = tampered.headers.iter_mut().find(|h| &h.name == header) {
-                    flip_signature_char(&mut h.value);
-                }
-                vec![tampered]
-            }
+            Build::Forged => vec![self.outgoing(&id, now, &body, true)?],
             Build::DropSignature => {
                 let mut unsigned = self.signed(&id, now, &body)?;
                 unsigned.headers.retain(|h| &h.name != header);
                 vec![unsigned]
             }
-            Build::Shifted(offset) => vec![self.signed(&id, now + offset, &body)?],
+            Build::Shifted(direction) => {
+                let offset = self.scheme.beyond_tolerance_secs().unwrap_or(600);
+                vec![self.signed(&id, now + direction * offset, &body)?]
+            }
             Build::Retry => vec![
                 self.signed(&id, now, &body)?,
                 self.signed(&id, now + 1, &body)?,
@@ -350,13 +365,16 @@ impl Probe<'_> {
     }
 }
 
-/// Fills a case sentence's `{answer}`, `{answer2}` and `{header}`.
-fn sentence(template: &str, attempts: &[Attempt], header: &str) -> String {
+/// Fills a case sentence's `{answer}`, `{answer2}`, `{header}` and `{age}` (how far the shifted
+/// timestamps are off).
+fn sentence(template: &str, attempts: &[Attempt], scheme: &Scheme) -> String {
     let answer = |i: usize| attempts.get(i).map(describe).unwrap_or_default();
+    let age = scheme.beyond_tolerance_secs().unwrap_or(600).unsigned_abs();
     template
         .replace("{answer2}", &answer(1))
         .replace("{answer}", &answer(0))
-        .replace("{header}", header)
+        .replace("{header}", &scheme.signature_header)
+        .replace("{age}", &crate::domain::fmt::human_duration(age))
 }
 
 /// The last case: how long the slowest answer took against the sender's timeout.
@@ -415,7 +433,6 @@ pub async fn probe(
         secrets,
         base_body,
         original_id,
-        now,
     };
     let mut cases = Vec::new();
     // A provider that verifies the endpoint first delivers nothing to a handler that fails it.
@@ -460,7 +477,7 @@ pub async fn probe(
             verdict: if met { Verdict::Pass } else { Verdict::Fail },
             statuses: attempts.iter().filter_map(|a| a.status).collect(),
             latency_ms: attempts.iter().map(|a| a.latency_ms).max().unwrap_or(0),
-            detail: sentence(template, &attempts, &scheme.signature_header),
+            detail: sentence(template, &attempts, scheme),
         });
     }
     let slowest = cases.iter().map(|c| c.latency_ms).max().unwrap_or(0);
@@ -524,28 +541,6 @@ async fn handshake_case(
     })
 }
 
-/// Changes one character of the signature proper (after its prefix), keeping it well-formed.
-pub(crate) fn flip_signature_char(value: &mut [u8]) {
-    // The last character of the value belongs to a signature in every layout; base64 padding
-    // (`=`) is skipped so the value still decodes.
-    if let Some(i) = value.iter().rposition(|b| b.is_ascii_alphanumeric()) {
-        value[i] = match value[i] {
-            b'a' => b'b',
-            b'0' => b'1',
-            b'A' => b'B',
-            _ => {
-                if value[i].is_ascii_digit() {
-                    b'0'
-                } else if value[i].is_ascii_uppercase() {
-                    b'A'
-                } else {
-                    b'a'
-                }
-            }
-        };
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -558,14 +553,5 @@ mod tests {
         let a: serde_json::Value = serde_json::from_slice(body).expect("json");
         let b: serde_json::Value = serde_json::from_slice(&spaced).expect("json");
         assert_eq!(a, b);
-    }
-
-    #[test]
-    fn flipping_changes_exactly_one_character() {
-        let mut value = b"v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=".to_vec();
-        let before = value.clone();
-        flip_signature_char(&mut value);
-        assert_eq!(value.iter().zip(&before).filter(|(a, b)| a != b).count(), 1);
-        assert!(value.ends_with(b"="));
     }
 }

@@ -10,6 +10,7 @@ use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable as _;
 use hookscope::domain::checks::SignatureStatus;
 use hookscope::domain::scheme::{Scheme, Secret};
+use hookscope::domain::sim::Verdict;
 use hookscope::engine::{EngineOptions, ReceiverState};
 
 use super::{HookscopeApp, UiState};
@@ -570,6 +571,34 @@ fn simulating_against_the_own_receiver_offers_the_endpoint_that_verifies() {
         "{saved}"
     );
     assert_eq!(post_signed(addr, "/hooks/sim", "msg_sim", "{}", false), 200);
+    // A run against it, as the form stands, ends with no failed check: the receiver answers
+    // every delivery by design, so its forgeries are judged by what it recorded (issue 49).
+    harness.get_by_label("Start").click();
+    wait_until(&mut harness, "the scorecard", |h| {
+        h.state()
+            .simulate
+            .view
+            .as_ref()
+            .is_some_and(|v| v.scorecard.is_some())
+    });
+    let card = harness
+        .state()
+        .simulate
+        .view
+        .as_ref()
+        .and_then(|v| v.scorecard.clone());
+    let card = card.expect("scorecard");
+    let forgeries = card
+        .iter()
+        .find(|c| c.name == "refuses_forgeries")
+        .expect("the forgery line");
+    assert_eq!(forgeries.status, Verdict::Pass, "{card:?}");
+    assert!(
+        forgeries.detail.contains("recorded as sig fail") && forgeries.detail.contains("ts fail"),
+        "{}",
+        forgeries.detail
+    );
+    assert!(card.iter().all(|c| c.status != Verdict::Fail), "{card:?}");
     harness.state_mut().state.view = super::View::Deliveries;
     wait_until(&mut harness, "the verified row", |h| {
         h.state()

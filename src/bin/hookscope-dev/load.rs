@@ -86,7 +86,7 @@ pub struct LoadOptions {
     pub signing: Option<(Scheme, Secret)>,
     /// Percent of requests that repeat the previous event (its id and body): retries.
     pub duplicate_pct: u64,
-    /// Percent of requests whose signature is spoiled (one character changed).
+    /// Percent of requests whose signature is forged (one bit of the MAC flipped).
     pub bad_signature_pct: u64,
     /// The receiver's store file: watch when acknowledged deliveries become visible in it.
     pub watch_store: Option<std::path::PathBuf>,
@@ -350,8 +350,7 @@ impl Connection {
     }
 }
 
-/// The headers signing event `n`'s body, signed now; `spoil` changes the last letter or digit
-/// of each signature header.
+/// The headers signing event `n`'s body, signed now; `spoil`: forged (`Scheme::forge`).
 fn signature_headers(
     scheme: &Scheme,
     secret: &Secret,
@@ -360,18 +359,14 @@ fn signature_headers(
     spoil: bool,
 ) -> Result<Vec<hookscope::domain::delivery::Header>, String> {
     let now = hookscope::domain::clock::now_secs();
-    let mut headers = scheme
-        .sign(std::slice::from_ref(secret), &format!("msg_{n}"), now, body)
-        .map_err(|e| e.to_string())?;
-    for h in &mut headers {
-        if spoil
-            && h.name.contains("signature")
-            && let Some(last) = h.value.iter_mut().rev().find(|b| b.is_ascii_alphanumeric())
-        {
-            *last = if *last == b'A' { b'B' } else { b'A' };
-        }
+    let secrets = std::slice::from_ref(secret);
+    let id = format!("msg_{n}");
+    if spoil {
+        scheme.forge(secrets, &id, now, body)
+    } else {
+        scheme.sign(secrets, &id, now, body)
     }
-    Ok(headers)
+    .map_err(|e| e.to_string())
 }
 
 /// The `delivery_id` of a receiver's JSON answer, if it has one.

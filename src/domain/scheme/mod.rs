@@ -808,6 +808,44 @@ impl Scheme {
         timestamp: i64,
         body: &[u8],
     ) -> Result<Vec<Header>, KeyError> {
+        self.sign_as(secrets, event_id, timestamp, body, false)
+    }
+
+    /// The headers [`Scheme::sign`] sets, with every signature forged: each MAC (or ed25519
+    /// signature, or token) has one bit flipped in its middle byte before it is encoded in the
+    /// scheme's own form (prefix, hex or base64 alphabet, padding), so the header is
+    /// well-formed and no signature in it verifies, however a verifier decodes it. Changing a
+    /// character of the text instead can leave the bytes alone: the last base64 character of a
+    /// 32-byte MAC carries 2 padding bits that a lenient decoder drops.
+    pub fn forge(
+        &self,
+        secrets: &[Secret],
+        event_id: &str,
+        timestamp: i64,
+        body: &[u8],
+    ) -> Result<Vec<Header>, KeyError> {
+        self.sign_as(secrets, event_id, timestamp, body, true)
+    }
+
+    /// A timestamp offset, in seconds, that a verifier of this scheme refuses however the two
+    /// clocks round: at least 10 minutes, and twice the tolerance. `None` when the scheme's
+    /// libraries check no timestamp age.
+    pub fn beyond_tolerance_secs(&self) -> Option<i64> {
+        if !self.signs_timestamp() {
+            return None;
+        }
+        let tolerance = i64::try_from(self.tolerance_secs?).unwrap_or(i64::MAX / 2);
+        Some(tolerance.saturating_mul(2).max(600))
+    }
+
+    fn sign_as(
+        &self,
+        secrets: &[Secret],
+        event_id: &str,
+        timestamp: i64,
+        body: &[u8],
+        forged: bool,
+    ) -> Result<Vec<Header>, KeyError> {
         let ts = self.timestamp_string(timestamp);
         let keys = secrets
             .iter()
@@ -829,7 +867,7 @@ impl Scheme {
         };
         let entries = keys
             .iter()
-            .map(|key| self.sign_entry(key, &payload))
+            .map(|key| self.sign_entry(key, &payload, forged))
             .collect::<Result<Vec<_>, _>>()?;
         let mut headers = Vec::new();
         if let Some(id_header) = &self.event_id_header {
@@ -848,10 +886,16 @@ impl Scheme {
         Ok(headers)
     }
 
-    /// One key's entry in the signature header.
-    fn sign_entry(&self, key: &Key, payload: &[u8]) -> Result<String, KeyError> {
+    /// One key's entry in the signature header; `forged`: with one bit of its bytes flipped.
+    fn sign_entry(&self, key: &Key, payload: &[u8], forged: bool) -> Result<String, KeyError> {
+        let forge = |mut bytes: Vec<u8>| {
+            if forged {
+                flip_middle_bit(&mut bytes);
+            }
+            bytes
+        };
         let signing = match key {
-            Key::Signing(k) => Some(k.sign(payload)),
+            Key::Signing(k) => Some(forge(k.sign(payload))),
             Key::Public(_) => {
                 return Err(match self.family {
                     Family::Discord => KeyError::CannotSign(
@@ -862,10 +906,11 @@ impl Scheme {
                 });
             }
             // A token is sent as it is: GitLab signs nothing.
+            Key::Token(t) if forged => return Ok(forged_token(t)),
             Key::Token(t) => return Ok(String::from_utf8_lossy(t).into_owned()),
             Key::Mac(_) => None,
         };
-        let mac = || self.mac(key.mac().unwrap_or_default(), payload, None);
+        let mac = || forge(self.mac(key.mac().unwrap_or_default(), payload, None));
         Ok(match (self.family, signing) {
             (Family::StandardWebhooks, Some(sig)) => format!("v1a,{}", BASE64.encode(sig)),
             (Family::StandardWebhooks, None) => format!("v1,{}", BASE64.encode(mac())),
@@ -892,6 +937,30 @@ impl Scheme {
             }
         })
     }
+}
+
+/// Flips the lowest bit of the middle byte: a MAC's or a signature's own bits, never padding.
+fn flip_middle_bit(bytes: &mut [u8]) {
+    let middle = bytes.len() / 2;
+    if let Some(b) = bytes.get_mut(middle) {
+        *b ^= 1;
+    }
+}
+
+/// A token compared as text (GitLab's) with its middle character replaced by another of the
+/// same kind, so the header stays printable and the token no longer matches.
+fn forged_token(token: &[u8]) -> String {
+    let mut text: Vec<char> = String::from_utf8_lossy(token).chars().collect();
+    let middle = text.len() / 2;
+    if let Some(c) = text.get_mut(middle) {
+        *c = match *c {
+            'a' => 'b',
+            '0' => '1',
+            c if c.is_ascii_digit() => '0',
+            _ => 'a',
+        };
+    }
+    text.into_iter().collect()
 }
 
 /// A key from base64 text (after its `whpk_`/`whsk_` prefix), if it decodes and makes one.

@@ -512,8 +512,8 @@ pub struct Observed {
     pub latencies: Vec<(u64, bool)>,
     /// The timeout applied, in ms.
     pub timeout_ms: u64,
-    /// The tampered and stale probes: (what, status or none).
-    pub probes: Vec<(String, Option<u16>)>,
+    /// The tampered and stale probes.
+    pub probes: Vec<ProbeAnswer>,
     /// Statuses of duplicates, replays and late retries of events already acknowledged.
     pub repeats: Vec<Option<u16>>,
     /// Client submits: (body hash, key, created a job, real ms).
@@ -607,25 +607,77 @@ fn answer_time(o: &Observed) -> Check {
     }
 }
 
-/// The tampered and the stale delivery refused with 4xx. One that got no answer inside the
-/// timeout was not accepted, but was not refused either: that is unknown, not a failure.
+/// A tampered or stale probe and what came of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeAnswer {
+    /// What was sent ("a delivery with a tampered signature").
+    pub what: String,
+    /// The status answered, or none inside the timeout.
+    pub status: Option<u16>,
+    /// When a hookscope receiver answered it: what it recorded.
+    pub recorded: Option<Recorded>,
+}
+
+/// What a hookscope receiver recorded of a probe. An inspector answers every delivery by design
+/// and keeps its verdict in its store, so that verdict, not the status, says whether the forgery
+/// was caught.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recorded {
+    /// The stored delivery's id.
+    pub id: i64,
+    /// The check that judges this probe, as the list shows it (`sig fail`, `ts skipped`).
+    pub verdict: String,
+    /// How that check judged it.
+    pub caught: Caught,
+}
+
+/// How a hookscope receiver's check judged a probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caught {
+    /// It failed the probe: the forgery was caught.
+    Yes,
+    /// It passed the probe.
+    No,
+    /// It could not judge (no secret for the path, say).
+    NotJudged,
+}
+
+/// The tampered and the stale delivery refused with 4xx, or, by a hookscope receiver (which
+/// answers everything), recorded as failing their check. One that got no answer inside the
+/// timeout, or that the receiver could not judge, was not accepted, but was not refused either:
+/// that is unknown, not a failure.
 fn refuses_forgeries(o: &Observed) -> Check {
     let name = "refuses_forgeries";
-    let accepted: Vec<String> = o
-        .probes
-        .iter()
-        .filter_map(|(what, status)| {
-            status
-                .filter(|s| !(400..500).contains(s))
-                .map(|s| format!("{what} got {s}"))
-        })
-        .collect();
+    let caught = |p: &ProbeAnswer| match &p.recorded {
+        Some(r) => Some(r.caught),
+        None => p.status.map(|s| {
+            if (400..500).contains(&s) {
+                Caught::Yes
+            } else {
+                Caught::No
+            }
+        }),
+    };
+    let said = |p: &ProbeAnswer| match (&p.recorded, p.status) {
+        (Some(r), _) => format!("{} was recorded as {} (#{})", p.what, r.verdict, r.id),
+        (None, Some(s)) => format!("{} got {s}", p.what),
+        (None, None) => p.what.clone(),
+    };
+    let with = |c: Option<Caught>| -> Vec<String> {
+        o.probes
+            .iter()
+            .filter(|p| caught(p) == c)
+            .map(said)
+            .collect()
+    };
+    let accepted = with(Some(Caught::No));
     let unanswered: Vec<&str> = o
         .probes
         .iter()
-        .filter(|(_, status)| status.is_none())
-        .map(|(what, _)| what.as_str())
+        .filter(|p| caught(p).is_none())
+        .map(|p| p.what.as_str())
         .collect();
+    let not_judged = with(Some(Caught::NotJudged));
     if o.probes.is_empty() {
         Check::new(
             name,
@@ -651,11 +703,31 @@ fn refuses_forgeries(o: &Observed) -> Check {
                 unanswered.join(" and the ")
             ),
         )
-    } else {
+    } else if !not_judged.is_empty() {
+        Check::new(
+            name,
+            Verdict::Skipped,
+            format!(
+                "The target is a hookscope receiver, which answers every delivery and records its verdict, but it could not judge: {}; give its endpoint the simulator's scheme and secret.",
+                not_judged.join("; ")
+            ),
+        )
+    } else if o.probes.iter().any(|p| p.recorded.is_some()) {
+        let recorded: Vec<String> = o.probes.iter().map(said).collect();
         Check::new(
             name,
             Verdict::Pass,
-            "A tampered and a stale delivery were both refused with 4xx.".into(),
+            format!(
+                "The target is a hookscope receiver, which answers every delivery by design and records its verdict: {}.",
+                recorded.join("; ")
+            ),
+        )
+    } else {
+        let what: Vec<&str> = o.probes.iter().map(|p| p.what.as_str()).collect();
+        Check::new(
+            name,
+            Verdict::Pass,
+            format!("Refused with 4xx: {}.", what.join(" and ")),
         )
     }
 }
@@ -914,14 +986,56 @@ mod tests {
         assert!((23.0..27.0).contains(&hours), "{hours}");
     }
 
+    fn probe(what: &str, status: Option<u16>) -> ProbeAnswer {
+        ProbeAnswer {
+            what: what.into(),
+            status,
+            recorded: None,
+        }
+    }
+
+    /// A hookscope receiver answers 200 to everything: its stored verdict decides, and one it
+    /// could not judge is skipped with the reason, never a failure of the handler.
+    #[test]
+    fn a_hookscope_receiver_is_judged_by_what_it_recorded() {
+        let recorded = |verdict: &str, caught: Caught| {
+            let mut p = probe("a delivery with a tampered signature", Some(200));
+            p.recorded = Some(Recorded {
+                id: 7,
+                verdict: verdict.into(),
+                caught,
+            });
+            p
+        };
+        let o = |p: ProbeAnswer| Observed {
+            probes: vec![p],
+            ..Observed::default()
+        };
+        let caught = refuses_forgeries(&o(recorded("sig fail", Caught::Yes)));
+        assert_eq!(caught.status, Verdict::Pass, "{}", caught.detail);
+        assert!(
+            caught.detail.contains("recorded as sig fail (#7)"),
+            "{}",
+            caught.detail
+        );
+        let skipped = refuses_forgeries(&o(recorded("sig skipped", Caught::NotJudged)));
+        assert_eq!(skipped.status, Verdict::Skipped, "{}", skipped.detail);
+        let missed = refuses_forgeries(&o(recorded("sig pass", Caught::No)));
+        assert_eq!(missed.status, Verdict::Fail, "{}", missed.detail);
+        // Without a record, a 200 is an acceptance.
+        let handler =
+            refuses_forgeries(&o(probe("a delivery with a tampered signature", Some(200))));
+        assert_eq!(handler.status, Verdict::Fail);
+    }
+
     #[test]
     fn a_forgery_left_unanswered_is_unknown_not_a_failure_to_refuse() {
         let forgeries = |answers: [Option<u16>; 2]| {
             let o = Observed {
                 timeout_ms: 1000,
                 probes: vec![
-                    ("tampered body".into(), answers[0]),
-                    ("stale timestamp".into(), answers[1]),
+                    probe("tampered body", answers[0]),
+                    probe("stale timestamp", answers[1]),
                 ],
                 ..Observed::default()
             };
@@ -957,7 +1071,7 @@ mod tests {
             acknowledged: 3,
             latencies: vec![(5, false), (8, false)],
             timeout_ms: 10_000,
-            probes: vec![("tampered".into(), Some(401)), ("stale".into(), Some(400))],
+            probes: vec![probe("tampered", Some(401)), probe("stale", Some(400))],
             repeats: vec![Some(200)],
             ..Observed::default()
         };

@@ -10,8 +10,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::{
-    Chaos, IdempotencyStyle, Keys, Lifecycle, Observed, PlannedEvent, Rng, Submit, event_body,
-    plan_events,
+    Chaos, IdempotencyStyle, Keys, Lifecycle, Observed, PlannedEvent, ProbeAnswer, Recorded, Rng,
+    Submit, event_body, plan_events,
 };
 
 /// How the simulated provider behaves.
@@ -39,6 +39,9 @@ pub struct Settings {
     pub api_url: String,
     /// A contract whose examples the event bodies are built on (`simulate --contract`).
     pub contract: Option<std::sync::Arc<crate::domain::contract::Contract>>,
+    /// How old the stale probe's timestamp is, in seconds (`Scheme::beyond_tolerance_secs`);
+    /// `None` when the scheme's libraries check no timestamp age, so none is sent.
+    pub stale_secs: Option<i64>,
 }
 
 /// One job of the simulated provider.
@@ -89,9 +92,9 @@ pub enum WorkKind {
     Copy,
     /// An old event sent again after a newer one was acknowledged (chaos: late retry).
     LateRetry,
-    /// One character of the signature changed (once per run).
+    /// Every signature forged, one bit of its MAC flipped (once per run).
     Tampered,
-    /// Correctly signed, 10 minutes old (once per run).
+    /// Correctly signed, with a timestamp `Settings::stale_secs` old (once per run).
     Stale,
 }
 
@@ -377,7 +380,8 @@ impl World {
                 }
                 if item.attempt == 1 && !self.probes_sent {
                     self.probes_sent = true;
-                    for kind in [WorkKind::Tampered, WorkKind::Stale] {
+                    let stale = self.settings.stale_secs.map(|_| WorkKind::Stale);
+                    for kind in std::iter::once(WorkKind::Tampered).chain(stale) {
                         work.push(Work {
                             kind,
                             ..item.clone()
@@ -437,6 +441,8 @@ impl World {
 
     /// Records an attempt's outcome: a 2xx acknowledges the event; otherwise the next attempt
     /// is scheduled, or the event is out of attempts.
+    /// `recorded`: for a tampered or stale probe answered by a hookscope receiver, what that
+    /// receiver recorded of it.
     pub fn done(
         &mut self,
         work: &Work,
@@ -444,6 +450,7 @@ impl World {
         latency_ms: u64,
         timed_out: bool,
         now_ms: i64,
+        recorded: Option<Recorded>,
     ) {
         let ok = status.is_some_and(|s| (200..300).contains(&s));
         // Where the event is: its job, and its place in the job's lifecycle.
@@ -471,11 +478,19 @@ impl World {
         });
         if matches!(work.kind, WorkKind::Tampered | WorkKind::Stale) {
             let what = if work.kind == WorkKind::Tampered {
-                "a delivery with a tampered signature"
+                "a delivery with a tampered signature".to_string()
             } else {
-                "a correctly signed delivery 10 minutes old"
+                let age = self.settings.stale_secs.unwrap_or(0).unsigned_abs();
+                format!(
+                    "a correctly signed delivery {} old",
+                    crate::domain::fmt::human_duration(age)
+                )
             };
-            self.observed.probes.push((what.to_string(), status));
+            self.observed.probes.push(ProbeAnswer {
+                what,
+                status,
+                recorded,
+            });
             return;
         }
         self.observed.latencies.push((latency_ms, timed_out));

@@ -10,7 +10,7 @@ use crate::domain::attempt::{Attempt, AttemptKind};
 use crate::domain::clock::now_secs;
 use crate::domain::delivery::Header;
 use crate::domain::handshake::{Challenge, Keys, Provider};
-use crate::domain::scheme::{Family, FuturePolicy, Scheme, Secret, new_event_id};
+use crate::domain::scheme::{Family, FuturePolicy, Scheme, Secret, new_event_id, with_event_id};
 use crate::net::client::{Client, Outgoing, SLOW_ANSWER, SendError, check_url};
 
 /// One probe case's outcome.
@@ -86,17 +86,6 @@ pub fn respaced(body: &[u8]) -> Option<Vec<u8>> {
     out.push_str(&entries.join(" ,\n    "));
     out.push_str("\n}\n");
     Some(out.into_bytes())
-}
-
-fn set_body_id(body: &[u8], old: &str, new: &str) -> Vec<u8> {
-    let text = String::from_utf8_lossy(body);
-    let quoted = format!("\"{old}\"");
-    if text.contains(&quoted) {
-        text.replacen(&quoted, &format!("\"{new}\""), 1)
-            .into_bytes()
-    } else {
-        body.to_vec()
-    }
 }
 
 fn is_2xx(status: Option<u16>) -> bool {
@@ -282,7 +271,7 @@ impl Probe<'_> {
     fn fresh(&self) -> (String, Vec<u8>) {
         let id = new_event_id();
         let body = match &self.original_id {
-            Some(old) => set_body_id(&self.base_body, old, &id),
+            Some(old) => with_event_id(&self.base_body, old, &id),
             None => self.base_body.clone(),
         };
         (id, body)

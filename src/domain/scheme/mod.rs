@@ -1258,6 +1258,19 @@ pub fn new_event_id() -> String {
     format!("msg_{}", hex::encode(bytes))
 }
 
+/// A body with its event id replaced: the first JSON string `"old"` becomes `"new"`; a body
+/// without it is returned as it is.
+pub fn with_event_id(body: &[u8], old: &str, new: &str) -> Vec<u8> {
+    let text = String::from_utf8_lossy(body);
+    let quoted = format!("\"{old}\"");
+    if text.contains(&quoted) {
+        text.replacen(&quoted, &format!("\"{new}\""), 1)
+            .into_bytes()
+    } else {
+        body.to_vec()
+    }
+}
+
 /// A Standard Webhooks style secret: `whsec_` and 32 random bytes in base64.
 pub fn generate_secret() -> Secret {
     let mut bytes = [0u8; 32];

@@ -115,6 +115,39 @@ pub struct Work {
     pub kind: WorkKind,
 }
 
+/// What a probe's event id ends with: a probe is an event of its own, so a handler that
+/// deduplicates before it checks the timestamp cannot answer it as a duplicate of the real one,
+/// whichever arrives first.
+const PROBE_SUFFIXES: [&str; 2] = ["_forged", "_stale"];
+
+impl Work {
+    /// A tampered or stale probe made from this first attempt: its own event id (the real one
+    /// and a suffix) in the scheme's header and the body.
+    fn probe(&self, kind: WorkKind) -> Work {
+        let suffix = PROBE_SUFFIXES[usize::from(kind == WorkKind::Stale)];
+        let event_id = format!("{}{suffix}", self.event_id);
+        Work {
+            body: Arc::new(crate::domain::scheme::with_event_id(
+                &self.body,
+                &self.event_id,
+                &event_id,
+            )),
+            event_id,
+            kind,
+            ..self.clone()
+        }
+    }
+
+    /// The id of the planned event this work delivers (a probe's stands for its event's).
+    fn planned_id(&self) -> &str {
+        PROBE_SUFFIXES
+            .iter()
+            .find_map(|s| self.event_id.strip_suffix(s))
+            .filter(|_| matches!(self.kind, WorkKind::Tampered | WorkKind::Stale))
+            .unwrap_or(&self.event_id)
+    }
+}
+
 /// The provider's whole state.
 pub struct World {
     /// How it behaves.
@@ -382,10 +415,7 @@ impl World {
                     self.probes_sent = true;
                     let stale = self.settings.stale_secs.map(|_| WorkKind::Stale);
                     for kind in std::iter::once(WorkKind::Tampered).chain(stale) {
-                        work.push(Work {
-                            kind,
-                            ..item.clone()
-                        });
+                        work.push(item.probe(kind));
                     }
                 }
                 work.push(item);
@@ -458,7 +488,7 @@ impl World {
             self.jobs[j]
                 .events
                 .iter()
-                .position(|ev| ev.planned.event_id == work.event_id)
+                .position(|ev| ev.planned.event_id == work.planned_id())
                 .map(|e| (j, e))
         });
         let state = at
@@ -577,5 +607,36 @@ impl World {
                 }
             })
             .min()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A probe is an event of its own (header and body), which still names its job's event.
+    #[test]
+    fn a_probe_has_its_own_event_id_in_the_body_and_stands_for_its_event() {
+        let attempt = Work {
+            job_id: "job_1".into(),
+            event_id: "evt_1a".into(),
+            attempt: 1,
+            body: Arc::new(br#"{"id":"evt_1a","job_id":"job_1"}"#.to_vec()),
+            url: "http://127.0.0.1:1/hooks".into(),
+            kind: WorkKind::Attempt,
+        };
+        for (kind, id) in [
+            (WorkKind::Tampered, "evt_1a_forged"),
+            (WorkKind::Stale, "evt_1a_stale"),
+        ] {
+            let probe = attempt.probe(kind);
+            assert_eq!(probe.event_id, id);
+            assert_eq!(
+                probe.body.as_slice(),
+                format!(r#"{{"id":"{id}","job_id":"job_1"}}"#).as_bytes()
+            );
+            assert_eq!(probe.planned_id(), "evt_1a");
+        }
+        assert_eq!(attempt.planned_id(), "evt_1a");
     }
 }

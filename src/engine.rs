@@ -9,23 +9,23 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::mpsc::{Receiver as StdReceiver, RecvTimeoutError, SyncSender, sync_channel};
-use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::app::capture::{HOUSEKEEPING_EVERY, Said, Session, SessionOptions};
 use crate::app::export::ExportRequest;
-use crate::app::paths::STORE_FILE;
 use crate::app::probe::ProbeRequest;
 use crate::app::resend::ResendRequest;
 use crate::app::{self, AppError};
+use crate::capture::Controls;
 use crate::config::{self, ConfigFile, Overrides, Settings};
 use crate::domain::attempt::Attempt;
 use crate::domain::clock::now_ms;
 use crate::domain::timeline::JobTimeline;
 use crate::net::probe::ProbeReport;
-use crate::net::receiver::{Controls, Receiver, SharedSettings};
-use crate::store::{ListRow, Reader, Store, StoredDelivery};
+use crate::store::{ListRow, Reader, StoredDelivery};
 
 /// What the window asks of the engine.
 #[derive(Debug, Clone)]
@@ -342,68 +342,61 @@ pub type Waker = Arc<dyn Fn() + Send + Sync>;
 
 struct Engine {
     options: EngineOptions,
-    store: Store,
+    /// The capture session, the same `listen` runs.
+    session: Session,
     reader: Reader,
-    receiver: Option<Receiver>,
-    settings: SharedSettings,
-    config: ConfigFile,
     events: SyncSender<Event>,
     waker: Waker,
     latest_id: Arc<AtomicI64>,
     test_counter: u64,
-    controls: Arc<Controls>,
     /// The running simulation's stop switch and whether it is still active.
     simulation: Option<(Arc<AtomicBool>, Arc<AtomicBool>)>,
     /// The running replay's progress (its stop switch) and whether it is still active.
     replay: Option<(Arc<app::replay::Progress>, Arc<AtomicBool>)>,
-    /// The data dir's capture lock, held while the engine runs (`None` when read-only).
-    _lock: Option<crate::store::CaptureLock>,
-    /// Why the history is read-only, when it is.
-    read_only: Option<String>,
 }
 
-/// Opens the store and the config, starts the engine thread and the receiver.
+/// Opens the config and the capture session, starts the engine thread and the receiver.
 pub fn spawn(options: EngineOptions, waker: Waker) -> Result<EngineHandle, AppError> {
     let config = config::load_file(&options.config_path)?;
-    let settings = Settings::resolve(&config, &Overrides::default())?;
-    let (store, recovered, lock, read_only) = open_store(&options.data_dir)?;
-    let reader = store.reader()?;
+    let (session, said) = Session::open(SessionOptions {
+        data_dir: options.data_dir.clone(),
+        config: config.clone(),
+        overrides: Overrides::default(),
+        controls: Arc::new(crate::capture::Controls::default()),
+        // The window shows the history another hookscope captures into.
+        read_only_fallback: true,
+    })?;
+    let reader = session.store().reader()?;
     let latest = reader.list(1, None)?.first().map(|d| d.id).unwrap_or(0);
     let latest_id = Arc::new(AtomicI64::new(latest));
-    let controls = Arc::new(Controls::default());
+    let controls = Arc::clone(session.controls());
+    let health = session.writer().health_handle();
+    let read_only = session.read_only().map(str::to_string);
     let (command_tx, command_rx) = sync_channel(256);
     let (event_tx, event_rx) = sync_channel(1024);
-    if let Some(sentence) = recovered {
-        let _ = event_tx.try_send(Event::Error(sentence));
-    }
     if let Some(warning) = config::permission_warning(&options.config_path, &config) {
         let _ = event_tx.try_send(Event::Error(warning));
     }
     let mut engine = Engine {
         options: options.clone(),
-        store,
+        session,
         reader,
-        receiver: None,
-        settings: Arc::new(RwLock::new(Arc::new(settings))),
-        config: config.clone(),
         events: event_tx,
         waker,
         latest_id: Arc::clone(&latest_id),
         test_counter: 0,
-        controls: Arc::clone(&controls),
         simulation: None,
         replay: None,
-        _lock: lock,
-        read_only: read_only.clone(),
     };
-    let health = engine.store.writer().health_handle();
+    for said in said {
+        engine.say(said);
+    }
     let port = app::paths::port(options.port, &config);
     engine.start_reconciler();
     std::thread::Builder::new()
         .name("hookscope-engine".into())
         .spawn(move || {
             engine.start_receiver(port);
-            engine.apply_retention();
             engine.run(command_rx);
         })
         .map_err(|e| AppError::Failed(format!("cannot start the engine thread: {e}")))?;
@@ -420,87 +413,34 @@ pub fn spawn(options: EngineOptions, waker: Waker) -> Result<EngineHandle, AppEr
     })
 }
 
-/// Opens the store for capturing, holding the data dir's lock. When another hookscope holds
-/// it, or the dir cannot be written, the history that is there opens read-only instead, with
-/// the sentence that says so; with no history to show, that is an error.
-#[allow(clippy::type_complexity)]
-fn open_store(
-    data_dir: &std::path::Path,
-) -> Result<
-    (
-        Store,
-        Option<String>,
-        Option<crate::store::CaptureLock>,
-        Option<String>,
-    ),
-    AppError,
-> {
-    let path = data_dir.join(STORE_FILE);
-    match crate::store::CaptureLock::acquire(data_dir) {
-        Ok(lock) => {
-            let (store, recovered) = Store::open_capturing(&path, &lock)?;
-            Ok((store, recovered, Some(lock), None))
-        }
-        Err(
-            err @ (crate::store::StoreError::InUse { .. }
-            | crate::store::StoreError::Unwritable { .. }),
-        ) if path.exists() => {
-            let reason = match &err {
-                crate::store::StoreError::InUse { holder, .. } => {
-                    format!("another hookscope ({holder}) is capturing into it")
-                }
-                crate::store::StoreError::Unwritable { reason, .. } => reason.clone(),
-                _ => err.to_string(),
-            };
-            let store = Store::open_read_only(&path, &reason)?;
-            let sentence = format!(
-                "history opened read-only: {err} This window shows what is stored and does not capture."
-            );
-            Ok((store, None, None, Some(sentence)))
-        }
-        Err(err) => Err(err.into()),
-    }
-}
-
 impl Engine {
     fn run(&mut self, commands: StdReceiver<Command>) {
-        let mut last_retention = Instant::now();
-        let mut last_contract_look = Instant::now();
-        let health = self.store.writer().health_handle();
-        let mut health_changes = health.report().changes;
         loop {
-            // A second's wait at most: a change in the store's health (disk full, space back)
-            // wakes the window, which draws it in the top bar.
-            match commands.recv_timeout(Duration::from_secs(1)) {
+            match commands.recv_timeout(HOUSEKEEPING_EVERY) {
                 Ok(command) => self.handle(command),
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
             }
-            let changes = health.report().changes;
-            if changes != health_changes {
-                health_changes = changes;
-                (self.waker)();
-            }
-            if last_retention.elapsed() > Duration::from_secs(600) {
-                self.apply_retention();
-                last_retention = Instant::now();
-            }
-            // A contract file edited while the window is open applies within a second.
-            if last_contract_look.elapsed() >= Duration::from_secs(1) {
-                last_contract_look = Instant::now();
-                match app::contract::reload_if_changed(
-                    &self.config,
-                    &Overrides::default(),
-                    &self.settings,
-                ) {
-                    Some(Ok(sentence)) => self.emit(Event::ContractChanged(sentence)),
-                    Some(Err(e)) => self.emit(Event::Error(e.to_string())),
-                    None => {}
-                }
+            for said in self.session.tick() {
+                self.say(said);
             }
         }
-        if let Some(receiver) = self.receiver.take() {
-            receiver.stop();
+    }
+
+    /// What the capture session says, as the window shows it: a change in the store's health
+    /// (disk full, space back) wakes the window, which draws it in the top bar; a changed
+    /// contract re-checks the selected delivery.
+    fn say(&self, said: Said) {
+        match said {
+            Said::Recovered(sentence) | Said::Failed(sentence) => self.emit(Event::Error(sentence)),
+            Said::Retained(n) => {
+                self.emit(Event::HistoryChanged);
+                self.emit(Event::Notice(format!(
+                    "retention removed {n} old deliveries"
+                )));
+            }
+            Said::Health(_) => (self.waker)(),
+            Said::ContractApplied(sentence) => self.emit(Event::ContractChanged(sentence)),
         }
     }
 
@@ -530,9 +470,7 @@ impl Engine {
         match command {
             Command::StartReceiver { port } => self.start_receiver(port),
             Command::StopReceiver => {
-                if let Some(receiver) = self.receiver.take() {
-                    receiver.stop();
-                }
+                self.session.stop_receiver();
                 self.emit(Event::Receiver(ReceiverState::Stopped));
             }
             Command::Query {
@@ -577,7 +515,7 @@ impl Engine {
             }
             Command::Probe(request) => self.probe(request),
             Command::Export(request) => {
-                match app::export::export(&self.config, &self.reader, &request) {
+                match app::export::export(self.session.config(), &self.reader, &request) {
                     Ok(exported) => self.emit(Event::Notice(exported.summary())),
                     Err(e) => self.emit(Event::Error(format!("export failed: {e}"))),
                 }
@@ -591,7 +529,7 @@ impl Engine {
             Command::SaveConfig(file) => self.save_config(*file),
             Command::Recheck { id } => {
                 let settings = self.current_settings();
-                match app::history::recheck(&self.reader, &self.store.writer(), &settings, id) {
+                match app::history::recheck(&self.reader, &self.session.writer(), &settings, id) {
                     Ok(true) => self.emit(Event::Rechecked { id }),
                     Ok(false) => {}
                     Err(e) => self.emit(Event::Error(e.to_string())),
@@ -603,11 +541,11 @@ impl Engine {
                 event_type,
             } => self.send_example(&endpoint, &event_type),
             Command::Delete(ids) => {
-                let done = app::history::delete(&self.store.writer(), ids);
+                let done = app::history::delete(&self.session.writer(), ids);
                 self.history_changed(done, "deleted");
             }
             Command::ClearHistory => {
-                let done = app::history::clear(&self.store.writer());
+                let done = app::history::clear(&self.session.writer());
                 self.history_changed(done, "cleared");
             }
             Command::Reconcile { job } => self.reconcile(job),
@@ -643,11 +581,12 @@ impl Engine {
         if let Err(e) = request.check() {
             return self.emit(Event::Error(e.to_string()));
         }
-        let writer = self.store.writer();
-        let ids = match app::replay::select(&self.config, &self.reader, &writer, &selection) {
-            Ok(ids) => ids,
-            Err(e) => return self.emit(Event::Error(e.to_string())),
-        };
+        let writer = self.session.writer();
+        let ids =
+            match app::replay::select(self.session.config(), &self.reader, &writer, &selection) {
+                Ok(ids) => ids,
+                Err(e) => return self.emit(Event::Error(e.to_string())),
+            };
         if matches!(
             selection,
             app::replay::Selection::Fixtures(_) | app::replay::Selection::Har(_)
@@ -657,7 +596,10 @@ impl Engine {
         let progress = app::replay::Progress::new(ids.len());
         let active = Arc::new(AtomicBool::new(true));
         self.replay = Some((Arc::clone(&progress), Arc::clone(&active)));
-        let (config, path) = (self.config.clone(), self.store.path().to_path_buf());
+        let (config, path) = (
+            self.session.config().clone(),
+            self.session.store().path().to_path_buf(),
+        );
         let send = self.sender();
         let spawned = std::thread::Builder::new()
             .name("hookscope-replay".into())
@@ -763,7 +705,7 @@ impl Engine {
 
     /// The most recent jobs whose id starts with `prefix`, with the count of all.
     fn jobs(&mut self, generation: u64, prefix: &str, limit: usize) {
-        let stuck_after_ms = app::jobs::stuck_after_ms(None, &self.config);
+        let stuck_after_ms = app::jobs::stuck_after_ms(None, self.session.config());
         let now = (now_ms() / 1000) * 1000;
         let result = app::jobs::recent(&self.reader, prefix, limit, now, stuck_after_ms)
             .and_then(|jobs| Ok((app::jobs::count(&self.reader)?, jobs)));
@@ -799,8 +741,8 @@ impl Engine {
                 Ok(confirmation) => confirmation,
                 Err(e) => return self.emit(Event::Error(e.to_string())),
             };
-        let writer = self.store.writer();
-        let path = self.store.path().to_path_buf();
+        let writer = self.session.writer();
+        let path = self.session.store().path().to_path_buf();
         self.spawn_outbound(move |runtime| {
             let mut out = Vec::new();
             match runtime.block_on(app::confirm::send(&confirmation, &writer)) {
@@ -818,12 +760,12 @@ impl Engine {
     }
 
     fn resend(&mut self, request: ResendRequest) {
-        let prepared = match app::resend::prepare(&self.config, &self.reader, &request) {
+        let prepared = match app::resend::prepare(self.session.config(), &self.reader, &request) {
             Ok(prepared) => prepared,
             Err(e) => return self.emit(Event::Error(e.to_string())),
         };
-        let writer = self.store.writer();
-        let path = self.store.path().to_path_buf();
+        let writer = self.session.writer();
+        let path = self.session.store().path().to_path_buf();
         self.spawn_outbound(move |runtime| {
             let id = prepared.delivery_id;
             let mut out = Vec::new();
@@ -842,36 +784,13 @@ impl Engine {
     /// The background reconciler: a pass at start-up, then one a minute, on its own thread
     /// (nothing to do when no endpoint has a job API). It works on the endpoints as they were
     /// at start; `Check now` uses the saved ones.
-    fn start_reconciler(&self) {
-        let Ok(settings) = self.settings.read().map(|s| Settings::clone(&s)) else {
-            return;
-        };
-        if app::reconcile::apis(&settings, None).is_err() {
-            return;
-        }
-        let writer = self.store.writer();
-        let path = self.store.path().to_path_buf();
-        let stuck = app::jobs::stuck_after_ms(None, &self.config);
+    fn start_reconciler(&mut self) {
         let send = self.sender();
-        let spawned = std::thread::Builder::new()
-            .name("hookscope-reconcile".into())
-            .spawn(move || {
-                let Ok(runtime) = app::small_runtime() else {
-                    return;
-                };
-                runtime.block_on(app::reconcile::background(
-                    settings,
-                    path,
-                    writer,
-                    stuck,
-                    app::reconcile::BACKGROUND_EVERY,
-                    move |sentence| {
-                        send(Event::Notice(sentence));
-                        send(Event::Reconciled);
-                    },
-                ));
-            });
-        if let Err(e) = spawned {
+        let started = self.session.start_reconciler(move |sentence| {
+            send(Event::Notice(sentence));
+            send(Event::Reconciled);
+        });
+        if let Err(e) = started {
             self.emit(Event::Error(format!("cannot start the reconciler: {e}")));
         }
     }
@@ -886,14 +805,14 @@ impl Engine {
                 "a simulation is already running: stop it first".into(),
             ));
         }
-        let prepared = match app::simulate::prepare(&self.config, &request) {
+        let prepared = match app::simulate::prepare(self.session.config(), &request) {
             Ok(p) => p,
             Err(e) => return self.emit(Event::Error(e.to_string())),
         };
         let stop = Arc::new(AtomicBool::new(false));
         let active = Arc::new(AtomicBool::new(true));
         self.simulation = Some((Arc::clone(&stop), Arc::clone(&active)));
-        let writer = self.store.writer();
+        let writer = self.session.writer();
         let send = self.sender();
         let spawned = std::thread::Builder::new()
             .name("hookscope-simulate".into())
@@ -954,12 +873,10 @@ impl Engine {
     /// *Check now*: asks the job API about one job or every job of the last 24 hours, with the
     /// saved endpoints.
     fn reconcile(&mut self, job: Option<String>) {
-        let Ok(settings) = self.settings.read().map(|s| Settings::clone(&s)) else {
-            return;
-        };
-        let writer = self.store.writer();
-        let path = self.store.path().to_path_buf();
-        let stuck = app::jobs::stuck_after_ms(None, &self.config);
+        let settings = Settings::clone(&self.session.settings().get());
+        let writer = self.session.writer();
+        let path = self.session.store().path().to_path_buf();
+        let stuck = app::jobs::stuck_after_ms(None, self.session.config());
         // *Check now* asks about every recent job, finished or not: a finished job whose
         // webhook and API disagree is what it is there to find.
         let request = app::reconcile::ReconcileRequest {
@@ -993,7 +910,7 @@ impl Engine {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        match app::export::import_har(&self.config, &self.store.writer(), &path) {
+        match app::export::import_har(self.session.config(), &self.session.writer(), &path) {
             Ok(ids) => {
                 let n = ids.len();
                 if let Ok(Some(latest)) = self.reader.list(1, None).map(|l| l.first().map(|d| d.id))
@@ -1010,7 +927,7 @@ impl Engine {
     }
 
     fn probe(&mut self, request: ProbeRequest) {
-        let prepared = match app::probe::prepare(&self.config, request) {
+        let prepared = match app::probe::prepare(self.session.config(), request) {
             Ok(prepared) => prepared,
             Err(e) => return self.emit(Event::Probed(Err(e.to_string()))),
         };
@@ -1023,12 +940,9 @@ impl Engine {
     }
 
     fn start_receiver(&mut self, port: u16) {
-        if let Some(receiver) = self.receiver.take() {
-            receiver.stop();
-        }
-        if let Some(sentence) = &self.read_only {
-            self.emit(Event::Receiver(ReceiverState::Failed(sentence.clone())));
-            return;
+        if let Some(sentence) = self.session.read_only() {
+            let failed = ReceiverState::Failed(sentence.to_string());
+            return self.emit(Event::Receiver(failed));
         }
         let (events_tx, mut events_rx) = tokio::sync::mpsc::channel::<StoredDelivery>(1024);
         let latest = Arc::clone(&self.latest_id);
@@ -1050,66 +964,39 @@ impl Engine {
             ))));
             return;
         }
-        match Receiver::start(
-            self.options.bind,
-            port,
-            Arc::clone(&self.settings),
-            self.store.writer(),
-            Some(events_tx),
-            Arc::clone(&self.controls),
-        ) {
-            Ok(receiver) => {
-                let addr = receiver.local_addr();
-                self.receiver = Some(receiver);
-                self.emit(Event::Receiver(ReceiverState::Running { addr }));
-            }
+        match self
+            .session
+            .start_receiver(self.options.bind, port, Some(events_tx))
+        {
+            Ok(addr) => self.emit(Event::Receiver(ReceiverState::Running { addr })),
             Err(e) => self.emit(Event::Receiver(ReceiverState::Failed(e.to_string()))),
         }
     }
 
     fn save_config(&mut self, file: ConfigFile) {
-        let settings = match Settings::resolve(&file, &Overrides::default()) {
-            Ok(s) => s,
-            Err(e) => return self.emit(Event::Error(e.to_string())),
-        };
+        if let Err(e) = Settings::resolve(&file, &Overrides::default()) {
+            return self.emit(Event::Error(e.to_string()));
+        }
         if let Err(e) = config::save_file(&self.options.config_path, &file) {
             return self.emit(Event::Error(e.to_string()));
         }
-        match self.settings.write() {
-            Ok(mut guard) => *guard = Arc::new(settings),
-            Err(poisoned) => *poisoned.into_inner() = Arc::new(settings),
-        }
-        self.config = file.clone();
-        self.emit(Event::ConfigSaved(Box::new(file)));
-        self.apply_retention();
-    }
-
-    fn current_settings(&self) -> Arc<Settings> {
-        match self.settings.read() {
-            Ok(guard) => Arc::clone(&guard),
-            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
-        }
-    }
-
-    fn apply_retention(&mut self) {
-        if self.read_only.is_some() {
-            return;
-        }
-        let now = (now_ms() / 1000) * 1000;
-        match app::history::apply_retention(&self.store.writer(), &self.config.retention, now) {
-            Ok(0) => {}
-            Ok(n) => {
-                self.emit(Event::HistoryChanged);
-                self.emit(Event::Notice(format!(
-                    "retention removed {n} old deliveries"
-                )));
+        match self.session.replace_config(file.clone()) {
+            Ok(said) => {
+                self.emit(Event::ConfigSaved(Box::new(file)));
+                if let Some(said) = said {
+                    self.say(said);
+                }
             }
             Err(e) => self.emit(Event::Error(e.to_string())),
         }
     }
 
+    fn current_settings(&self) -> Arc<Settings> {
+        self.session.settings().get()
+    }
+
     fn send_example(&mut self, endpoint: &str, event_type: &str) {
-        let Some(addr) = self.receiver.as_ref().map(Receiver::local_addr) else {
+        let Some(addr) = self.session.receiver_addr() else {
             return self.emit(Event::Error(
                 "start the receiver first: the example is sent to it".into(),
             ));
@@ -1124,12 +1011,12 @@ impl Engine {
     }
 
     fn send_test_delivery(&mut self) {
-        let Some(addr) = self.receiver.as_ref().map(Receiver::local_addr) else {
+        let Some(addr) = self.session.receiver_addr() else {
             return self.emit(Event::Error(
                 "start the receiver first: the test delivery is sent to it".into(),
             ));
         };
-        if let Some(file) = app::test_delivery::with_test_endpoint(&self.config) {
+        if let Some(file) = app::test_delivery::with_test_endpoint(self.session.config()) {
             self.save_config(file);
         }
         self.test_counter += 1;

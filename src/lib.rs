@@ -4,8 +4,9 @@
 //!
 //! - [`domain`]: the pure core. Deliveries, signature schemes, the checks, the diagnosis of a
 //!   failed signature, job timelines, the filter language, formatting. No I/O, the clock passed in.
-//! - [`config`], [`store`], [`net`], [`export`]: I/O. The config file, the SQLite history, the
-//!   receiver and the outbound client, fixtures, HAR and curl.
+//! - [`config`], [`store`], [`capture`], [`net`], [`export`]: I/O. The config file, the SQLite
+//!   history, the capture pipeline's decision (one for every source), the receiver and the
+//!   outbound client, fixtures, HAR and curl.
 //! - [`app`]: the use cases, one typed function each (list, verify, resend, probe, export,
 //!   import, jobs, retention, the test delivery, paths). Both front ends call these and nothing
 //!   else of substance.
@@ -15,6 +16,7 @@
 
 pub mod domain;
 
+pub mod capture;
 pub mod config;
 pub mod contracts;
 pub mod export;

@@ -6,14 +6,15 @@
 
 use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use hookscope::capture::{Controls, SharedSettings};
 use hookscope::config::{ConfigFile, Overrides, RetentionSection, Settings};
 use hookscope::domain::clock;
 use hookscope::domain::scheme::{Scheme, Secret};
 use hookscope::domain::timeline::FlagKind;
-use hookscope::net::receiver::{Controls, Receiver};
+use hookscope::net::receiver::Receiver;
 use hookscope::store::{Reader, Store};
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -87,7 +88,7 @@ fn a_clock_that_jumps_back_then_forward_changes_no_order_no_span_and_deletes_not
     let receiver = Receiver::start(
         [127, 0, 0, 1].into(),
         0,
-        Arc::new(RwLock::new(Arc::new(settings))),
+        SharedSettings::new(settings),
         store.writer(),
         None,
         Arc::new(Controls::default()),

@@ -500,15 +500,14 @@ fn a_folder_with_a_space_and_an_accent_and_a_broken_edit_said_once_keep_the_cont
     let file = hookscope::config::load_file(&dir.join("config.toml")).expect("config loads");
     let settings = hookscope::config::Settings::resolve(&file, &Default::default())
         .expect("a contract in a folder named with a space, an accent and a #");
-    let shared: hookscope::net::receiver::SharedSettings =
-        std::sync::Arc::new(std::sync::RwLock::new(std::sync::Arc::new(settings)));
+    let shared = hookscope::capture::SharedSettings::new(settings);
     let amount_as_text = {
         let mut body = processed();
         body["data"]["amount"] = json!("12.50");
         body.to_string()
     };
-    let verdict = |shared: &hookscope::net::receiver::SharedSettings| {
-        let settings = shared.read().expect("read").clone();
+    let verdict = |shared: &hookscope::capture::SharedSettings| {
+        let settings = shared.get();
         let contract = settings
             .endpoint_for("/hooks/acme")
             .contract

@@ -797,3 +797,78 @@ fn sigkill_during_the_migration_of_a_large_old_store_loses_nothing() {
         .expect("jobs");
     assert_eq!(jobs, 1000, "jobs back-filled");
 }
+
+/// Forwarding rules are decided in the delivery's own write transaction (issue 48): a delivery
+/// that meets none of them is marked unrouted there, and a mirrored handler's status is recorded
+/// with the forward's attempt, so each costs one synced commit fewer than a second round trip
+/// to the store would. Counted as fsyncs (the slow-disk shim's counter) over 6 deliveries of
+/// each kind, after `listen` has settled.
+#[cfg(target_os = "linux")]
+#[test]
+fn routing_and_a_mirrored_answer_cost_no_write_transaction_of_their_own() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).expect("data dir");
+    let handler = common::handler::serve(
+        common::handler::Flavour::Correct,
+        axum::http::StatusCode::ACCEPTED,
+    );
+    std::fs::write(
+        data.join("config.toml"),
+        format!(
+            "[[endpoint]]\npath = \"/hooks/r\"\n\n[[endpoint.forward]]\nto = \"http://{}/record\"\nwhen = \"type:wanted\"\nanswer = \"mirror\"\n",
+            handler.addr
+        ),
+    )
+    .expect("config");
+    let count = dir.path().join("fsyncs");
+    let Some(listen) = listen_on_shim(
+        &data,
+        &[
+            ("SLOW_FSYNC_MS", "1"),
+            ("SLOW_FSYNC_COUNT", count.to_str().expect("utf-8 path")),
+        ],
+    ) else {
+        return;
+    };
+    let syncs = || std::fs::read(&count).map(|b| b.len()).unwrap_or(0);
+    // Settled: no sync for 1.5 s (the start-up's, and the idle checkpoint's).
+    let mut settled = syncs();
+    loop {
+        std::thread::sleep(Duration::from_millis(1500));
+        let now = syncs();
+        if now == settled {
+            break;
+        }
+        settled = now;
+    }
+    let send = |kind: &str| {
+        for n in 0..6 {
+            let body = format!("{{\"id\":\"evt_{kind}_{n}\",\"type\":\"{kind}\"}}");
+            let answer = post(listen.port, "/hooks/r", body.as_bytes());
+            let expected = if kind == "wanted" { 202 } else { 200 };
+            assert_eq!(answer.status, expected, "{}", answer.text);
+        }
+    };
+    send("other");
+    let unrouted = syncs() - settled;
+    // One synced commit per delivery; the first after the idle checkpoint may sync the WAL's
+    // header too. Marking each unrouted in a transaction of its own made it 12.
+    assert!(
+        unrouted <= 6 + 2,
+        "{unrouted} syncs for 6 unrouted deliveries"
+    );
+    let before = syncs();
+    send("wanted");
+    let mirrored = syncs() - before;
+    // The delivery's commit, then its forward's attempt with the mirrored status: 12. The
+    // status in a transaction of its own made it 18.
+    assert!(
+        mirrored <= 12 + 2,
+        "{mirrored} syncs for 6 mirrored deliveries"
+    );
+    let reader = hookscope::store::Reader::open(&listen.store_path()).expect("reader");
+    assert_eq!(reader.count_unrouted().expect("count"), 6);
+    let rows = reader.list(20, None).expect("list");
+    assert_eq!(rows.iter().filter(|r| r.response_status == 202).count(), 6);
+}

@@ -81,12 +81,9 @@ fn paths_of(file: &crate::config::ConfigFile) -> Vec<Option<std::path::PathBuf>>
 pub fn reload_if_changed(
     file: &crate::config::ConfigFile,
     overrides: &crate::config::Overrides,
-    shared: &crate::net::receiver::SharedSettings,
+    shared: &crate::capture::SharedSettings,
 ) -> Option<Result<String, AppError>> {
-    let in_use = match shared.read() {
-        Ok(guard) => Arc::clone(&guard),
-        Err(poisoned) => Arc::clone(&poisoned.into_inner()),
-    };
+    let in_use = shared.get();
     let changed: Vec<std::path::PathBuf> = file
         .endpoints
         .iter()
@@ -115,10 +112,7 @@ pub fn reload_if_changed(
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     match crate::config::Settings::resolve(file, overrides) {
         Ok(settings) => {
-            match shared.write() {
-                Ok(mut guard) => *guard = Arc::new(settings),
-                Err(poisoned) => *poisoned.into_inner() = Arc::new(settings),
-            }
+            shared.replace(settings);
             *said = None;
             Some(Ok(format!(
                 "contract {name} changed: deliveries are checked against it from now"

@@ -91,7 +91,7 @@ pub fn test_conditions(
                 return Ok(true);
             }
             let filter = Filter::parse_rule(text).map_err(|e| e.to_string())?;
-            match reader.meets(id, &[&filter]) {
+            match reader.meets(id, std::slice::from_ref(&filter)) {
                 Ok(met) => Ok(met.first().copied().unwrap_or(false)),
                 Err(e) => Err(e.to_string()),
             }

@@ -5,6 +5,8 @@
 //!
 //! | capability | here |
 //! |---|---|
+//! | the capture session `listen` and the window run: lock, store, receiver, reconciler, retention, contract reload, health | [`capture`] |
+//! | background work: a named thread, its runtime, a stop token | [`background`] |
 //! | where the data and config live, the bind address and port | [`paths`] |
 //! | the list, a page under a filter, one delivery | [`list`] |
 //! | job timelines | [`jobs`] |
@@ -19,6 +21,8 @@
 //! | the window's "Send a test delivery" | [`test_delivery`] |
 //! | the JSON and human shapes of a delivery | [`report`] |
 
+pub mod background;
+pub mod capture;
 pub mod compare;
 pub mod confirm;
 pub mod contract;

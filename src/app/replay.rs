@@ -230,25 +230,13 @@ fn store_fixtures(
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        for fixture in fixtures {
-            let delivery = fixture.delivery;
-            let endpoint = settings.endpoint_for(&delivery.path);
-            let evaluation = crate::domain::checks::evaluate(
-                &delivery,
-                endpoint,
-                delivery.received_at_ms.div_euclid(1000),
+        let recorded = fixtures.into_iter().map(|fixture| {
+            let note = format!(
+                "Stored from the fixture {name} to be replayed; checks use this machine's endpoints at the recorded time."
             );
-            records.push(crate::store::NewRecord {
-                endpoint: endpoint.path.clone(),
-                delivery,
-                evaluation,
-                response_status: 0,
-                latency_ms: 0,
-                note: Some(format!(
-                    "Stored from the fixture {name} to be replayed; checks use this machine's endpoints at the recorded time."
-                )),
-            });
-        }
+            (fixture.delivery, 0, note)
+        });
+        records.extend(crate::capture::decide_recorded(&settings, recorded));
     }
     if records.is_empty() {
         return Ok(Vec::new());

@@ -2,17 +2,17 @@
 
 use std::net::IpAddr;
 use std::process::ExitCode;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use clap::Args;
+use hookscope::app::capture::{HOUSEKEEPING_EVERY, Said, Session, SessionOptions};
 use hookscope::app::{self, AppError, report};
+use hookscope::capture::Controls;
 use hookscope::config::{Overrides, Settings};
-use hookscope::domain::clock::now_ms;
 use hookscope::domain::endpoint::Endpoint;
 use hookscope::domain::fmt::Zone;
 use hookscope::domain::scheme::Secret;
-use hookscope::net::receiver::{Controls, Receiver};
-use hookscope::store::{CaptureLock, Store, StoredDelivery};
+use hookscope::store::StoredDelivery;
 
 use super::{Common, load_config};
 
@@ -60,52 +60,49 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
     let paths = common.paths()?;
     let zone = common.zone();
     let file = load_config(&paths)?.file;
-    let settings = Settings::resolve(&file, &overrides(&args)?)?;
     let bind = app::paths::bind_address(args.bind, &file, &paths.config_path)?;
     let port = app::paths::port(args.port, &file);
-    let controls = controls(&args)?;
-
-    // One capturing hookscope per data dir; the lock is held until this function returns.
-    let lock = CaptureLock::acquire(&paths.data_dir)?;
-    let store = open_store(&paths.store_file(), &lock, &file.retention)?;
+    let options = SessionOptions {
+        data_dir: paths.data_dir.clone(),
+        config: file,
+        overrides: overrides(&args)?,
+        controls: controls(&args)?,
+        // A headless capture that captures nothing is of no use: another one holding the
+        // data dir is an error here.
+        read_only_fallback: false,
+    };
+    // One capturing hookscope per data dir; the lock is held until the session shuts down.
+    let (mut session, said) = Session::open(options)?;
+    let store_path = session.store().path().to_path_buf();
+    for said in said {
+        eprintln!("hookscope: {}", sentence(&said, &store_path));
+    }
     let (events_tx, mut events_rx) = tokio::sync::mpsc::channel(EVENTS_WAITING);
-    let shared = Arc::new(RwLock::new(Arc::new(settings.clone())));
-    let receiver = Receiver::start(
-        bind,
-        port,
-        Arc::clone(&shared),
-        store.writer(),
-        Some(events_tx),
-        controls,
-    )
-    .map_err(|e| AppError::Failed(e.to_string()))?;
-    print_banner(&args, bind, receiver.local_addr(), &settings, store.path());
-
+    let addr = session.start_receiver(bind, port, Some(events_tx))?;
+    print_banner(&args, bind, addr, &session.settings().get(), &store_path);
+    // Start-up reconciliation, then a pass a minute, when an endpoint has a job API.
+    session.start_reconciler(|sentence| eprintln!("hookscope: {sentence}"))?;
     let runtime = app::small_runtime()?;
-    // Start-up reconciliation, then a pass a minute, when an endpoint has a job API; it ends
-    // with the loop below (dropping its store handle before the store shuts down).
-    let reconciler = app::reconcile::background(
-        settings.clone(),
-        store.path().to_path_buf(),
-        store.writer(),
-        app::jobs::stuck_after_ms(None, &file),
-        app::reconcile::BACKGROUND_EVERY,
-        |sentence| eprintln!("hookscope: {sentence}"),
-    );
-    let overrides = overrides(&args)?;
-    let reload = || app::contract::reload_if_changed(&file, &overrides, &shared);
     runtime.block_on(print_until_stopped(
-        &store,
+        &mut session,
         &mut events_rx,
-        reconciler,
-        &reload,
         args.json,
         &zone,
     ));
     drop(events_rx);
-    receiver.stop();
-    store.shutdown();
+    session.shutdown();
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `listen` prints on stderr for what the capture session says.
+fn sentence(said: &Said, store: &std::path::Path) -> String {
+    match said {
+        Said::Recovered(sentence) | Said::ContractApplied(sentence) | Said::Failed(sentence) => {
+            sentence.clone()
+        }
+        Said::Retained(n) => format!("retention removed {n} old deliveries"),
+        Said::Health(health) => health_sentence(health, store),
+    }
 }
 
 /// What the flags override in the config: the scheme, the secrets, the tolerance, the answer.
@@ -141,43 +138,17 @@ fn controls(args: &ListenArgs) -> Result<Arc<Controls>, AppError> {
     Ok(controls)
 }
 
-/// Opens the store to capture into (under the data dir's `lock`), says what its recovery found,
-/// and applies the retention.
-fn open_store(
-    store_file: &std::path::Path,
-    lock: &CaptureLock,
-    retention: &hookscope::config::RetentionSection,
-) -> Result<Store, AppError> {
-    let (store, recovered) = Store::open_capturing(store_file, lock)?;
-    if let Some(sentence) = recovered {
-        eprintln!("hookscope: {sentence}");
-    }
-    let retained = app::history::apply_retention(&store.writer(), retention, now_ms())?;
-    if retained > 0 {
-        eprintln!("hookscope: retention removed {retained} old deliveries");
-    }
-    Ok(store)
-}
-
-/// Prints each delivery as it arrives (JSON or human lines), says when the store's health
-/// changes, and drives the `reconciler`, until the receiver stops, stdout closes, Ctrl-C or
-/// SIGTERM.
+/// Prints each delivery as it arrives (JSON or human lines) and what the session says at its
+/// housekeeping (`Session::tick`), until the receiver stops, stdout closes, Ctrl-C or SIGTERM.
 async fn print_until_stopped(
-    store: &Store,
+    session: &mut Session,
     events_rx: &mut tokio::sync::mpsc::Receiver<StoredDelivery>,
-    reconciler: impl std::future::Future<Output = ()>,
-    reload: &dyn Fn() -> Option<Result<String, AppError>>,
     json: bool,
     zone: &Zone,
 ) {
     let mut stdout = std::io::stdout();
-    tokio::pin!(reconciler);
-    // Without a job API the reconciler returns at once: never poll it again.
-    let mut reconciling = true;
-    // The store's health, said once per change (not once per refused delivery).
-    let writer = store.writer();
-    let mut said = writer.health().changes;
-    let mut health_tick = tokio::time::interval(std::time::Duration::from_millis(250));
+    let store = session.store().path().to_path_buf();
+    let mut housekeeping = tokio::time::interval(HOUSEKEEPING_EVERY);
     // Made once: a signal listener made anew for each delivery cost a registration each
     // time, and a SIGTERM that came between two of them was lost.
     let ctrl_c = tokio::signal::ctrl_c();
@@ -187,18 +158,9 @@ async fn print_until_stopped(
     let mut lines = String::new();
     loop {
         tokio::select! {
-            () = &mut reconciler, if reconciling => reconciling = false,
-            _ = health_tick.tick() => {
-                let health = writer.health();
-                if health.changes != said {
-                    said = health.changes;
-                    eprintln!("hookscope: {}", health_sentence(&health, store.path()));
-                }
-                // A contract edited while listening applies to the next delivery.
-                match reload() {
-                    Some(Ok(sentence)) => eprintln!("hookscope: {sentence}"),
-                    Some(Err(e)) => eprintln!("hookscope: {e}"),
-                    None => {}
+            _ = housekeeping.tick() => {
+                for said in session.tick() {
+                    eprintln!("hookscope: {}", sentence(&said, &store));
                 }
             }
             event = events_rx.recv() => {
@@ -217,7 +179,7 @@ async fn print_until_stopped(
                 // answer's path), one that finds it here does not. Idle, the loop still
                 // waits on the channel and prints a lone delivery at once. When more were
                 // waiting than a turn prints, the next turn comes at once (after a look at
-                // Ctrl-C and the store's health).
+                // Ctrl-C and the session's housekeeping).
                 if emptied {
                     tokio::time::sleep(LINES_GATHER).await;
                 }

@@ -2,34 +2,22 @@
 //! for the store.
 
 use crate::config::Settings;
-use crate::domain::checks;
 use crate::export::har::HarRequest;
 use crate::store::NewRecord;
 
-/// The records a HAR import stores: each request checked with `settings` at its recorded time.
+/// The records a HAR import stores: each request handed to the capture pipeline as recorded,
+/// checked with `settings` at its recorded time.
 pub fn import_records(
     requests: Vec<HarRequest>,
     source_name: &str,
     settings: &Settings,
 ) -> Vec<NewRecord> {
-    requests
-        .into_iter()
-        .enumerate()
-        .map(|(n, request)| {
-            let endpoint = settings.endpoint_for(&request.delivery.path);
-            let evaluation =
-                checks::evaluate(&request.delivery, endpoint, request.delivery.received_at_ms.div_euclid(1000));
-            NewRecord {
-                delivery: request.delivery,
-                endpoint: endpoint.path.clone(),
-                evaluation,
-                response_status: request.response_status,
-                latency_ms: 0,
-                note: Some(format!(
-                    "Imported from {source_name} (entry {}); the response status is the original server's, checks use this machine's endpoints at the recorded time.",
-                    n + 1
-                )),
-            }
-        })
-        .collect()
+    let recorded = requests.into_iter().enumerate().map(|(n, request)| {
+        let note = format!(
+            "Imported from {source_name} (entry {}); the response status is the original server's, checks use this machine's endpoints at the recorded time.",
+            n + 1
+        );
+        (request.delivery, request.response_status, note)
+    });
+    crate::capture::decide_recorded(settings, recorded)
 }

@@ -6,8 +6,8 @@
 //! before the thread starts, so "port in use" is reported to the caller at once.
 
 use std::net::{IpAddr, SocketAddr, TcpListener as StdListener};
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -18,14 +18,14 @@ use axum::response::{IntoResponse, Response};
 use http_body_util::BodyExt as _;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::capture::{self, Controls, Decision, How, Received, Reply, SharedSettings};
 use crate::config::Settings;
 use crate::domain::attempt::AttemptKind;
-use crate::domain::checks::{self, Evaluation};
 use crate::domain::clock::now_ms;
 use crate::domain::delivery::{Delivery, Header};
 use crate::domain::endpoint::Endpoint;
 use crate::domain::fmt::exact_size;
-use crate::store::{Maintenance, NewRecord, StoreWriter, StoredDelivery};
+use crate::store::{NewRecord, StoreWriter, StoredDelivery};
 
 /// Errors starting the receiver.
 #[derive(Debug, thiserror::Error)]
@@ -53,80 +53,6 @@ pub enum ReceiverError {
     Start(std::io::Error),
 }
 
-/// Settings the receiver reads on every request; replace them to reconfigure it live.
-pub type SharedSettings = Arc<RwLock<Arc<Settings>>>;
-
-/// Switches the window or the CLI flips while the receiver runs.
-#[derive(Debug, Default)]
-pub struct Controls {
-    /// Forward every delivery, byte-exact, to this URL.
-    pub forward_to: RwLock<Option<String>>,
-    /// Answer the sender with the forwarded handler's status instead of hookscope's own.
-    pub mirror_response: std::sync::atomic::AtomicBool,
-    /// Answer this many next deliveries with 500, to watch a sender's retries.
-    pub fail_next: std::sync::atomic::AtomicU32,
-    /// Accept any TLS certificate when forwarding (a self-signed development certificate).
-    pub forward_insecure: std::sync::atomic::AtomicBool,
-    /// Endpoints (by path) whose forwarding rules are switched off for now.
-    pub forwarding_off: RwLock<std::collections::BTreeSet<String>>,
-}
-
-impl Controls {
-    /// Turns forwarding on to `url` (an `http://` or `https://` handler) or off (`None`). The
-    /// same rule for `listen --forward-to` and the window's switch.
-    pub fn set_forward(&self, url: Option<&str>) -> Result<(), String> {
-        let url = match url.map(str::trim) {
-            Some(url) => {
-                crate::net::client::check_url(url).map_err(|e| e.to_string())?;
-                Some(url.to_string())
-            }
-            None => None,
-        };
-        match self.forward_to.write() {
-            Ok(mut guard) => *guard = url,
-            Err(poisoned) => *poisoned.into_inner() = url,
-        }
-        Ok(())
-    }
-
-    /// Switches an endpoint's forwarding rules on or off (the window's per-endpoint switch).
-    pub fn set_endpoint_forwarding(&self, endpoint: &str, on: bool) {
-        let mut off = match self.forwarding_off.write() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        if on {
-            off.remove(endpoint);
-        } else {
-            off.insert(endpoint.to_string());
-        }
-    }
-
-    /// Whether an endpoint's forwarding rules apply now.
-    pub fn endpoint_forwarding(&self, endpoint: &str) -> bool {
-        match self.forwarding_off.read() {
-            Ok(off) => !off.contains(endpoint),
-            Err(poisoned) => !poisoned.into_inner().contains(endpoint),
-        }
-    }
-
-    fn forward_url(&self) -> Option<String> {
-        match self.forward_to.read() {
-            Ok(guard) => guard.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
-    }
-
-    /// Takes one from the fail-next counter; returns how many remain when one was taken.
-    fn take_failure(&self) -> Option<u32> {
-        use std::sync::atomic::Ordering;
-        self.fail_next
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-            .ok()
-            .map(|before| before - 1)
-    }
-}
-
 struct Shared {
     settings: SharedSettings,
     writer: StoreWriter,
@@ -135,18 +61,6 @@ struct Shared {
     client: Option<crate::net::client::Client>,
     /// The forwarding client that accepts any certificate (`forward_insecure`).
     insecure_client: Option<crate::net::client::Client>,
-    /// A read connection, opened at the first delivery a rule's condition must decide.
-    reader: std::sync::Mutex<Option<crate::store::Reader>>,
-}
-
-impl Shared {
-    /// The settings as they are now (the window may have replaced them).
-    fn settings(&self) -> Arc<Settings> {
-        match self.settings.read() {
-            Ok(guard) => Arc::clone(&guard),
-            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
-        }
-    }
 }
 
 /// A running receiver. Dropping it stops it.
@@ -196,7 +110,6 @@ impl Receiver {
                 crate::net::client::Tls::AcceptInvalid,
             )
             .ok(),
-            reader: std::sync::Mutex::new(None),
         });
         let (shutdown, shutdown_signal) = oneshot::channel::<()>();
         let thread = std::thread::Builder::new()
@@ -296,77 +209,38 @@ async fn read_body(body: Body, limit: usize) -> BodyOutcome {
     BodyOutcome::Whole(bytes)
 }
 
-/// A request as read off the wire: the delivery to record, and when its body could not be
-/// taken whole, the status it must get and the note that says why.
-struct Captured {
-    delivery: Delivery,
-    forced_status: Option<u16>,
-    note: Option<String>,
-}
-
-/// One delivery, from the socket to the answer: read → evaluate → store → (forward) → answer.
-/// Nothing is acknowledged before its transaction has committed.
+/// One delivery, from the socket to the answer: read → decide (`capture::decide`) → store →
+/// (forward) → answer. Nothing is acknowledged before its transaction has committed.
 async fn handle(
     State(shared): State<Arc<Shared>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     request: Request,
 ) -> Response {
     let started = Instant::now();
-    let received_at_ms = now_ms();
-    let settings = shared.settings();
-    let captured = read(request, peer, received_at_ms, settings.body_limit).await;
-    let (delivery, evaluation) = match evaluate(&settings, captured.delivery).await {
-        Ok(checked) => checked,
+    let settings = shared.settings.get();
+    let received = read(request, peer, now_ms(), settings.body_limit).await;
+    let Decision { mut record, reply } = match decided(&shared, &settings, received).await {
+        Ok(decision) => decision,
         Err(response) => return response,
     };
-    let endpoint = settings.endpoint_for(&delivery.path);
-    // A provider's challenge is answered from the request alone, at once: no delay, no forced
-    // failure, no forward (the handler is not asked to answer for hookscope).
-    if captured.forced_status.is_none()
-        && let Some(reply) = evaluation.handshake.as_ref().and_then(|h| h.answer.clone())
-    {
-        let record = NewRecord {
-            endpoint: endpoint.path.clone(),
-            delivery,
-            evaluation,
-            response_status: reply.status,
-            latency_ms: started.elapsed().as_millis() as u64,
-            note: None,
-        };
-        return match store(&shared, record).await {
-            Ok(stored) => answer_handshake(&shared, stored, reply).await,
-            Err(response) => response,
-        };
-    }
-    let (forced_status, note) = match (captured.forced_status, shared.controls.take_failure()) {
-        (None, Some(left)) => (
-            Some(500u16),
-            Some(format!(
-                "Answered 500 on purpose (the fail-next switch; {left} more to fail)."
-            )),
-        ),
-        (forced, _) => (forced, captured.note),
+    let (status, delay_ms) = match reply {
+        Reply::Handshake(reply) => {
+            record.latency_ms = started.elapsed().as_millis() as u64;
+            return match store(&shared, record).await {
+                Ok(stored) => answer_handshake(&shared, stored, reply).await,
+                Err(response) => response,
+            };
+        }
+        Reply::Endpoint { status, delay_ms } => (status, delay_ms),
+        Reply::Recorded => (record.response_status, 0),
     };
-    let status = forced_status.unwrap_or(endpoint.respond_status);
-    // A refused or failed delivery is answered at once; the configured delay is for the rest.
-    let delay_ms = if forced_status.is_some() {
-        0
-    } else {
-        endpoint.respond_delay_ms
-    };
-    let record = NewRecord {
-        endpoint: endpoint.path.clone(),
-        delivery,
-        evaluation,
-        response_status: status,
-        latency_ms: started.elapsed().as_millis() as u64 + delay_ms,
-        note,
-    };
-    let mut stored = match store(&shared, record).await {
+    record.latency_ms = started.elapsed().as_millis() as u64 + delay_ms;
+    let stored = match store(&shared, record).await {
         Ok(stored) => stored,
         Err(response) => return response,
     };
-    let status = forward(&shared, endpoint, &mut stored, status).await;
+    let endpoint = settings.endpoint_for(&stored.delivery.path);
+    let status = forward(&shared, endpoint, &stored, status).await;
     if delay_ms > 0 {
         tokio::time::sleep(Duration::from_millis(delay_ms)).await;
     }
@@ -447,7 +321,7 @@ struct Answer<'a> {
 
 /// Reads the request: headers as sent, the body whole up to `limit` (over it, or cut short, the
 /// delivery keeps its headers and size and is marked incomplete).
-async fn read(request: Request, peer: SocketAddr, received_at_ms: i64, limit: usize) -> Captured {
+async fn read(request: Request, peer: SocketAddr, received_at_ms: i64, limit: usize) -> Received {
     let (parts, body) = request.into_parts();
     let declared_len = parts
         .headers
@@ -512,30 +386,30 @@ async fn read(request: Request, peer: SocketAddr, received_at_ms: i64, limit: us
         body_complete,
         remote_addr: Some(peer.to_string()),
     };
-    Captured {
+    Received {
         delivery,
-        forced_status,
-        note,
+        how: How::Live {
+            refused: forced_status.zip(note),
+        },
     }
 }
 
-/// Runs the pure checks. A failed signature is diagnosed by re-computing it many ways; over a
-/// large body that is real CPU work, so it leaves the async workers free.
-async fn evaluate(
+/// The capture pipeline's decision (`capture::decide`). A failed signature is diagnosed by
+/// re-computing it many ways; over a large body that is real CPU work, so it leaves the async
+/// workers free.
+async fn decided(
+    shared: &Arc<Shared>,
     settings: &Arc<Settings>,
-    delivery: Delivery,
-) -> Result<(Delivery, Evaluation), Response> {
-    let now_secs = delivery.received_at_ms.div_euclid(1000);
-    if delivery.body.len() <= 64 * 1024 {
-        let evaluation =
-            checks::evaluate(&delivery, settings.endpoint_for(&delivery.path), now_secs);
-        return Ok((delivery, with_clock_note(evaluation)));
+    received: Received,
+) -> Result<Decision, Response> {
+    if received.delivery.body.len() <= 64 * 1024 {
+        let endpoint = settings.endpoint_for(&received.delivery.path);
+        return Ok(capture::decide(endpoint, received, &shared.controls));
     }
-    let settings = Arc::clone(settings);
+    let (settings, controls) = (Arc::clone(settings), Arc::clone(&shared.controls));
     tokio::task::spawn_blocking(move || {
-        let evaluation =
-            checks::evaluate(&delivery, settings.endpoint_for(&delivery.path), now_secs);
-        (delivery, with_clock_note(evaluation))
+        let endpoint = settings.endpoint_for(&received.delivery.path);
+        capture::decide(endpoint, received, &controls)
     })
     .await
     .map_err(|e| {
@@ -546,22 +420,6 @@ async fn evaluate(
         )
             .into_response()
     })
-}
-
-/// The timestamp check is made against the clock as it reads now; when that clock jumped
-/// while hookscope ran, its sentence says so.
-fn with_clock_note(mut evaluation: Evaluation) -> Evaluation {
-    if evaluation.timestamp.skew_secs.is_some()
-        && let Some(jump) = crate::domain::clock::jump_sentence()
-    {
-        let mut first = jump;
-        first[..1].make_ascii_uppercase();
-        evaluation.timestamp.detail = format!(
-            "{} {first}: the check used the clock as it reads now.",
-            evaluation.timestamp.detail
-        );
-    }
-    evaluation
 }
 
 /// Commits the delivery. Not stored means not acknowledged: a 503 makes the sender retry later.
@@ -593,42 +451,33 @@ struct Target {
     insecure: bool,
 }
 
-/// The targets of a stored delivery: its endpoint's rules whose condition it meets (unless
-/// the endpoint's forwarding is switched off), then the receiver-wide target (`listen
-/// --forward-to`, the window's switch). Also, when the endpoint has rules and the delivery met
-/// none, how many there were.
-fn targets(
-    shared: &Shared,
-    endpoint: &Endpoint,
-    stored: &StoredDelivery,
-) -> (Vec<Target>, Option<u32>) {
+/// The targets of a stored delivery: its endpoint's rules whose condition it met when it was
+/// stored (`StoredDelivery::met`, decided in its transaction; none while the endpoint's
+/// forwarding is switched off), then the receiver-wide target (`listen --forward-to`, the
+/// window's switch).
+fn targets(shared: &Shared, endpoint: &Endpoint, stored: &StoredDelivery) -> Vec<Target> {
     let mut targets = Vec::new();
-    let mut unrouted = None;
     let rules = &endpoint.forward;
-    if !rules.is_empty() && shared.controls.endpoint_forwarding(&endpoint.path) {
-        let conditions: Vec<&crate::domain::filter::Filter> =
-            rules.iter().filter_map(|r| r.filter.as_ref()).collect();
-        // `None`: the store could not say; the conditional rules are not applied, and the
-        // delivery is not marked unrouted for it (the reason went to stderr).
-        let decided = match conditions.is_empty() {
-            true => Some(Vec::new()),
-            false => meets(shared, stored.id, &conditions),
-        };
-        let undecided = decided.is_none();
-        let mut met = decided.unwrap_or_default().into_iter();
-        for rule in rules {
-            // A rule without a condition takes every delivery.
-            if rule.filter.is_none() || met.next().unwrap_or(false) {
-                targets.push(Target {
-                    url: rule.to.clone(),
-                    mirror: rule.mirror,
-                    insecure: rule.insecure,
-                });
+    match &stored.met {
+        _ if rules.is_empty() || !shared.controls.endpoint_forwarding(&endpoint.path) => {}
+        Some(met) => {
+            let mut met = met.iter();
+            for rule in rules {
+                // A rule without a condition takes every delivery.
+                if rule.filter.is_none() || met.next().copied().unwrap_or(false) {
+                    targets.push(Target {
+                        url: rule.to.clone(),
+                        mirror: rule.mirror,
+                        insecure: rule.insecure,
+                    });
+                }
             }
         }
-        if targets.is_empty() && !undecided {
-            unrouted = Some(rules.len() as u32);
-        }
+        // The conditional rules are not applied, and the delivery is not marked unrouted.
+        None => eprintln!(
+            "hookscope: forwarding rules cannot be decided for delivery #{}: the store could not evaluate their conditions",
+            stored.id
+        ),
     }
     if let Some(url) = shared.controls.forward_url() {
         targets.push(Target {
@@ -637,65 +486,23 @@ fn targets(
             insecure: shared.controls.forward_insecure.load(Ordering::SeqCst),
         });
     }
-    (targets, unrouted)
-}
-
-/// Which conditions a stored delivery meets, read from the store with the list's own SQL;
-/// `None` when the store cannot be read (said on stderr).
-fn meets(
-    shared: &Shared,
-    id: i64,
-    conditions: &[&crate::domain::filter::Filter],
-) -> Option<Vec<bool>> {
-    let mut slot = match shared.reader.lock() {
-        Ok(guard) => guard,
-        Err(poisoned) => poisoned.into_inner(),
-    };
-    if slot.is_none() {
-        match crate::store::Reader::open(shared.writer.path()) {
-            Ok(reader) => *slot = Some(reader),
-            Err(e) => {
-                eprintln!("hookscope: forwarding rules cannot be decided for delivery #{id}: {e}");
-                return None;
-            }
-        }
-    }
-    let reader = slot.as_ref()?;
-    match reader.meets(id, conditions) {
-        Ok(met) => Some(met),
-        Err(e) => {
-            eprintln!("hookscope: forwarding rules cannot be decided for delivery #{id}: {e}");
-            None
-        }
-    }
+    targets
 }
 
 /// Forwards the stored delivery to each of its targets, recording each attempt; returns the
-/// status to answer (the mirrored handler's, when a target mirrors; 502 when it gave none).
-/// A delivery that met none of its endpoint's rules is marked so.
+/// status to answer (the mirrored handler's, when a target mirrors; 502 when it gave none),
+/// recorded on the delivery in the mirrored attempt's own transaction.
 async fn forward(
     shared: &Shared,
     endpoint: &Endpoint,
-    stored: &mut StoredDelivery,
+    stored: &StoredDelivery,
     status: u16,
 ) -> u16 {
-    let (targets, unrouted) = targets(shared, endpoint, stored);
-    let id = stored.id;
-    if let Some(rules) = unrouted {
-        stored.unrouted = Some(rules);
-        if let Err(e) = shared
-            .writer
-            .maintain(Maintenance::Unrouted { id, rules })
-            .await
-        {
-            eprintln!(
-                "hookscope: delivery #{id} matched no forwarding rule, and that could not be recorded: {e}"
-            );
-        }
-    }
+    let targets = targets(shared, endpoint, stored);
     if targets.is_empty() {
         return status;
     }
+    let id = stored.id;
     let outgoing = Arc::new(crate::net::client::prepare_forward(stored));
     let mut mirrored = None;
     for target in targets {
@@ -707,55 +514,50 @@ async fn forward(
         let Some(client) = client else {
             continue;
         };
+        let mirror = target.mirror && mirrored.is_none();
         let (writer, outgoing, url) = (shared.writer.clone(), Arc::clone(&outgoing), target.url);
         let sent = async move {
-            let attempt = client
+            let attempt = match client
                 .send(&url, &outgoing, AttemptKind::Forward, Some(id))
-                .await;
-            let answered = attempt.as_ref().ok().and_then(|a| a.status);
-            match attempt {
-                Ok(attempt) => {
-                    if let Err(e) = writer.attempt(attempt).await {
-                        eprintln!(
-                            "hookscope: the forward of delivery #{id} to {} could not be recorded: {e}",
-                            crate::domain::delivery::masked_url(&url)
-                        );
-                    }
-                }
+                .await
+            {
+                Ok(attempt) => attempt,
                 Err(e) => {
-                    eprintln!(
-                        "hookscope: delivery #{id} could not be forwarded to {}: {e}",
-                        crate::domain::delivery::masked_url(&url)
-                    )
+                    let url = crate::domain::delivery::masked_url(&url);
+                    eprintln!("hookscope: delivery #{id} could not be forwarded to {url}: {e}");
+                    return None;
                 }
+            };
+            // The sender gets the handler's answer, so a failing handler earns retries, as it
+            // would in production.
+            let answered = attempt.status.unwrap_or(502);
+            let note = (mirror && answered != status).then(|| {
+                (
+                    answered,
+                    format!(
+                        "Answered {answered}, the forwarded handler's status (the answer mirrors the handler's)."
+                    ),
+                )
+            });
+            if let Err(e) = writer.attempt_answered(attempt, note).await {
+                eprintln!(
+                    "hookscope: the forward of delivery #{id} to {} could not be recorded: {e}",
+                    crate::domain::delivery::masked_url(&url)
+                );
             }
-            answered
+            Some(answered)
         };
-        if target.mirror && mirrored.is_none() {
+        if mirror {
             mirrored = Some(sent);
         } else {
             tokio::spawn(sent);
         }
     }
-    let Some(sent) = mirrored else {
-        return status;
-    };
-    // The sender gets the handler's answer, so a failing handler earns retries, as it would in
-    // production.
-    let mirrored = sent.await.unwrap_or(502);
-    if mirrored != status {
-        let task = Maintenance::SetResponse {
-            id,
-            status: mirrored,
-            note: format!(
-                "Answered {mirrored}, the forwarded handler's status (the answer mirrors the handler's)."
-            ),
-        };
-        if let Err(e) = shared.writer.maintain(task).await {
-            eprintln!("hookscope: delivery #{id}'s mirrored status could not be recorded: {e}");
-        }
+    match mirrored {
+        // A forward that could not even be built leaves hookscope's own answer.
+        Some(sent) => sent.await.unwrap_or(status),
+        None => status,
     }
-    mirrored
 }
 
 /// Reports the stored delivery to the front end, then answers the sender: the endpoint's body

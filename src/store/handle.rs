@@ -205,8 +205,23 @@ impl StoreWriter {
 
     /// Records an outbound attempt; returns its id.
     pub async fn attempt(&self, attempt: Attempt) -> Result<i64, StoreError> {
+        self.attempt_answered(attempt, None).await
+    }
+
+    /// Records a forward's attempt and, in the same transaction, the status the delivery was
+    /// answered with because of it (a mirrored handler's) and why.
+    pub async fn attempt_answered(
+        &self,
+        attempt: Attempt,
+        answered: Option<(u16, String)>,
+    ) -> Result<i64, StoreError> {
         let attempt = Box::new(attempt);
-        self.ask(|reply| WriteJob::Attempt { attempt, reply }).await
+        self.ask(|reply| WriteJob::Attempt {
+            attempt,
+            answered,
+            reply,
+        })
+        .await
     }
 
     /// Applies a maintenance task from async code.

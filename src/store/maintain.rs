@@ -68,22 +68,6 @@ pub enum Maintenance {
         /// The new schema check (its endpoint's contract may have changed, or gone).
         schema: Option<Box<crate::domain::contract::SchemaCheck>>,
     },
-    /// Records the status hookscope actually answered (when it mirrored a forwarded handler).
-    SetResponse {
-        /// The delivery.
-        id: i64,
-        /// The status answered.
-        status: u16,
-        /// A note on why.
-        note: String,
-    },
-    /// Marks a delivery that matched none of its endpoint's `rules` forwarding rules.
-    Unrouted {
-        /// The delivery.
-        id: i64,
-        /// How many rules it matched none of.
-        rules: u32,
-    },
     /// Records outbound attempts in one transaction (the simulator's, many at a time).
     RecordAttempts(Vec<Attempt>),
     /// Records one poll of a job API (a job the store has not seen gets a row in `jobs`).
@@ -147,14 +131,6 @@ pub(crate) fn maintain(
             (signature, timestamp, advice),
             schema.as_deref(),
         )?,
-        Maintenance::SetResponse { id, status, note } => tx.execute(
-            "UPDATE deliveries SET response_status = ?2, note = COALESCE(note || ' ', '') || ?3 WHERE id = ?1",
-            params![id, status, note],
-        )?,
-        Maintenance::Unrouted { id, rules } => tx.execute(
-            "UPDATE deliveries SET unrouted = ?2 WHERE id = ?1",
-            params![id, rules],
-        )?,
         Maintenance::RecordPoll(poll) => record_poll(&tx, poll)?,
         Maintenance::RecordAttempts(attempts) => {
             for attempt in attempts {
@@ -199,6 +175,20 @@ pub(crate) fn maintain(
         let _ = guard.commit();
     }
     Ok(touched)
+}
+
+/// Records the status hookscope actually answered delivery `id` (when it mirrored a forwarded
+/// handler) and the note that says why, in the caller's transaction: the forward's attempt's.
+pub(crate) fn set_response(
+    tx: &Connection,
+    id: i64,
+    status: u16,
+    note: &str,
+) -> Result<usize, rusqlite::Error> {
+    tx.prepare_cached(
+        "UPDATE deliveries SET response_status = ?2, note = COALESCE(note || ' ', '') || ?3 WHERE id = ?1",
+    )?
+    .execute(params![id, status, note])
 }
 
 /// `checks::duplicate_scope` of a stored row, in SQL over `deliveries`' columns (schema v16's

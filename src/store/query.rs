@@ -45,6 +45,29 @@ pub fn text_only(filter: &Filter) -> Option<String> {
     })
 }
 
+/// Which of `conditions` delivery `id` meets, as stored, on `conn`: the list's filter language
+/// decides forwarding rules with the very SQL that filters the list. The writer asks it inside
+/// the delivery's own transaction; the endpoint editor's *Test* through [`crate::store::Reader`].
+pub(crate) fn meets(
+    conn: &rusqlite::Connection,
+    id: i64,
+    conditions: &[Filter],
+) -> Result<Vec<bool>, rusqlite::Error> {
+    conditions
+        .iter()
+        .map(|filter| {
+            let (condition, mut params) = condition(filter);
+            params.push(id.to_string());
+            let sql = format!(
+                "SELECT EXISTS (SELECT 1 FROM deliveries WHERE id = CAST(?{} AS INTEGER) AND ({condition}))",
+                params.len()
+            );
+            let mut stmt = conn.prepare_cached(&sql)?;
+            stmt.query_row(rusqlite::params_from_iter(params.iter()), |r| r.get(0))
+        })
+        .collect()
+}
+
 /// The SQL condition (for `WHERE`) and its parameters.
 pub fn condition(filter: &Filter) -> (String, Vec<String>) {
     let mut clauses = Vec::new();

@@ -377,20 +377,8 @@ impl Reader {
     /// Which of `conditions` delivery `id` meets, as stored: the list's filter language decides
     /// forwarding rules with the very SQL that filters the list. A condition of free text
     /// would read the text index, which fills later: rules refuse it (`Filter::parse_rule`).
-    pub fn meets(&self, id: i64, conditions: &[&Filter]) -> Result<Vec<bool>, StoreError> {
-        conditions
-            .iter()
-            .map(|filter| {
-                let (condition, mut params) = query::condition(filter);
-                params.push(id.to_string());
-                let sql = format!(
-                    "SELECT EXISTS (SELECT 1 FROM deliveries WHERE id = CAST(?{} AS INTEGER) AND ({condition}))",
-                    params.len()
-                );
-                let mut stmt = self.conn.prepare_cached(&sql)?;
-                Ok(stmt.query_row(rusqlite::params_from_iter(params.iter()), |r| r.get(0))?)
-            })
-            .collect()
+    pub fn meets(&self, id: i64, conditions: &[Filter]) -> Result<Vec<bool>, StoreError> {
+        Ok(query::meets(&self.conn, id, conditions)?)
     }
 
     /// How many stored deliveries matched none of their endpoint's forwarding rules.

@@ -23,6 +23,32 @@ pub struct NewRecord {
     pub latency_ms: u64,
     /// A note on anything unusual (oversized body, client gone).
     pub note: Option<String>,
+    /// The endpoint's forwarding rules, decided in the delivery's own write transaction.
+    pub routing: Routing,
+}
+
+/// The forwarding rules a delivery is routed by. Their conditions are decided on the stored row,
+/// with the list's SQL, inside the transaction that stores it (`StoredDelivery::met`), and a
+/// delivery that meets none is marked unrouted there: no store round trip after the write.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Routing {
+    /// How many rules apply (0: none, or the endpoint's forwarding is switched off).
+    pub rules: u32,
+    /// Whether one of them has no condition (it takes every delivery).
+    pub unconditional: bool,
+    /// The conditions of the rules that have one, in the rules' order.
+    pub conditions: Vec<crate::domain::filter::Filter>,
+}
+
+/// What the writer decided for a delivery inside its transaction.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Written {
+    pub(crate) id: i64,
+    pub(crate) duplicate: DuplicateCheck,
+    /// Which of `Routing::conditions` it met; `None` when they could not be decided.
+    pub(crate) met: Option<Vec<bool>>,
+    /// When it met none of its rules: how many there were.
+    pub(crate) unrouted: Option<u32>,
 }
 
 impl NewRecord {
@@ -41,11 +67,12 @@ impl NewRecord {
             response_status: 200,
             latency_ms: 1,
             note: None,
+            routing: Routing::default(),
         }
     }
 
-    /// The delivery as stored under `id` with its `duplicate` verdict (moved, not copied).
-    pub(crate) fn into_stored(self, id: i64, duplicate: DuplicateCheck) -> StoredDelivery {
+    /// The delivery as the writer stored it (moved, not copied).
+    pub(crate) fn into_stored(self, written: Written) -> StoredDelivery {
         let NewRecord {
             delivery,
             endpoint,
@@ -53,7 +80,14 @@ impl NewRecord {
             response_status,
             latency_ms,
             note,
+            routing: _,
         } = self;
+        let Written {
+            id,
+            duplicate,
+            met,
+            unrouted,
+        } = written;
         StoredDelivery {
             id,
             delivery,
@@ -74,7 +108,8 @@ impl NewRecord {
             response_status,
             latency_ms,
             note,
-            unrouted: None,
+            unrouted,
+            met,
         }
     }
 }
@@ -110,6 +145,9 @@ pub struct StoredDelivery {
     pub note: Option<String>,
     /// When its endpoint had forwarding rules and it matched none: how many there were.
     pub unrouted: Option<u32>,
+    /// Just stored: which of its routing conditions it met (`Routing::conditions`, in order).
+    /// `None` when read back from the store, or when they could not be decided.
+    pub met: Option<Vec<bool>>,
 }
 
 /// One line of the deliveries list: what the list shows, without the body.
@@ -223,6 +261,7 @@ pub(crate) fn read_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RowResult> {
         latency_ms: row.get::<_, i64>(18)?.max(0) as u64,
         note: row.get(19)?,
         unrouted: row.get(23)?,
+        met: None,
     }))
 }
 

@@ -15,7 +15,7 @@ use crate::domain::delivery::encode_headers;
 use crate::store::error::StoreError;
 use crate::store::health::{self, Health, Identity, Trouble};
 use crate::store::maintain::{Maintenance, maintain, write_attempt};
-use crate::store::records::{NewRecord, StoredDelivery};
+use crate::store::records::{NewRecord, StoredDelivery, Written};
 
 /// How many pending writes the channel holds before senders wait.
 pub(crate) const WRITE_QUEUE: usize = 4096;
@@ -41,6 +41,9 @@ pub(crate) enum WriteJob {
     },
     Attempt {
         attempt: Box<Attempt>,
+        /// The status answered for the delivery (a mirrored handler's) and why, recorded in
+        /// the same transaction.
+        answered: Option<(u16, String)>,
         reply: oneshot::Sender<Result<i64, StoreError>>,
     },
     InsertMany {
@@ -151,8 +154,19 @@ pub(crate) fn writer_loop(
             WriteJob::Maintain { task, reply } => {
                 let _ = reply.send(w.maintain(&task));
             }
-            WriteJob::Attempt { attempt, reply } => {
-                let _ = reply.send(w.transact(|tx| write_attempt(tx, &attempt)));
+            WriteJob::Attempt {
+                attempt,
+                answered,
+                reply,
+            } => {
+                let _ = reply.send(w.transact(|tx| {
+                    let id = write_attempt(tx, &attempt)?;
+                    if let (Some((status, note)), Some(delivery)) = (&answered, attempt.delivery_id)
+                    {
+                        crate::store::maintain::set_response(tx, delivery, *status, note)?;
+                    }
+                    Ok(id)
+                }));
             }
             WriteJob::InsertMany { records, reply } => {
                 let _ = reply.send(w.insert_many(&records));
@@ -327,7 +341,7 @@ impl Writer<'_> {
         let ids: Vec<i64> = self
             .transact(|tx| write_rows(tx, &refs).map_err(|(_, e)| e))?
             .into_iter()
-            .map(|(id, _)| id)
+            .map(|written| written.id)
             .collect();
         if let Some(text) = &self.text {
             while crate::store::text::index_pending(&self.conn, text, BULK_INDEX_CHUNK, &|_| {})
@@ -354,8 +368,8 @@ impl Writer<'_> {
             match self.write_batch(&records) {
                 Ok(verdicts) => {
                     self.health.ok();
-                    for ((record, reply), (id, duplicate)) in batch.into_iter().zip(verdicts) {
-                        let _ = reply.send(Ok(record.into_stored(id, duplicate)));
+                    for ((record, reply), written) in batch.into_iter().zip(verdicts) {
+                        let _ = reply.send(Ok(record.into_stored(written)));
                     }
                     return;
                 }
@@ -378,10 +392,7 @@ impl Writer<'_> {
 
     /// One transaction for the batch: ids and verdicts decided and rows written, then the
     /// synced commit.
-    fn write_batch(
-        &mut self,
-        records: &[&NewRecord],
-    ) -> Result<Vec<(i64, DuplicateCheck)>, BatchError> {
+    fn write_batch(&mut self, records: &[&NewRecord]) -> Result<Vec<Written>, BatchError> {
         let refused = records.len() as u64;
         self.begin(refused).map_err(BatchError::Store)?;
         let written = write_rows(&self.conn, records).and_then(|verdicts| {
@@ -434,20 +445,47 @@ fn next_id(conn: &Connection) -> Result<i64, rusqlite::Error> {
 /// Why rows were not written: which record failed (`None`: not one record's), and SQLite's error.
 type RowsError = (Option<usize>, rusqlite::Error);
 
-/// Decides each record's id and duplicate verdict and writes its row, in the caller's
+/// Decides each record's id, duplicate verdict and routing and writes its row, in the caller's
 /// transaction.
-fn write_rows(
-    conn: &Connection,
-    records: &[&NewRecord],
-) -> Result<Vec<(i64, DuplicateCheck)>, RowsError> {
+fn write_rows(conn: &Connection, records: &[&NewRecord]) -> Result<Vec<Written>, RowsError> {
     let first = next_id(conn).map_err(|e| (None, e))?;
     let mut verdicts = Vec::with_capacity(records.len());
     for (offset, record) in records.iter().enumerate() {
         let id = first + offset as i64;
         let duplicate = write_row(conn, record, id).map_err(|e| (Some(offset), e))?;
-        verdicts.push((id, duplicate));
+        let (met, unrouted) = route(conn, record, id).map_err(|e| (Some(offset), e))?;
+        verdicts.push(Written {
+            id,
+            duplicate,
+            met,
+            unrouted,
+        });
     }
     Ok(verdicts)
+}
+
+/// Which of its routing conditions the delivery just written as `id` meets, with the list's SQL
+/// on its row, and when it meets none of its rules, the mark that says so: in the same
+/// transaction. A condition SQLite cannot decide leaves the rules undecided (the delivery is
+/// stored all the same); only a failing write of the mark fails the row.
+fn route(
+    conn: &Connection,
+    record: &NewRecord,
+    id: i64,
+) -> Result<(Option<Vec<bool>>, Option<u32>), rusqlite::Error> {
+    let routing = &record.routing;
+    if routing.rules == 0 {
+        return Ok((Some(Vec::new()), None));
+    }
+    let Ok(met) = crate::store::query::meets(conn, id, &routing.conditions) else {
+        return Ok((None, None));
+    };
+    if routing.unconditional || met.contains(&true) {
+        return Ok((Some(met), None));
+    }
+    conn.prepare_cached("UPDATE deliveries SET unrouted = ?2 WHERE id = ?1")?
+        .execute(params![id, routing.rules])?;
+    Ok((Some(met), Some(routing.rules)))
 }
 
 /// What a delivery does to the (scope, event id) table.

@@ -1,0 +1,291 @@
+//! The capture session: what `hookscope listen` and the window both run while they capture. It
+//! holds the data dir's capture lock, the capturing store, the settings every source reads
+//! (with the contracts reloaded when their files change), the switches the front end flips, the
+//! HTTP receiver (the first source of deliveries; a source hands `capture::decide` a request
+//! and stores what it decides), the background reconciler, the retention schedule and the
+//! store's health. The two front ends start the same [`Session`] and differ only in how they
+//! say what it reports ([`Said`]).
+//!
+//! Decided once for both: retention runs at start, on a saved config and every
+//! [`RETENTION_EVERY`]; the housekeeping ([`Session::tick`]: the health, a contract edited on
+//! disk, the retention when due) runs every [`HOUSEKEEPING_EVERY`]; when another hookscope
+//! holds the data dir, the window opens its history read-only and `listen` refuses to start
+//! ([`SessionOptions::read_only_fallback`]).
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
+
+use crate::app::paths::STORE_FILE;
+use crate::app::{self, AppError};
+use crate::capture::{Controls, SharedSettings};
+use crate::config::{ConfigFile, Overrides, Settings};
+use crate::domain::clock::now_ms;
+use crate::net::receiver::Receiver;
+use crate::store::{CaptureLock, HealthReport, Store, StoreError, StoreWriter, StoredDelivery};
+
+/// How often the front end calls [`Session::tick`].
+pub const HOUSEKEEPING_EVERY: Duration = Duration::from_millis(250);
+
+/// How often retention runs while capturing (besides at start and on a saved config).
+pub const RETENTION_EVERY: Duration = Duration::from_secs(600);
+
+/// What a session is started with.
+#[derive(Debug, Clone)]
+pub struct SessionOptions {
+    /// The data dir (the store, the capture lock).
+    pub data_dir: PathBuf,
+    /// The config file as loaded.
+    pub config: ConfigFile,
+    /// What the command line overrides in it.
+    pub overrides: Overrides,
+    /// The switches, as the front end set them (`listen --forward-to`; the window's start
+    /// empty).
+    pub controls: Arc<Controls>,
+    /// When another hookscope captures into the data dir (or it cannot be written) and a
+    /// history is there: open it read-only and capture nothing (the window), rather than
+    /// fail (`listen`).
+    pub read_only_fallback: bool,
+}
+
+/// What a session has to say; each front end says it its own way.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Said {
+    /// The store was damaged and kept aside: the sentence that says so.
+    Recovered(String),
+    /// Retention removed this many old deliveries.
+    Retained(usize),
+    /// The store's health changed: how it is now.
+    Health(HealthReport),
+    /// A contract file changed and is applied from now: the sentence that says so.
+    ContractApplied(String),
+    /// Something the session did failed (retention, a changed contract that does not compile).
+    Failed(String),
+}
+
+/// A running capture session.
+pub struct Session {
+    store: Store,
+    _lock: Option<CaptureLock>,
+    read_only: Option<String>,
+    settings: SharedSettings,
+    controls: Arc<Controls>,
+    config: ConfigFile,
+    overrides: Overrides,
+    receiver: Option<Receiver>,
+    reconciler: Option<app::background::Background>,
+    last_retention: Instant,
+    health_changes: u64,
+}
+
+impl Session {
+    /// Takes the data dir's capture lock, opens the store (keeping a damaged one aside), and
+    /// applies the retention; returns the session and what it has to say already.
+    pub fn open(options: SessionOptions) -> Result<(Session, Vec<Said>), AppError> {
+        let settings = Settings::resolve(&options.config, &options.overrides)?;
+        let (store, recovered, lock, read_only) = open_store(&options)?;
+        let health_changes = store.writer().health().changes;
+        let mut session = Session {
+            store,
+            _lock: lock,
+            read_only,
+            settings: SharedSettings::new(settings),
+            controls: options.controls,
+            config: options.config,
+            overrides: options.overrides,
+            receiver: None,
+            reconciler: None,
+            last_retention: Instant::now(),
+            health_changes,
+        };
+        let mut said: Vec<Said> = recovered.into_iter().map(Said::Recovered).collect();
+        said.extend(session.apply_retention());
+        Ok((session, said))
+    }
+
+    /// Starts the HTTP receiver on `bind:port` (port 0 picks a free one), replacing the one
+    /// running; each stored delivery is sent on `events`. Refused on a read-only history.
+    pub fn start_receiver(
+        &mut self,
+        bind: IpAddr,
+        port: u16,
+        events: Option<mpsc::Sender<StoredDelivery>>,
+    ) -> Result<SocketAddr, AppError> {
+        self.stop_receiver();
+        if let Some(sentence) = &self.read_only {
+            return Err(AppError::Failed(sentence.clone()));
+        }
+        let receiver = Receiver::start(
+            bind,
+            port,
+            self.settings.clone(),
+            self.store.writer(),
+            events,
+            Arc::clone(&self.controls),
+        )
+        .map_err(|e| AppError::Failed(e.to_string()))?;
+        let addr = receiver.local_addr();
+        self.receiver = Some(receiver);
+        Ok(addr)
+    }
+
+    /// Stops the receiver (in-flight deliveries committed and answered).
+    pub fn stop_receiver(&mut self) {
+        if let Some(receiver) = self.receiver.take() {
+            receiver.stop();
+        }
+    }
+
+    /// Starts the background reconciler when an endpoint has a job API (not on a read-only
+    /// history): a pass at start-up, then one every `app::reconcile::BACKGROUND_EVERY`; `report`
+    /// gets each sentence, on the reconciler's thread.
+    pub fn start_reconciler(
+        &mut self,
+        report: impl FnMut(String) + Send + 'static,
+    ) -> Result<(), AppError> {
+        let settings = Settings::clone(&self.settings.get());
+        if self.read_only.is_some() || app::reconcile::apis(&settings, None).is_err() {
+            return Ok(());
+        }
+        let (path, writer) = (self.store.path().to_path_buf(), self.store.writer());
+        let stuck = app::jobs::stuck_after_ms(None, &self.config);
+        self.reconciler = Some(app::background::spawn("hookscope-reconcile", move |_| {
+            app::reconcile::background(
+                settings,
+                path,
+                writer,
+                stuck,
+                app::reconcile::BACKGROUND_EVERY,
+                report,
+            )
+        })?);
+        Ok(())
+    }
+
+    /// The housekeeping, every [`HOUSEKEEPING_EVERY`]: a change of the store's health, a
+    /// contract whose files changed (applied to the next delivery), the retention when due.
+    pub fn tick(&mut self) -> Vec<Said> {
+        let mut said = Vec::new();
+        let health = self.store.writer().health();
+        if health.changes != self.health_changes {
+            self.health_changes = health.changes;
+            said.push(Said::Health(health));
+        }
+        match app::contract::reload_if_changed(&self.config, &self.overrides, &self.settings) {
+            Some(Ok(sentence)) => said.push(Said::ContractApplied(sentence)),
+            Some(Err(e)) => said.push(Said::Failed(e.to_string())),
+            None => {}
+        }
+        if self.last_retention.elapsed() >= RETENTION_EVERY {
+            said.extend(self.apply_retention());
+        }
+        said
+    }
+
+    /// A config saved by the front end: resolved (a bad one is refused and nothing changes),
+    /// applied to the next delivery, and its retention applied.
+    pub fn replace_config(&mut self, file: ConfigFile) -> Result<Option<Said>, AppError> {
+        let settings = Settings::resolve(&file, &self.overrides)?;
+        self.settings.replace(settings);
+        self.config = file;
+        Ok(self.apply_retention())
+    }
+
+    /// Applies the config's retention now (nothing on a read-only history).
+    pub fn apply_retention(&mut self) -> Option<Said> {
+        self.last_retention = Instant::now();
+        if self.read_only.is_some() {
+            return None;
+        }
+        // Whole seconds: two passes in the same second remove the same rows.
+        let now = (now_ms() / 1000) * 1000;
+        match app::history::apply_retention(&self.store.writer(), &self.config.retention, now) {
+            Ok(0) => None,
+            Ok(n) => Some(Said::Retained(n)),
+            Err(e) => Some(Said::Failed(e.to_string())),
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// A handle on the store's writer.
+    pub fn writer(&self) -> StoreWriter {
+        self.store.writer()
+    }
+
+    /// The settings every source reads.
+    pub fn settings(&self) -> &SharedSettings {
+        &self.settings
+    }
+
+    /// The config in use.
+    pub fn config(&self) -> &ConfigFile {
+        &self.config
+    }
+
+    /// The switches the front end flips.
+    pub fn controls(&self) -> &Arc<Controls> {
+        &self.controls
+    }
+
+    /// Why the history is read-only, when it is.
+    pub fn read_only(&self) -> Option<&str> {
+        self.read_only.as_deref()
+    }
+
+    /// Where the receiver listens, when it runs.
+    pub fn receiver_addr(&self) -> Option<SocketAddr> {
+        self.receiver.as_ref().map(Receiver::local_addr)
+    }
+
+    /// Stops the reconciler and the receiver (in-flight deliveries committed and answered),
+    /// then the store's writer.
+    pub fn shutdown(mut self) {
+        if let Some(reconciler) = self.reconciler.take() {
+            reconciler.stop();
+        }
+        if let Some(receiver) = self.receiver.take() {
+            receiver.stop();
+        }
+        self.store.shutdown();
+    }
+}
+
+/// The store to capture into, with the data dir's lock, and the sentence of a recovery; or,
+/// with `read_only_fallback`, when another hookscope holds the lock or the dir cannot be
+/// written and a history is there, that history read-only, with the sentence that says so.
+#[allow(clippy::type_complexity)]
+fn open_store(
+    options: &SessionOptions,
+) -> Result<(Store, Option<String>, Option<CaptureLock>, Option<String>), AppError> {
+    let path = options.data_dir.join(STORE_FILE);
+    match CaptureLock::acquire(&options.data_dir) {
+        Ok(lock) => {
+            let (store, recovered) = Store::open_capturing(&path, &lock)?;
+            Ok((store, recovered, Some(lock), None))
+        }
+        Err(err @ (StoreError::InUse { .. } | StoreError::Unwritable { .. }))
+            if options.read_only_fallback && path.exists() =>
+        {
+            let reason = match &err {
+                StoreError::InUse { holder, .. } => {
+                    format!("another hookscope ({holder}) is capturing into it")
+                }
+                StoreError::Unwritable { reason, .. } => reason.clone(),
+                _ => err.to_string(),
+            };
+            let store = Store::open_read_only(&path, &reason)?;
+            let sentence = format!(
+                "history opened read-only: {err} This window shows what is stored and does not capture."
+            );
+            Ok((store, None, None, Some(sentence)))
+        }
+        Err(err) => Err(err.into()),
+    }
+}

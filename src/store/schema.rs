@@ -228,6 +228,8 @@ const JOURNAL_SINCE: i64 = 8;
 const PAGE_SIZE: i64 = 2048;
 /// The most bytes the WAL keeps once SQLite starts it over (`journal_size_limit`).
 pub(crate) const WAL_LIMIT: i64 = 4 * 1024 * 1024;
+/// The writer's page cache, in KiB as `PRAGMA cache_size` takes it (negative).
+const WRITER_CACHE_KIB: i64 = -8_192;
 
 pub(crate) fn open_connection(path: &Path, read_only: bool) -> Result<Connection, StoreError> {
     let open_err = |source| StoreError::Open {
@@ -264,9 +266,13 @@ pub(crate) fn open_connection(path: &Path, read_only: bool) -> Result<Connection
         // back to this; the writer truncates it to nothing once it is idle.
         conn.pragma_update(None, "journal_size_limit", WAL_LIMIT)
             .map_err(open_err)?;
-        // The writer touches the table and its indexes per delivery: keep their hot pages in
-        // memory (64 MiB).
-        conn.pragma_update(None, "cache_size", -65_536)
+        // The writer's page cache: the pages it touches per delivery (the table's and the
+        // indexes' rightmost pages, the event-id and job tables' paths) and no more. SQLite
+        // sweeps this cache's whole hash table at the end of every transaction that split a
+        // page (a split renumbers pages through the lock-byte page, 524,289 at 2 KiB pages, so
+        // the cache holds a page past the file's end at COMMIT): at 64 MiB that sweep was 15 %
+        // of the writer's CPU under load (BENCHMARKS.md). 8 MiB keeps it an eighth of that.
+        conn.pragma_update(None, "cache_size", WRITER_CACHE_KIB)
             .map_err(open_err)?;
         // Statement journals (upserts, multi-row updates and deletes) in memory, not in temp files
         // on disk: each was a second copy of every page a statement touched.

@@ -10,7 +10,7 @@
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::mpsc::{Receiver as StdReceiver, RecvTimeoutError, SyncSender, sync_channel};
 use std::time::Duration;
 
@@ -349,10 +349,10 @@ struct Engine {
     waker: Waker,
     latest_id: Arc<AtomicI64>,
     test_counter: u64,
-    /// The running simulation's stop switch and whether it is still active.
-    simulation: Option<(Arc<AtomicBool>, Arc<AtomicBool>)>,
+    /// The running (or last) simulation.
+    simulation: Option<app::background::Background>,
     /// The running replay's progress (its stop switch) and whether it is still active.
-    replay: Option<(Arc<app::replay::Progress>, Arc<AtomicBool>)>,
+    replay: Option<(Arc<app::replay::Progress>, app::background::Background)>,
 }
 
 /// Opens the config and the capture session, starts the engine thread and the receiver.
@@ -551,8 +551,8 @@ impl Engine {
             Command::Reconcile { job } => self.reconcile(job),
             Command::StartSimulation(request) => self.start_simulation(*request),
             Command::StopSimulation => {
-                if let Some((stop, _)) = &self.simulation {
-                    stop.store(true, Ordering::SeqCst);
+                if let Some(simulation) = &self.simulation {
+                    simulation.ask_stop();
                 }
             }
             Command::Replay { selection, request } => self.replay(selection, *request),
@@ -571,8 +571,8 @@ impl Engine {
     /// A replay on a thread of its own: the selection is read (or stored, for fixtures and
     /// HAR files) here, then sent while the window watches its progress.
     fn replay(&mut self, selection: app::replay::Selection, request: app::replay::ReplayRequest) {
-        if let Some((_, active)) = &self.replay
-            && active.load(Ordering::SeqCst)
+        if let Some((_, running)) = &self.replay
+            && !running.is_finished()
         {
             return self.emit(Event::Error(
                 "a replay is already running: stop it first".into(),
@@ -594,66 +594,64 @@ impl Engine {
             self.emit(Event::HistoryChanged);
         }
         let progress = app::replay::Progress::new(ids.len());
-        let active = Arc::new(AtomicBool::new(true));
-        self.replay = Some((Arc::clone(&progress), Arc::clone(&active)));
         let (config, path) = (
             self.session.config().clone(),
             self.session.store().path().to_path_buf(),
         );
         let send = self.sender();
-        let spawned = std::thread::Builder::new()
-            .name("hookscope-replay".into())
-            .spawn(move || {
-                let view = |summary: Option<app::replay::Summary>, failed: Option<String>| {
-                    Event::Replay(Box::new(ReplayView {
-                        url: crate::domain::delivery::masked_url(&request.url),
-                        snapshot: progress.snapshot(),
-                        summary,
-                        failed,
-                    }))
-                };
-                let summary = match app::small_runtime() {
-                    Ok(runtime) => runtime.block_on(async {
-                        let run = app::replay::run(
-                            &config,
-                            &path,
-                            &writer,
-                            &ids,
-                            &request,
-                            Arc::clone(&progress),
-                        );
-                        tokio::pin!(run);
-                        let mut tick = tokio::time::interval(Duration::from_millis(200));
-                        loop {
-                            tokio::select! {
-                                summary = &mut run => break summary,
-                                _ = tick.tick() => send(view(None, None)),
-                            }
-                        }
-                    }),
-                    Err(e) => Err(e),
-                };
-                match summary {
-                    Ok(summary) => {
-                        // The status line's share: the counts (the window has the rest).
-                        let notice = format!(
-                            "replayed {} of {}: {}",
-                            summary.outcomes.len(),
-                            summary.selected,
-                            summary.counts()
-                        );
-                        send(view(Some(summary), None));
-                        send(Event::Notice(notice));
+        let watched = Arc::clone(&progress);
+        let spawned = app::background::spawn("hookscope-replay", move |mut stop| async move {
+            let progress = watched;
+            let view = |summary: Option<app::replay::Summary>, failed: Option<String>| {
+                Event::Replay(Box::new(ReplayView {
+                    url: crate::domain::delivery::masked_url(&request.url),
+                    snapshot: progress.snapshot(),
+                    summary,
+                    failed,
+                }))
+            };
+            // The window's *Stop* stops it through its progress, as Ctrl+C does `replay`.
+            let run = app::replay::run(
+                &config,
+                &path,
+                &writer,
+                &ids,
+                &request,
+                Arc::clone(&progress),
+            );
+            tokio::pin!(run);
+            let mut tick = tokio::time::interval(Duration::from_millis(200));
+            let mut closing = false;
+            let summary = loop {
+                tokio::select! {
+                    summary = &mut run => break summary,
+                    _ = tick.tick() => send(view(None, None)),
+                    // The window is closing: stop as *Stop* does, the attempts on the wire
+                    // recorded.
+                    () = stop.stopped(), if !closing => {
+                        closing = true;
+                        progress.stop("the window closed");
                     }
-                    Err(e) => send(view(None, Some(e.to_string()))),
                 }
-                active.store(false, Ordering::SeqCst);
-            });
-        if let Err(e) = spawned {
-            if let Some((_, active)) = &self.replay {
-                active.store(false, Ordering::SeqCst);
+            };
+            match summary {
+                Ok(summary) => {
+                    // The status line's share: the counts (the window has the rest).
+                    let notice = format!(
+                        "replayed {} of {}: {}",
+                        summary.outcomes.len(),
+                        summary.selected,
+                        summary.counts()
+                    );
+                    send(view(Some(summary), None));
+                    send(Event::Notice(notice));
+                }
+                Err(e) => send(view(None, Some(e.to_string()))),
             }
-            self.emit(Event::Error(format!("cannot start the replay: {e}")));
+        });
+        match spawned {
+            Ok(running) => self.replay = Some((progress, running)),
+            Err(e) => self.emit(Event::Error(format!("cannot start the replay: {e}"))),
         }
     }
 
@@ -667,23 +665,18 @@ impl Engine {
         }
     }
 
-    /// Runs outbound work on its own thread, so queries keep flowing while a handler is slow.
-    fn spawn_outbound(
-        &self,
-        work: impl FnOnce(&tokio::runtime::Runtime) -> Vec<Event> + Send + 'static,
-    ) {
+    /// Runs outbound work on its own thread (`app::background`), so queries keep flowing while
+    /// a handler is slow; the events it ends with go to the window.
+    fn spawn_outbound<Fut>(&self, work: impl FnOnce() -> Fut + Send + 'static)
+    where
+        Fut: std::future::Future<Output = Vec<Event>>,
+    {
         let send = self.sender();
-        let spawned = std::thread::Builder::new()
-            .name("hookscope-send".into())
-            .spawn(move || {
-                let out = match app::small_runtime() {
-                    Ok(runtime) => work(&runtime),
-                    Err(e) => vec![Event::Error(format!("cannot start the sender: {e}"))],
-                };
-                out.into_iter().for_each(send);
-            });
-        if let Err(e) = spawned {
-            self.emit(Event::Error(format!("cannot start the sender: {e}")));
+        match app::background::spawn("hookscope-send", move |_| async move {
+            work().await.into_iter().for_each(send);
+        }) {
+            Ok(sending) => sending.detach(),
+            Err(e) => self.emit(Event::Error(format!("cannot start the sender: {e}"))),
         }
     }
 
@@ -743,9 +736,9 @@ impl Engine {
             };
         let writer = self.session.writer();
         let path = self.session.store().path().to_path_buf();
-        self.spawn_outbound(move |runtime| {
+        self.spawn_outbound(move || async move {
             let mut out = Vec::new();
-            match runtime.block_on(app::confirm::send(&confirmation, &writer)) {
+            match app::confirm::send(&confirmation, &writer).await {
                 Ok(attempt) if attempt.succeeded() => out.push(Event::Notice(
                     app::confirm::summary(&confirmation, &attempt),
                 )),
@@ -766,10 +759,10 @@ impl Engine {
         };
         let writer = self.session.writer();
         let path = self.session.store().path().to_path_buf();
-        self.spawn_outbound(move |runtime| {
+        self.spawn_outbound(move || async move {
             let id = prepared.delivery_id;
             let mut out = Vec::new();
-            match runtime.block_on(app::resend::send(&prepared, &writer)) {
+            match app::resend::send(&prepared, &writer).await {
                 Ok(attempt) if attempt.status.is_some() => {
                     out.push(Event::Notice(app::resend::summary(&prepared, &attempt)))
                 }
@@ -798,9 +791,7 @@ impl Engine {
     /// Starts the provider simulator on its own thread; it reports its progress every 250 ms
     /// and its scorecard when every job ended (or when stopped).
     fn start_simulation(&mut self, request: app::simulate::SimulateRequest) {
-        if let Some((_, active)) = &self.simulation
-            && active.load(Ordering::SeqCst)
-        {
+        if self.simulation.as_ref().is_some_and(|s| !s.is_finished()) {
             return self.emit(Event::Error(
                 "a simulation is already running: stop it first".into(),
             ));
@@ -809,33 +800,18 @@ impl Engine {
             Ok(p) => p,
             Err(e) => return self.emit(Event::Error(e.to_string())),
         };
-        let stop = Arc::new(AtomicBool::new(false));
-        let active = Arc::new(AtomicBool::new(true));
-        self.simulation = Some((Arc::clone(&stop), Arc::clone(&active)));
         let writer = self.session.writer();
         let send = self.sender();
-        let spawned = std::thread::Builder::new()
-            .name("hookscope-simulate".into())
-            .spawn(move || {
-                let runtime = match tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(2)
-                    .enable_all()
-                    .build()
-                {
+        let spawned =
+            app::background::spawn_on_workers("hookscope-simulate", 2, move |stop| async move {
+                let running = match app::simulate::start(prepared, writer).await {
                     Ok(r) => r,
-                    Err(e) => {
-                        active.store(false, Ordering::SeqCst);
-                        return send(Event::Error(format!("cannot start the simulator: {e}")));
-                    }
+                    Err(e) => return send(Event::Error(e.to_string())),
                 };
-                runtime.block_on(async {
-                    let running = match app::simulate::start(prepared, writer).await {
-                        Ok(r) => r,
-                        Err(e) => return send(Event::Error(e.to_string())),
-                    };
-                    let api = format!("http://{}", running.api_addr);
-                    let view = |running: &app::simulate::Running,
-                                scorecard: Option<Vec<crate::domain::sim::Check>>| {
+                let api = format!("http://{}", running.api_addr);
+                let view =
+                    |running: &app::simulate::Running,
+                     scorecard: Option<Vec<crate::domain::sim::Check>>| {
                         let recent = running
                             .world
                             .lock()
@@ -849,24 +825,23 @@ impl Engine {
                             scorecard,
                         }
                     };
-                    loop {
-                        let current = view(&running, None);
-                        let finished = current.progress.finished;
-                        send(Event::Simulation(Box::new(current)));
-                        if finished || stop.load(Ordering::SeqCst) {
-                            break;
-                        }
-                        tokio::time::sleep(Duration::from_millis(250)).await;
+                loop {
+                    let current = view(&running, None);
+                    let finished = current.progress.finished;
+                    send(Event::Simulation(Box::new(current)));
+                    if finished || stop.is_stopped() {
+                        break;
                     }
-                    let last = view(&running, Some(running.scorecard()));
-                    running.stop().await;
-                    send(Event::Simulation(Box::new(last)));
-                    send(Event::Reconciled);
-                });
-                active.store(false, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+                let last = view(&running, Some(running.scorecard()));
+                running.stop().await;
+                send(Event::Simulation(Box::new(last)));
+                send(Event::Reconciled);
             });
-        if let Err(e) = spawned {
-            self.emit(Event::Error(format!("cannot start the simulator: {e}")));
+        match spawned {
+            Ok(running) => self.simulation = Some(running),
+            Err(e) => self.emit(Event::Error(format!("cannot start the simulator: {e}"))),
         }
     }
 
@@ -885,10 +860,9 @@ impl Engine {
             which: app::reconcile::Which::on_demand(),
             front: app::Front::Window,
         };
-        self.spawn_outbound(move |runtime| {
-            let outcome = runtime.block_on(app::reconcile::reconcile(
-                &settings, &path, &writer, &request, stuck,
-            ));
+        self.spawn_outbound(move || async move {
+            let outcome =
+                app::reconcile::reconcile(&settings, &path, &writer, &request, stuck).await;
             match outcome {
                 Ok(reconciled) => {
                     let mut out: Vec<Event> = reconciled
@@ -931,8 +905,8 @@ impl Engine {
             Ok(prepared) => prepared,
             Err(e) => return self.emit(Event::Probed(Err(e.to_string()))),
         };
-        self.spawn_outbound(move |runtime| {
-            let report = runtime.block_on(app::probe::run(&prepared));
+        self.spawn_outbound(move || async move {
+            let report = app::probe::run(&prepared).await;
             vec![Event::Probed(
                 report.map(Box::new).map_err(|e| e.to_string()),
             )]

@@ -1,7 +1,8 @@
-//! Background work of the use cases, started one way: a named thread with its own small tokio
-//! runtime, a stop token the work may watch, and a handle that stops it and waits for it. The
-//! capture session's reconciler, and the window's simulations, replays, follows and outbound
-//! sends, all run through [`spawn`].
+//! Background work of the use cases, started one way: a named thread with its own tokio
+//! runtime, a stop token the work watches, and a handle that asks it to stop and waits for it.
+//! The capture session's reconciler, and the window's simulations, replays and outbound sends,
+//! run through [`spawn`] (or [`spawn_on_workers`] for work that serves while it sends: the
+//! simulator).
 
 use std::future::Future;
 
@@ -17,17 +18,19 @@ impl Stop {
         *self.0.borrow()
     }
 
-    /// Resolves once a stop is asked (at once when it was).
+    /// Resolves once a stop is asked (at once when it was); never for detached work.
     pub async fn stopped(&mut self) {
-        let _ = self.0.wait_for(|stop| *stop).await;
+        if self.0.wait_for(|stop| *stop).await.is_err() {
+            std::future::pending::<()>().await;
+        }
     }
 }
 
-/// Running background work. [`Background::stop`] (or dropping it) asks it to stop and waits
-/// for its thread; work that does not watch its token is dropped at its next await.
+/// Running background work. [`Background::stop`] (or dropping the handle) asks it to stop and
+/// waits for its thread; [`Background::detach`] lets it run to its end.
 #[derive(Debug)]
 pub struct Background {
-    stop: tokio::sync::watch::Sender<bool>,
+    stop: Option<tokio::sync::watch::Sender<bool>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -39,12 +42,20 @@ impl Background {
 
     /// Asks the work to stop, without waiting.
     pub fn ask_stop(&self) {
-        let _ = self.stop.send(true);
+        if let Some(stop) = &self.stop {
+            let _ = stop.send(true);
+        }
     }
 
     /// Whether the work has ended.
     pub fn is_finished(&self) -> bool {
         self.thread.as_ref().is_none_or(|t| t.is_finished())
+    }
+
+    /// Lets the work run to its own end, with no handle on it (an outbound send).
+    pub fn detach(mut self) {
+        self.stop = None;
+        self.thread = None;
     }
 
     fn stop_and_join(&mut self) {
@@ -62,31 +73,81 @@ impl Drop for Background {
 }
 
 /// Starts `work` on a thread named `name` with its own current-thread runtime. The work gets a
-/// [`Stop`] to watch; when a stop is asked, the work is also dropped at its next await.
+/// [`Stop`] to watch, and ends its own way when asked (work that never ends by itself selects
+/// on [`Stop::stopped`]).
 pub fn spawn<F, Fut>(name: &str, work: F) -> Result<Background, AppError>
 where
     F: FnOnce(Stop) -> Fut + Send + 'static,
     Fut: Future<Output = ()>,
 {
+    start(name, 0, work)
+}
+
+/// [`spawn`] on a runtime of `workers` threads, for work that serves requests while it sends.
+pub fn spawn_on_workers<F, Fut>(name: &str, workers: usize, work: F) -> Result<Background, AppError>
+where
+    F: FnOnce(Stop) -> Fut + Send + 'static,
+    Fut: Future<Output = ()>,
+{
+    start(name, workers.max(1), work)
+}
+
+fn start<F, Fut>(name: &str, workers: usize, work: F) -> Result<Background, AppError>
+where
+    F: FnOnce(Stop) -> Fut + Send + 'static,
+    Fut: Future<Output = ()>,
+{
     let (stop, watched) = tokio::sync::watch::channel(false);
-    let runtime = crate::app::small_runtime()?;
+    let runtime = runtime(workers)?;
     let thread = std::thread::Builder::new()
         .name(name.into())
-        .spawn(move || {
-            let mut token = Stop(watched);
-            let work = work(token.clone());
-            runtime.block_on(async move {
-                tokio::select! {
-                    () = work => {}
-                    () = token.stopped() => {}
-                }
-            });
-        })
+        .spawn(move || runtime.block_on(work(Stop(watched))))
         .map_err(|e| AppError::Failed(format!("cannot start {name}: {e}")))?;
     Ok(Background {
-        stop,
+        stop: Some(stop),
         thread: Some(thread),
     })
+}
+
+/// A runtime for background work: `app::small_runtime` (current-thread) for 0 workers, else
+/// that many.
+pub fn runtime(workers: usize) -> Result<tokio::runtime::Runtime, AppError> {
+    if workers == 0 {
+        return crate::app::small_runtime();
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+        .map_err(|e| AppError::Failed(format!("cannot start the event loop: {e}")))
+}
+
+/// Resolves when the process is asked to stop: Ctrl+C, or SIGTERM (as service managers and
+/// `kill` send it; where there is no such signal, only Ctrl+C). Commands that run until stopped
+/// wait on it, so they stop as cleanly on either.
+pub async fn interrupted() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        () = ctrl_c => {}
+        () = terminated() => {}
+    }
+}
+
+/// Resolves when the process gets SIGTERM; never where there is no such signal.
+pub async fn terminated() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            term.recv().await;
+            return;
+        }
+    }
+    std::future::pending::<()>().await
 }
 
 #[cfg(test)]
@@ -94,12 +155,16 @@ mod tests {
     use super::*;
     use std::time::{Duration, Instant};
 
-    /// Work that never ends by itself is dropped and its thread joined by `stop` (which would
-    /// hang otherwise); work that ends by itself is seen finished; a token sees the stop.
+    /// Work that selects on its token ends, and its thread is joined, on `stop` (which would
+    /// hang otherwise); a token sees the stop; work that ends by itself is seen finished, and
+    /// detached work runs to its end.
     #[test]
     fn stop_ends_the_work_and_joins_its_thread() {
-        let forever = spawn("hookscope-test-forever", |_| async {
-            std::future::pending::<()>().await;
+        let forever = spawn("hookscope-test-forever", |mut stop| async move {
+            tokio::select! {
+                () = std::future::pending::<()>() => {}
+                () = stop.stopped() => {}
+            }
         })
         .expect("spawned");
         assert!(!forever.is_finished());
@@ -114,11 +179,10 @@ mod tests {
         })
         .expect("spawned");
         watching.ask_stop();
-        // The select may drop the work before it reports: a report, when there is one, says
-        // the token saw the stop.
-        if let Ok(saw) = rx.recv_timeout(Duration::from_millis(200)) {
-            assert!(saw);
-        }
+        assert!(
+            rx.recv_timeout(Duration::from_secs(5))
+                .expect("the work saw the stop")
+        );
         drop(watching);
 
         let short = spawn("hookscope-test-short", |_| async {}).expect("spawned");
@@ -127,5 +191,17 @@ mod tests {
             std::thread::sleep(Duration::from_millis(5));
         }
         assert!(short.is_finished());
+
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        spawn("hookscope-test-detached", move |stop| async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let _ = tx.send(stop.is_stopped());
+        })
+        .expect("spawned")
+        .detach();
+        assert!(
+            !rx.recv_timeout(Duration::from_secs(5))
+                .expect("it ran to its end")
+        );
     }
 }

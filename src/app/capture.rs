@@ -152,16 +152,23 @@ impl Session {
         }
         let (path, writer) = (self.store.path().to_path_buf(), self.store.writer());
         let stuck = app::jobs::stuck_after_ms(None, &self.config);
-        self.reconciler = Some(app::background::spawn("hookscope-reconcile", move |_| {
-            app::reconcile::background(
-                settings,
-                path,
-                writer,
-                stuck,
-                app::reconcile::BACKGROUND_EVERY,
-                report,
-            )
-        })?);
+        self.reconciler = Some(app::background::spawn(
+            "hookscope-reconcile",
+            move |mut stop| async move {
+                let passes = app::reconcile::background(
+                    settings,
+                    path,
+                    writer,
+                    stuck,
+                    app::reconcile::BACKGROUND_EVERY,
+                    report,
+                );
+                tokio::select! {
+                    () = passes => {}
+                    () = stop.stopped() => {}
+                }
+            },
+        )?);
         Ok(())
     }
 

@@ -151,10 +151,8 @@ async fn print_until_stopped(
     let mut housekeeping = tokio::time::interval(HOUSEKEEPING_EVERY);
     // Made once: a signal listener made anew for each delivery cost a registration each
     // time, and a SIGTERM that came between two of them was lost.
-    let ctrl_c = tokio::signal::ctrl_c();
-    tokio::pin!(ctrl_c);
-    let term = terminated();
-    tokio::pin!(term);
+    let interrupted = app::background::interrupted();
+    tokio::pin!(interrupted);
     let mut lines = String::new();
     loop {
         tokio::select! {
@@ -184,8 +182,7 @@ async fn print_until_stopped(
                     tokio::time::sleep(LINES_GATHER).await;
                 }
             }
-            _ = &mut ctrl_c => break,
-            _ = &mut term => break,
+            () = &mut interrupted => break,
         }
     }
 }
@@ -323,21 +320,6 @@ fn describe_endpoint(endpoint: &Endpoint) -> String {
         path = endpoint.path,
         status = endpoint.respond_status
     )
-}
-
-/// Resolves when the process is asked to terminate (SIGTERM, as service managers and `kill`
-/// send it), so `listen` stops as cleanly as on Ctrl+C: no new connections, in-flight deliveries
-/// committed and answered, exit 0. Never resolves where there is no such signal.
-pub(crate) async fn terminated() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            term.recv().await;
-            return;
-        }
-    }
-    std::future::pending::<()>().await
 }
 
 #[cfg(test)]

@@ -155,7 +155,7 @@ pub fn run(common: &Common, args: ReplayArgs) -> Result<ExitCode, AppError> {
         let mut asked = false;
         let ctrl_c = tokio::signal::ctrl_c();
         tokio::pin!(ctrl_c);
-        let terminated = super::listen::terminated();
+        let terminated = app::background::terminated();
         tokio::pin!(terminated);
         loop {
             tokio::select! {

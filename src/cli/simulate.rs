@@ -155,28 +155,25 @@ pub fn run(common: &Common, args: SimulateArgs) -> Result<ExitCode, AppError> {
     }
     let store = Store::open(&paths.store_file())?;
     let writer = store.writer();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| AppError::Failed(format!("cannot start the event loop: {e}")))?;
+    // The job API serves the client while the deliveries go out: two workers, as in the window.
+    let runtime = hookscope::app::background::runtime(2)?;
     let until_done = args.until_done;
     let outcome = runtime.block_on(async {
         let running = simulate::start(prepared, writer).await?;
         eprintln!("api on http://{}", running.api_addr);
-        let interrupted = tokio::select! {
-            () = running.until_done(), if until_done => false,
-            _ = tokio::signal::ctrl_c() => true,
-            _ = super::listen::terminated() => true,
+        // Ctrl+C or SIGTERM ends the run as --until-done does: the scorecard of what was seen.
+        tokio::select! {
+            () = running.until_done(), if until_done => {}
+            () = hookscope::app::background::interrupted() => {}
         };
         let progress = running.progress();
         let checks = running.scorecard();
         running.stop().await;
-        Ok::<_, AppError>((checks, progress, interrupted))
+        Ok::<_, AppError>((checks, progress))
     });
     drop(runtime);
     store.shutdown();
-    let (checks, progress, _interrupted) = outcome?;
+    let (checks, progress) = outcome?;
     if args.json {
         println!("{}", simulate::scorecard_json(&checks, &progress));
     } else {

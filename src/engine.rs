@@ -340,7 +340,13 @@ pub struct EngineOptions {
 /// A function the engine calls after sending events (the window's repaint request).
 pub type Waker = Arc<dyn Fn() + Send + Sync>;
 
+/// The engine's state. Its fields drop in this order when the engine ends: a running
+/// simulation and replay are stopped first (as *Stop* stops them), then the capture session.
 struct Engine {
+    /// The running (or last) simulation.
+    simulation: Option<app::background::Background>,
+    /// The running (or last) replay: its progress (its stop switch) and its thread.
+    replay: Option<(Arc<app::replay::Progress>, app::background::Background)>,
     options: EngineOptions,
     /// The capture session, the same `listen` runs.
     session: Session,
@@ -349,10 +355,6 @@ struct Engine {
     waker: Waker,
     latest_id: Arc<AtomicI64>,
     test_counter: u64,
-    /// The running (or last) simulation.
-    simulation: Option<app::background::Background>,
-    /// The running replay's progress (its stop switch) and whether it is still active.
-    replay: Option<(Arc<app::replay::Progress>, app::background::Background)>,
 }
 
 /// Opens the config and the capture session, starts the engine thread and the receiver.
@@ -397,6 +399,9 @@ pub fn spawn(options: EngineOptions, waker: Waker) -> Result<EngineHandle, AppEr
         .name("hookscope-engine".into())
         .spawn(move || {
             engine.start_receiver(port);
+            if let Some(said) = engine.session.apply_retention() {
+                engine.say(said);
+            }
             engine.run(command_rx);
         })
         .map_err(|e| AppError::Failed(format!("cannot start the engine thread: {e}")))?;
@@ -494,18 +499,7 @@ impl Engine {
                 let result = app::compare::compare_with(&self.reader, id, with);
                 self.emit_result(result, |c| Event::Compared(Box::new(c)));
             }
-            Command::CountStored => {
-                let counted = self.reader.count().and_then(|total| {
-                    Ok(Event::Stored {
-                        total,
-                        unrouted: self.reader.count_unrouted()?,
-                    })
-                });
-                match counted {
-                    Ok(event) => self.emit(event),
-                    Err(e) => self.emit(Event::Error(e.to_string())),
-                }
-            }
+            Command::CountStored => self.count_stored(),
             Command::Attempts { id } => {
                 let result = self.reader.attempts_for(id).map_err(AppError::from);
                 self.emit_result(result, |attempts| Event::Attempts {
@@ -527,14 +521,7 @@ impl Engine {
             }
             Command::Load { id } => self.load(id),
             Command::SaveConfig(file) => self.save_config(*file),
-            Command::Recheck { id } => {
-                let settings = self.current_settings();
-                match app::history::recheck(&self.reader, &self.session.writer(), &settings, id) {
-                    Ok(true) => self.emit(Event::Rechecked { id }),
-                    Ok(false) => {}
-                    Err(e) => self.emit(Event::Error(e.to_string())),
-                }
-            }
+            Command::Recheck { id } => self.recheck(id),
             Command::SendTestDelivery => self.send_test_delivery(),
             Command::SendExample {
                 endpoint,
@@ -568,8 +555,32 @@ impl Engine {
         }
     }
 
-    /// A replay on a thread of its own: the selection is read (or stored, for fixtures and
-    /// HAR files) here, then sent while the window watches its progress.
+    /// Every stored delivery, and how many met none of their forwarding rules (the status line).
+    fn count_stored(&self) {
+        let counted = self.reader.count().and_then(|total| {
+            Ok(Event::Stored {
+                total,
+                unrouted: self.reader.count_unrouted()?,
+            })
+        });
+        match counted {
+            Ok(event) => self.emit(event),
+            Err(e) => self.emit(Event::Error(e.to_string())),
+        }
+    }
+
+    /// *Re-check*: delivery `id` checked again with the settings in use.
+    fn recheck(&self, id: i64) {
+        let settings = self.current_settings();
+        match app::history::recheck(&self.reader, &self.session.writer(), &settings, id) {
+            Ok(true) => self.emit(Event::Rechecked { id }),
+            Ok(false) => {}
+            Err(e) => self.emit(Event::Error(e.to_string())),
+        }
+    }
+
+    /// A replay on a thread of its own (`app::background`): the selection is read (or stored,
+    /// for fixtures and HAR files) here, then sent while the window watches its progress.
     fn replay(&mut self, selection: app::replay::Selection, request: app::replay::ReplayRequest) {
         if let Some((_, running)) = &self.replay
             && !running.is_finished()

@@ -60,10 +60,10 @@ fn running() -> SocketAddr {
             let receiver = hookscope::net::receiver::Receiver::start(
                 [127, 0, 0, 1].into(),
                 0,
-                std::sync::Arc::new(std::sync::RwLock::new(std::sync::Arc::new(settings))),
+                hookscope::capture::SharedSettings::new(settings),
                 store.writer(),
                 None,
-                std::sync::Arc::new(hookscope::net::receiver::Controls::default()),
+                std::sync::Arc::new(hookscope::capture::Controls::default()),
             )
             .expect("receiver");
             Running { addr: receiver.local_addr(), _receiver: receiver, _store: store }

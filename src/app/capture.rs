@@ -67,28 +67,33 @@ pub enum Said {
 }
 
 /// A running capture session.
+/// Dropped without [`Session::shutdown`] (the window's engine ending), its fields go in this
+/// order: the receiver stops (in-flight deliveries committed and answered), the reconciler
+/// stops and is joined, then the store's handle, and the capture lock last.
 pub struct Session {
+    receiver: Option<Receiver>,
+    reconciler: Option<app::background::Background>,
     store: Store,
-    _lock: Option<CaptureLock>,
     read_only: Option<String>,
     settings: SharedSettings,
     controls: Arc<Controls>,
     config: ConfigFile,
     overrides: Overrides,
-    receiver: Option<Receiver>,
-    reconciler: Option<app::background::Background>,
     last_retention: Instant,
     health_changes: u64,
+    _lock: Option<CaptureLock>,
 }
 
 impl Session {
-    /// Takes the data dir's capture lock, opens the store (keeping a damaged one aside), and
-    /// applies the retention; returns the session and what it has to say already.
+    /// Takes the data dir's capture lock and opens the store (keeping a damaged one aside);
+    /// returns the session and what it has to say already. The front end applies the retention
+    /// ([`Session::apply_retention`]) when it is ready to wait for it: `listen` before its
+    /// receiver starts, the window on its engine's thread.
     pub fn open(options: SessionOptions) -> Result<(Session, Vec<Said>), AppError> {
         let settings = Settings::resolve(&options.config, &options.overrides)?;
         let (store, recovered, lock, read_only) = open_store(&options)?;
         let health_changes = store.writer().health().changes;
-        let mut session = Session {
+        let session = Session {
             store,
             _lock: lock,
             read_only,
@@ -101,9 +106,10 @@ impl Session {
             last_retention: Instant::now(),
             health_changes,
         };
-        let mut said: Vec<Said> = recovered.into_iter().map(Said::Recovered).collect();
-        said.extend(session.apply_retention());
-        Ok((session, said))
+        Ok((
+            session,
+            recovered.into_iter().map(Said::Recovered).collect(),
+        ))
     }
 
     /// Starts the HTTP receiver on `bind:port` (port 0 picks a free one), replacing the one
@@ -174,6 +180,7 @@ impl Session {
 
     /// The housekeeping, every [`HOUSEKEEPING_EVERY`]: a change of the store's health, a
     /// contract whose files changed (applied to the next delivery), the retention when due.
+    /// Called outside an async runtime: the retention waits for the store's writer.
     pub fn tick(&mut self) -> Vec<Said> {
         let mut said = Vec::new();
         let health = self.store.writer().health();
@@ -294,5 +301,75 @@ fn open_store(
             Ok((store, None, None, Some(sentence)))
         }
         Err(err) => Err(err.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::delivery::{Delivery, Header};
+
+    fn session(dir: &std::path::Path, max_deliveries: u64) -> Session {
+        let mut config = ConfigFile::default();
+        config.retention.max_deliveries = Some(max_deliveries);
+        let (session, said) = Session::open(SessionOptions {
+            data_dir: dir.to_path_buf(),
+            config,
+            overrides: Overrides::default(),
+            controls: Arc::new(Controls::default()),
+            read_only_fallback: false,
+        })
+        .expect("opens");
+        assert!(said.is_empty(), "{said:?}");
+        session
+    }
+
+    /// The retention a long-running capture applies: at its next housekeeping once
+    /// `RETENTION_EVERY` has passed, from the thread `listen` and the window call it on (no
+    /// runtime), and not before.
+    #[test]
+    fn the_housekeeping_applies_the_retention_when_it_is_due() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut session = session(dir.path(), 2);
+        let records = (0..5)
+            .map(|n| {
+                let body = format!("{{\"id\":\"evt_{n}\"}}");
+                let delivery = Delivery {
+                    received_at_ms: now_ms(),
+                    method: "POST".into(),
+                    path: "/hooks".into(),
+                    query: String::new(),
+                    headers: vec![Header::new("content-type", "application/json")],
+                    body_size: body.len() as u64,
+                    body: body.into_bytes(),
+                    body_complete: true,
+                    remote_addr: None,
+                };
+                crate::store::NewRecord::checked(
+                    delivery,
+                    &crate::domain::endpoint::Endpoint::catch_all(),
+                    now_ms() / 1000,
+                )
+            })
+            .collect();
+        session
+            .writer()
+            .insert_many_blocking(records)
+            .expect("stored");
+        assert!(
+            !session
+                .tick()
+                .iter()
+                .any(|s| matches!(s, Said::Retained(_))),
+            "not due yet"
+        );
+        session.last_retention = Instant::now()
+            .checked_sub(RETENTION_EVERY)
+            .expect("the clock is past 10 minutes");
+        let said = session.tick();
+        assert!(said.contains(&Said::Retained(3)), "{said:?}");
+        let reader = session.store().reader().expect("reader");
+        assert_eq!(reader.count().expect("count"), 2);
+        session.shutdown();
     }
 }

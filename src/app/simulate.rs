@@ -680,7 +680,17 @@ async fn deliver(
             );
             tokio::spawn(async move {
                 let attempt = send_one(&signer, &item).await;
-                let recorded = recorded_by_receiver(&signer, &item, &attempt).await;
+                // A hookscope receiver's verdicts: the probes', and one correctly signed
+                // delivery's (whether it verifies what the simulator signs).
+                let asked = match item.kind {
+                    WorkKind::Tampered | WorkKind::Stale => true,
+                    WorkKind::Attempt => lock(&world).observed.receiver_verifies.is_none(),
+                    WorkKind::Copy | WorkKind::LateRetry => false,
+                };
+                let recorded = match asked {
+                    true => recorded_by_receiver(&signer, &item, &attempt).await,
+                    false => None,
+                };
                 let timed_out = attempt
                     .error
                     .as_deref()
@@ -839,9 +849,6 @@ async fn send_one(signer: &Signer, item: &Work) -> Attempt {
 /// signature header sent): what its check recorded. Such a receiver answers every delivery by
 /// design, so its status says nothing; its verdict does. `None` for any other answer.
 async fn recorded_by_receiver(signer: &Signer, item: &Work, attempt: &Attempt) -> Option<Recorded> {
-    if !matches!(item.kind, WorkKind::Tampered | WorkKind::Stale) {
-        return None;
-    }
     let id: i64 = attempt
         .response_headers
         .iter()
@@ -858,7 +865,14 @@ async fn recorded_by_receiver(signer: &Signer, item: &Work, attempt: &Attempt) -
     // The read is SQLite's: off the async workers.
     let checks = tokio::task::spawn_blocking(move || {
         let stored = crate::store::Reader::open(&path).ok()?.get(id).ok()??;
-        (stored.delivery.header(&header) == Some(sent.as_slice())).then_some(stored.checks)
+        // A receiver that forwarded it and answered with its handler's status is that
+        // handler: its status is the verdict.
+        let mirrored = stored
+            .note
+            .as_deref()
+            .is_some_and(|n| n.contains("the answer mirrors the handler's"));
+        (stored.delivery.header(&header) == Some(sent.as_slice()) && !mirrored)
+            .then_some(stored.checks)
     })
     .await
     .ok()??;
@@ -866,10 +880,18 @@ async fn recorded_by_receiver(signer: &Signer, item: &Work, attempt: &Attempt) -
 }
 
 /// How a receiver's checks judged a probe: the signature check the tampered one, the timestamp
-/// check (of a verified signature) the stale one.
+/// check (of a verified signature) the stale one; and a correctly signed delivery, by the
+/// signature check too.
 fn judged(id: i64, checks: &Checks, kind: WorkKind) -> Recorded {
     let sig = checks.signature.status;
-    let (verdict, caught) = if kind == WorkKind::Tampered {
+    let (verdict, caught) = if !matches!(kind, WorkKind::Tampered | WorkKind::Stale) {
+        // A correctly signed delivery: `No` (not caught) is what a receiver that verifies does.
+        let caught = match sig {
+            SignatureStatus::Pass => Caught::No,
+            SignatureStatus::Fail | SignatureStatus::Skipped => Caught::Yes,
+        };
+        (format!("sig {}", sig.as_str()), caught)
+    } else if kind == WorkKind::Tampered {
         let caught = match sig {
             SignatureStatus::Fail => Caught::Yes,
             SignatureStatus::Pass => Caught::No,

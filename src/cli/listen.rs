@@ -74,7 +74,7 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
     // One capturing hookscope per data dir; the lock is held until the session shuts down.
     let (mut session, said) = Session::open(options)?;
     let store_path = session.store().path().to_path_buf();
-    for said in said {
+    for said in said.into_iter().chain(session.apply_retention()) {
         eprintln!("hookscope: {}", sentence(&said, &store_path));
     }
     let (events_tx, mut events_rx) = tokio::sync::mpsc::channel(EVENTS_WAITING);
@@ -83,12 +83,28 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
     // Start-up reconciliation, then a pass a minute, when an endpoint has a job API.
     session.start_reconciler(|sentence| eprintln!("hookscope: {sentence}"))?;
     let runtime = app::small_runtime()?;
-    runtime.block_on(print_until_stopped(
-        &mut session,
-        &mut events_rx,
-        args.json,
-        &zone,
-    ));
+    // Made once, and kept across the turns below: a signal listener made anew each time cost
+    // a registration each time, and a SIGTERM that came between two of them was lost.
+    let mut interrupted = Box::pin(app::background::interrupted());
+    let mut stdout = std::io::stdout();
+    let mut lines = String::new();
+    loop {
+        let printing = Printing {
+            events: &mut events_rx,
+            json: args.json,
+            zone: &zone,
+            stdout: &mut stdout,
+            lines: &mut lines,
+        };
+        if runtime.block_on(printing.for_a_while(&mut interrupted)) == Turn::Stop {
+            break;
+        }
+        // The session's housekeeping runs here, outside the runtime: its retention waits for
+        // the store's writer.
+        for said in session.tick() {
+            eprintln!("hookscope: {}", sentence(&said, &store_path));
+        }
+    }
     drop(events_rx);
     session.shutdown();
     Ok(ExitCode::SUCCESS)
@@ -138,51 +154,66 @@ fn controls(args: &ListenArgs) -> Result<Arc<Controls>, AppError> {
     Ok(controls)
 }
 
-/// Prints each delivery as it arrives (JSON or human lines) and what the session says at its
-/// housekeeping (`Session::tick`), until the receiver stops, stdout closes, Ctrl-C or SIGTERM.
-async fn print_until_stopped(
-    session: &mut Session,
-    events_rx: &mut tokio::sync::mpsc::Receiver<StoredDelivery>,
+/// How a turn of `listen`'s loop ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Turn {
+    /// Time for the session's housekeeping.
+    Housekeeping,
+    /// The receiver stopped, stdout closed, Ctrl-C or SIGTERM.
+    Stop,
+}
+
+/// What `listen` prints deliveries with.
+struct Printing<'a> {
+    events: &'a mut tokio::sync::mpsc::Receiver<StoredDelivery>,
     json: bool,
-    zone: &Zone,
-) {
-    let mut stdout = std::io::stdout();
-    let store = session.store().path().to_path_buf();
-    let mut housekeeping = tokio::time::interval(HOUSEKEEPING_EVERY);
-    // Made once: a signal listener made anew for each delivery cost a registration each
-    // time, and a SIGTERM that came between two of them was lost.
-    let interrupted = app::background::interrupted();
-    tokio::pin!(interrupted);
-    let mut lines = String::new();
-    loop {
-        tokio::select! {
-            _ = housekeeping.tick() => {
-                for said in session.tick() {
-                    eprintln!("hookscope: {}", sentence(&said, &store));
+    zone: &'a Zone,
+    stdout: &'a mut std::io::Stdout,
+    lines: &'a mut String,
+}
+
+impl Printing<'_> {
+    /// Prints each delivery as it arrives (JSON or human lines) for [`HOUSEKEEPING_EVERY`], or
+    /// until the receiver stops, stdout closes, or `interrupted` resolves.
+    async fn for_a_while(
+        self,
+        interrupted: &mut std::pin::Pin<Box<impl std::future::Future<Output = ()>>>,
+    ) -> Turn {
+        let Printing {
+            events,
+            json,
+            zone,
+            stdout,
+            lines,
+        } = self;
+        let housekeeping = tokio::time::sleep(HOUSEKEEPING_EVERY);
+        tokio::pin!(housekeeping);
+        loop {
+            tokio::select! {
+                () = &mut housekeeping => return Turn::Housekeeping,
+                event = events.recv() => {
+                    let Some(stored) = event else { return Turn::Stop };
+                    let printed = print_waiting(
+                        stored,
+                        || events.try_recv().ok(),
+                        |stored, lines| render_delivery(stored, json, zone, lines),
+                        stdout,
+                        lines,
+                    );
+                    // A closed stdout (e.g. `| head`) ends the command rather than panicking.
+                    let Ok(emptied) = printed else { return Turn::Stop };
+                    // Let the next deliveries gather before waiting again: a receiver that
+                    // finds this loop asleep on the channel must wake it (a system call on the
+                    // answer's path), one that finds it here does not. Idle, the loop still
+                    // waits on the channel and prints a lone delivery at once. When more were
+                    // waiting than a turn prints, the next turn comes at once (after a look at
+                    // Ctrl-C and the session's housekeeping).
+                    if emptied {
+                        tokio::time::sleep(LINES_GATHER).await;
+                    }
                 }
+                () = interrupted.as_mut() => return Turn::Stop,
             }
-            event = events_rx.recv() => {
-                let Some(stored) = event else { break };
-                let printed = print_waiting(
-                    stored,
-                    || events_rx.try_recv().ok(),
-                    |stored, lines| render_delivery(stored, json, zone, lines),
-                    &mut stdout,
-                    &mut lines,
-                );
-                // A closed stdout (e.g. `| head`) ends the command rather than panicking.
-                let Ok(emptied) = printed else { break };
-                // Let the next deliveries gather before waiting again: a receiver that
-                // finds this loop asleep on the channel must wake it (a system call on the
-                // answer's path), one that finds it here does not. Idle, the loop still
-                // waits on the channel and prints a lone delivery at once. When more were
-                // waiting than a turn prints, the next turn comes at once (after a look at
-                // Ctrl-C and the session's housekeeping).
-                if emptied {
-                    tokio::time::sleep(LINES_GATHER).await;
-                }
-            }
-            () = &mut interrupted => break,
         }
     }
 }

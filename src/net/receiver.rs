@@ -25,7 +25,7 @@ use crate::domain::clock::now_ms;
 use crate::domain::delivery::{Delivery, Header};
 use crate::domain::endpoint::Endpoint;
 use crate::domain::fmt::exact_size;
-use crate::store::{NewRecord, StoreWriter, StoredDelivery};
+use crate::store::{NewRecord, Routed, StoreWriter, StoredDelivery};
 
 /// Errors starting the receiver.
 #[derive(Debug, thiserror::Error)]
@@ -457,12 +457,11 @@ struct Target {
 /// window's switch).
 fn targets(shared: &Shared, endpoint: &Endpoint, stored: &StoredDelivery) -> Vec<Target> {
     let mut targets = Vec::new();
-    let rules = &endpoint.forward;
-    match &stored.met {
-        _ if rules.is_empty() || !shared.controls.endpoint_forwarding(&endpoint.path) => {}
-        Some(met) => {
+    match &stored.routed {
+        Routed::NotRouted => {}
+        Routed::Met(met) => {
             let mut met = met.iter();
-            for rule in rules {
+            for rule in &endpoint.forward {
                 // A rule without a condition takes every delivery.
                 if rule.filter.is_none() || met.next().copied().unwrap_or(false) {
                     targets.push(Target {
@@ -474,8 +473,8 @@ fn targets(shared: &Shared, endpoint: &Endpoint, stored: &StoredDelivery) -> Vec
             }
         }
         // The conditional rules are not applied, and the delivery is not marked unrouted.
-        None => eprintln!(
-            "hookscope: forwarding rules cannot be decided for delivery #{}: the store could not evaluate their conditions",
+        Routed::Undecided(why) => eprintln!(
+            "hookscope: forwarding rules cannot be decided for delivery #{}: {why}",
             stored.id
         ),
     }
@@ -525,13 +524,13 @@ async fn forward(
                 Err(e) => {
                     let url = crate::domain::delivery::masked_url(&url);
                     eprintln!("hookscope: delivery #{id} could not be forwarded to {url}: {e}");
-                    return None;
+                    not_sent(id, url, &outgoing, e.to_string())
                 }
             };
-            // The sender gets the handler's answer, so a failing handler earns retries, as it
-            // would in production.
+            // The sender gets the handler's answer (502 when it gave none), so a failing
+            // handler earns retries, as it would in production; the delivery says so.
             let answered = attempt.status.unwrap_or(502);
-            let note = (mirror && answered != status).then(|| {
+            let note = mirror.then(|| {
                 (
                     answered,
                     format!(
@@ -545,7 +544,7 @@ async fn forward(
                     crate::domain::delivery::masked_url(&url)
                 );
             }
-            Some(answered)
+            answered
         };
         if mirror {
             mirrored = Some(sent);
@@ -554,9 +553,33 @@ async fn forward(
         }
     }
     match mirrored {
-        // A forward that could not even be built leaves hookscope's own answer.
-        Some(sent) => sent.await.unwrap_or(status),
+        Some(sent) => sent.await,
         None => status,
+    }
+}
+
+/// The attempt of a forward that could not even be made (a header the client refuses), with why.
+fn not_sent(
+    id: i64,
+    url: String,
+    outgoing: &crate::net::client::Outgoing,
+    error: String,
+) -> crate::domain::attempt::Attempt {
+    crate::domain::attempt::Attempt {
+        id: 0,
+        delivery_id: Some(id),
+        kind: AttemptKind::Forward,
+        url,
+        sent_at_ms: now_ms(),
+        request_headers: outgoing.headers.clone(),
+        request_body: outgoing.body.clone(),
+        status: None,
+        response_headers: Vec::new(),
+        response_body: Vec::new(),
+        latency_ms: 0,
+        error: Some(error),
+        job_id: None,
+        attempt_number: None,
     }
 }
 

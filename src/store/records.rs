@@ -45,8 +45,8 @@ pub struct Routing {
 pub(crate) struct Written {
     pub(crate) id: i64,
     pub(crate) duplicate: DuplicateCheck,
-    /// Which of `Routing::conditions` it met; `None` when they could not be decided.
-    pub(crate) met: Option<Vec<bool>>,
+    /// Its routing, as decided.
+    pub(crate) routed: Routed,
     /// When it met none of its rules: how many there were.
     pub(crate) unrouted: Option<u32>,
 }
@@ -85,7 +85,7 @@ impl NewRecord {
         let Written {
             id,
             duplicate,
-            met,
+            routed,
             unrouted,
         } = written;
         StoredDelivery {
@@ -109,7 +109,7 @@ impl NewRecord {
             latency_ms,
             note,
             unrouted,
-            met,
+            routed,
         }
     }
 }
@@ -145,9 +145,22 @@ pub struct StoredDelivery {
     pub note: Option<String>,
     /// When its endpoint had forwarding rules and it matched none: how many there were.
     pub unrouted: Option<u32>,
-    /// Just stored: which of its routing conditions it met (`Routing::conditions`, in order).
-    /// `None` when read back from the store, or when they could not be decided.
-    pub met: Option<Vec<bool>>,
+    /// Just stored: how its forwarding rules were decided in its transaction
+    /// ([`Routed::NotRouted`] when read back from the store).
+    pub routed: Routed,
+}
+
+/// How a delivery's forwarding rules were decided in the transaction that stored it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Routed {
+    /// No rules applied (none, or its endpoint's forwarding was switched off).
+    #[default]
+    NotRouted,
+    /// Which of `Routing::conditions` it met, in order.
+    Met(Vec<bool>),
+    /// The conditions could not be decided (SQLite's reason): the conditional rules are not
+    /// applied, and the delivery is not marked unrouted for it.
+    Undecided(String),
 }
 
 /// One line of the deliveries list: what the list shows, without the body.
@@ -261,7 +274,7 @@ pub(crate) fn read_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RowResult> {
         latency_ms: row.get::<_, i64>(18)?.max(0) as u64,
         note: row.get(19)?,
         unrouted: row.get(23)?,
-        met: None,
+        routed: Routed::NotRouted,
     }))
 }
 

@@ -15,7 +15,7 @@ use crate::domain::delivery::encode_headers;
 use crate::store::error::StoreError;
 use crate::store::health::{self, Health, Identity, Trouble};
 use crate::store::maintain::{Maintenance, maintain, write_attempt};
-use crate::store::records::{NewRecord, StoredDelivery, Written};
+use crate::store::records::{NewRecord, Routed, StoredDelivery, Written};
 
 /// How many pending writes the channel holds before senders wait.
 pub(crate) const WRITE_QUEUE: usize = 4096;
@@ -453,11 +453,11 @@ fn write_rows(conn: &Connection, records: &[&NewRecord]) -> Result<Vec<Written>,
     for (offset, record) in records.iter().enumerate() {
         let id = first + offset as i64;
         let duplicate = write_row(conn, record, id).map_err(|e| (Some(offset), e))?;
-        let (met, unrouted) = route(conn, record, id).map_err(|e| (Some(offset), e))?;
+        let (routed, unrouted) = route(conn, record, id).map_err(|e| (Some(offset), e))?;
         verdicts.push(Written {
             id,
             duplicate,
-            met,
+            routed,
             unrouted,
         });
     }
@@ -472,20 +472,21 @@ fn route(
     conn: &Connection,
     record: &NewRecord,
     id: i64,
-) -> Result<(Option<Vec<bool>>, Option<u32>), rusqlite::Error> {
+) -> Result<(Routed, Option<u32>), rusqlite::Error> {
     let routing = &record.routing;
     if routing.rules == 0 {
-        return Ok((Some(Vec::new()), None));
+        return Ok((Routed::NotRouted, None));
     }
-    let Ok(met) = crate::store::query::meets(conn, id, &routing.conditions) else {
-        return Ok((None, None));
+    let met = match crate::store::query::meets(conn, id, &routing.conditions) {
+        Ok(met) => met,
+        Err(e) => return Ok((Routed::Undecided(e.to_string()), None)),
     };
     if routing.unconditional || met.contains(&true) {
-        return Ok((Some(met), None));
+        return Ok((Routed::Met(met), None));
     }
     conn.prepare_cached("UPDATE deliveries SET unrouted = ?2 WHERE id = ?1")?
         .execute(params![id, routing.rules])?;
-    Ok((Some(met), Some(routing.rules)))
+    Ok((Routed::Met(met), Some(routing.rules)))
 }
 
 /// What a delivery does to the (scope, event id) table.

@@ -514,6 +514,9 @@ pub struct Observed {
     pub timeout_ms: u64,
     /// The tampered and stale probes.
     pub probes: Vec<ProbeAnswer>,
+    /// When a hookscope receiver answered: whether it verified a correctly signed delivery of
+    /// the run (its verdicts on the probes mean something only then).
+    pub receiver_verifies: Option<bool>,
     /// Statuses of duplicates, replays and late retries of events already acknowledged.
     pub repeats: Vec<Option<u16>>,
     /// Client submits: (body hash, key, created a job, real ms).
@@ -677,7 +680,14 @@ fn refuses_forgeries(o: &Observed) -> Check {
         .filter(|p| caught(p).is_none())
         .map(|p| p.what.as_str())
         .collect();
-    let not_judged = with(Some(Caught::NotJudged));
+    let mut not_judged = with(Some(Caught::NotJudged));
+    // A receiver that fails every delivery (the wrong secret) also fails the tampered one.
+    let recorded = o.probes.iter().any(|p| p.recorded.is_some());
+    if recorded && o.receiver_verifies != Some(true) {
+        not_judged.push(
+            "it did not verify the run's correctly signed deliveries (no endpoint with the simulator's scheme and secret for the path)".into(),
+        );
+    }
     if o.probes.is_empty() {
         Check::new(
             name,
@@ -712,7 +722,7 @@ fn refuses_forgeries(o: &Observed) -> Check {
                 not_judged.join("; ")
             ),
         )
-    } else if o.probes.iter().any(|p| p.recorded.is_some()) {
+    } else if recorded {
         let recorded: Vec<String> = o.probes.iter().map(said).collect();
         Check::new(
             name,
@@ -1009,6 +1019,7 @@ mod tests {
         };
         let o = |p: ProbeAnswer| Observed {
             probes: vec![p],
+            receiver_verifies: Some(true),
             ..Observed::default()
         };
         let caught = refuses_forgeries(&o(recorded("sig fail", Caught::Yes)));
@@ -1022,6 +1033,16 @@ mod tests {
         assert_eq!(skipped.status, Verdict::Skipped, "{}", skipped.detail);
         let missed = refuses_forgeries(&o(recorded("sig pass", Caught::No)));
         assert_eq!(missed.status, Verdict::Fail, "{}", missed.detail);
+        // A receiver with the wrong secret fails everything: its `sig fail` proves nothing.
+        let mut wrong_secret = o(recorded("sig fail", Caught::Yes));
+        wrong_secret.receiver_verifies = Some(false);
+        let unproven = refuses_forgeries(&wrong_secret);
+        assert_eq!(unproven.status, Verdict::Skipped, "{}", unproven.detail);
+        assert!(
+            unproven.detail.contains("did not verify"),
+            "{}",
+            unproven.detail
+        );
         // Without a record, a 200 is an acceptance.
         let handler =
             refuses_forgeries(&o(probe("a delivery with a tampered signature", Some(200))));

@@ -471,8 +471,42 @@ impl World {
 
     /// Records an attempt's outcome: a 2xx acknowledges the event; otherwise the next attempt
     /// is scheduled, or the event is out of attempts.
-    /// `recorded`: for a tampered or stale probe answered by a hookscope receiver, what that
-    /// receiver recorded of it.
+    /// What a hookscope receiver recorded (`recorded`) of a correctly signed delivery (whether
+    /// it verifies the simulator's signatures, from the first one), and a probe's answer; true
+    /// for a probe, which is nothing more.
+    fn observed_receiver(
+        &mut self,
+        work: &Work,
+        status: Option<u16>,
+        recorded: Option<Recorded>,
+    ) -> bool {
+        if work.kind == WorkKind::Attempt
+            && let Some(r) = &recorded
+            && self.observed.receiver_verifies.is_none()
+        {
+            self.observed.receiver_verifies = Some(r.caught == super::Caught::No);
+        }
+        let what = match work.kind {
+            WorkKind::Tampered => "a delivery with a tampered signature".to_string(),
+            WorkKind::Stale => {
+                let age = self.settings.stale_secs.unwrap_or(0).unsigned_abs();
+                format!(
+                    "a correctly signed delivery {} old",
+                    crate::domain::fmt::human_duration(age)
+                )
+            }
+            _ => return false,
+        };
+        self.observed.probes.push(ProbeAnswer {
+            what,
+            status,
+            recorded,
+        });
+        true
+    }
+
+    /// `recorded`: for a delivery answered by a hookscope receiver, what that receiver recorded
+    /// of it.
     pub fn done(
         &mut self,
         work: &Work,
@@ -506,21 +540,7 @@ impl World {
             status,
             latency_ms,
         });
-        if matches!(work.kind, WorkKind::Tampered | WorkKind::Stale) {
-            let what = if work.kind == WorkKind::Tampered {
-                "a delivery with a tampered signature".to_string()
-            } else {
-                let age = self.settings.stale_secs.unwrap_or(0).unsigned_abs();
-                format!(
-                    "a correctly signed delivery {} old",
-                    crate::domain::fmt::human_duration(age)
-                )
-            };
-            self.observed.probes.push(ProbeAnswer {
-                what,
-                status,
-                recorded,
-            });
+        if self.observed_receiver(work, status, recorded) {
             return;
         }
         self.observed.latencies.push((latency_ms, timed_out));

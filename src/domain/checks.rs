@@ -15,7 +15,9 @@ use crate::domain::endpoint::Endpoint;
 use crate::domain::fmt::human_duration;
 use crate::domain::handshake::{self, Handshake};
 use crate::domain::job::{JobRef, extract_job, first_text};
-use crate::domain::scheme::{self, Family, FuturePolicy, HeaderError, Scheme, Verification};
+use crate::domain::scheme::{
+    self, Family, FuturePolicy, HeaderError, Reading, Scheme, Verification,
+};
 
 /// Verdict of the signature check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -331,6 +333,8 @@ pub fn evaluate_with(
         None
     };
     let active = configured.or(detected.as_ref());
+    // The scheme's signature header, event id and timestamp, read once for every check below.
+    let reading = active.map(|s| s.read(delivery));
     let body_json = delivery.body_json();
 
     // A detected scheme is verified when the endpoint has secrets: adding the provider's secret
@@ -346,7 +350,12 @@ pub fn evaluate_with(
             diagnosis: None,
             }
     } else {
-        let mut check = signature_check(delivery, endpoint, verify_with, detected.as_ref());
+        let mut check = signature_check(
+            delivery,
+            endpoint,
+            verify_with.zip(reading.as_ref()),
+            detected.as_ref(),
+        );
         if check.status == SignatureStatus::Fail
             && let Some(scheme) = verify_with
         {
@@ -354,7 +363,11 @@ pub fn evaluate_with(
         }
         check
     };
-    let timestamp = timestamp_check(delivery, active, endpoint.tolerance_secs, now_secs);
+    let timestamp = timestamp_check(
+        active.zip(reading.as_ref()),
+        endpoint.tolerance_secs,
+        now_secs,
+    );
     // A body not received whole is no handshake: it was answered 413 or 400, not challenged.
     let handshake = delivery
         .body_complete
@@ -387,8 +400,9 @@ pub fn evaluate_with(
     let cloudevent = cloudevents::read(delivery);
 
     let event_id = cloudevent.as_ref().map(|e| e.id.clone()).or_else(|| {
-        active
-            .and_then(|s| s.event_id_from_headers(delivery))
+        reading
+            .as_ref()
+            .and_then(|r| r.event_id)
             .map(str::to_string)
             .or_else(|| {
                 body_json
@@ -496,10 +510,10 @@ fn unsigned_handshake(
 fn signature_check(
     delivery: &Delivery,
     endpoint: &Endpoint,
-    verify_with: Option<&Scheme>,
+    verify_with: Option<(&Scheme, &Reading<'_>)>,
     detected: Option<&Scheme>,
 ) -> SignatureCheck {
-    let Some(scheme) = verify_with else {
+    let Some((scheme, reading)) = verify_with else {
         return not_verified(delivery, endpoint, detected);
     };
     let label = &scheme.label;
@@ -521,7 +535,7 @@ fn signature_check(
             0,
         );
     }
-    match scheme.verify(delivery, &endpoint.secrets) {
+    match scheme.verify_read(delivery, reading, &endpoint.secrets) {
         Verification::Verified {
             secret_index,
             signature_index,
@@ -734,8 +748,7 @@ fn capitalise(text: &str) -> String {
 const MILLISECONDS_THRESHOLD: i64 = 100_000_000_000;
 
 fn timestamp_check(
-    delivery: &Delivery,
-    scheme: Option<&Scheme>,
+    scheme: Option<(&Scheme, &Reading<'_>)>,
     tolerance_override: Option<u64>,
     now_secs: i64,
 ) -> TimestampCheck {
@@ -746,7 +759,7 @@ fn timestamp_check(
         tolerance_secs: None,
         milliseconds: false,
     };
-    let Some(scheme) = scheme else {
+    let Some((scheme, reading)) = scheme else {
         return skipped("No scheme recognised, so there is no signed timestamp to check.".into());
     };
     let label = &scheme.label;
@@ -759,8 +772,9 @@ fn timestamp_check(
                 .timestamp_header
                 .clone()
                 .unwrap_or_else(|| scheme.signature_header.clone());
-            let age = scheme
-                .timestamp_text(delivery)
+            let age = reading
+                .timestamp
+                .as_deref()
                 .and_then(|t| t.parse::<i64>().ok())
                 .map(|ts| format!(" It is {}.", describe_skew(ts.saturating_sub(now_secs))))
                 .unwrap_or_default();
@@ -789,7 +803,7 @@ fn timestamp_check(
         .timestamp_header
         .clone()
         .unwrap_or_else(|| scheme.signature_header.clone());
-    let Some(text) = scheme.timestamp_text(delivery) else {
+    let Some(text) = reading.timestamp.clone() else {
         return fail(
             format!(
                 "No timestamp found in {where_}; {label} signs one, so the delivery cannot be checked for staleness."

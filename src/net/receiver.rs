@@ -219,7 +219,10 @@ async fn handle(
     let started = Instant::now();
     let settings = shared.settings.get();
     let received = read(request, peer, now_ms(), settings.body_limit).await;
-    let Decision { mut record, reply } = match decided(&shared, &settings, received).await {
+    // The endpoint, looked up once for the checks, the forward and the answer.
+    let endpoint = settings.endpoint_for(&received.delivery.path);
+    let Decision { mut record, reply } = match decided(&shared, &settings, endpoint, received).await
+    {
         Ok(decision) => decision,
         Err(response) => return response,
     };
@@ -239,7 +242,6 @@ async fn handle(
         Ok(stored) => stored,
         Err(response) => return response,
     };
-    let endpoint = settings.endpoint_for(&stored.delivery.path);
     let status = forward(&shared, endpoint, &stored, status).await;
     if delay_ms > 0 {
         tokio::time::sleep(Duration::from_millis(delay_ms)).await;
@@ -400,12 +402,13 @@ async fn read(request: Request, peer: SocketAddr, received_at_ms: i64, limit: us
 async fn decided(
     shared: &Arc<Shared>,
     settings: &Arc<Settings>,
+    endpoint: &Endpoint,
     received: Received,
 ) -> Result<Decision, Response> {
     if received.delivery.body.len() <= 64 * 1024 {
-        let endpoint = settings.endpoint_for(&received.delivery.path);
         return Ok(capture::decide(endpoint, received, &shared.controls));
     }
+    // The blocking pool takes owned values: the endpoint is found again there.
     let (settings, controls) = (Arc::clone(settings), Arc::clone(&shared.controls));
     tokio::task::spawn_blocking(move || {
         let endpoint = settings.endpoint_for(&received.delivery.path);

@@ -281,6 +281,18 @@ pub struct ParsedSignature {
     pub ignored: Vec<String>,
 }
 
+/// What a scheme reads of a delivery, read once ([`Scheme::read`]) and handed to each check:
+/// the signature header taken apart, the event id and the timestamp as the scheme carries them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reading<'a> {
+    /// The signature header taken apart, or why it could not be.
+    pub signature: Result<ParsedSignature, HeaderError>,
+    /// The event id from the scheme's header, when it has one.
+    pub event_id: Option<&'a str>,
+    /// The timestamp as written (its header, or inside the signature header).
+    pub timestamp: Option<String>,
+}
+
 /// The outcome of verifying a delivery's signature with a set of secrets.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verification {
@@ -655,9 +667,31 @@ impl Scheme {
         }
     }
 
+    /// Reads the delivery's signature header, event id and timestamp, once for every check.
+    pub fn read<'a>(&self, delivery: &'a Delivery) -> Reading<'a> {
+        let signature = match delivery.header(&self.signature_header) {
+            Some(value) => self.parse_header(value),
+            None => Err(HeaderError::Missing(self.signature_header.clone())),
+        };
+        Reading {
+            signature,
+            event_id: self.event_id_from_headers(delivery),
+            timestamp: self.timestamp_text(delivery),
+        }
+    }
+
     /// The strings a verifier accepts a signature over, for one delivery: one for most
     /// families, the URL with and without its port for Twilio.
     pub fn signed_strings(&self, delivery: &Delivery) -> Result<Vec<Vec<u8>>, Verification> {
+        self.signed_strings_read(delivery, &self.read(delivery))
+    }
+
+    /// [`Scheme::signed_strings`] with the event id and timestamp already read.
+    fn signed_strings_read(
+        &self,
+        delivery: &Delivery,
+        reading: &Reading<'_>,
+    ) -> Result<Vec<Vec<u8>>, Verification> {
         if self.family == Family::Twilio {
             let url = self.signed_url(delivery);
             let params = if twilio::body_hash_param(&url).is_some() {
@@ -673,7 +707,7 @@ impl Scheme {
                 .collect());
         }
         let event_id = if self.signs_event_id() {
-            match self.event_id_from_headers(delivery) {
+            match reading.event_id {
                 Some(id) => id.to_string(),
                 None => {
                     let name = self
@@ -687,8 +721,8 @@ impl Scheme {
             String::new()
         };
         let timestamp = if self.signs_timestamp() {
-            match self.timestamp_text(delivery) {
-                Some(ts) => ts,
+            match &reading.timestamp {
+                Some(ts) => ts.clone(),
                 None => {
                     let name = self
                         .timestamp_header
@@ -734,14 +768,21 @@ impl Scheme {
 
     /// Verifies the delivery's signature against each secret, in constant time per comparison.
     pub fn verify(&self, delivery: &Delivery, secrets: &[Secret]) -> Verification {
-        let Some(value) = delivery.header(&self.signature_header) else {
-            return Verification::BadHeader(HeaderError::Missing(self.signature_header.clone()));
-        };
-        let parsed = match self.parse_header(value) {
+        self.verify_read(delivery, &self.read(delivery), secrets)
+    }
+
+    /// [`Scheme::verify`] with the delivery already read ([`Scheme::read`]).
+    pub fn verify_read(
+        &self,
+        delivery: &Delivery,
+        reading: &Reading<'_>,
+        secrets: &[Secret],
+    ) -> Verification {
+        let parsed = match &reading.signature {
             Ok(p) => p,
-            Err(e) => return Verification::BadHeader(e),
+            Err(e) => return Verification::BadHeader(e.clone()),
         };
-        let messages = match self.signed_strings(delivery) {
+        let messages = match self.signed_strings_read(delivery, reading) {
             Ok(m) => m,
             Err(outcome) => return outcome,
         };

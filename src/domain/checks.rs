@@ -357,9 +357,15 @@ pub fn evaluate_with(
             detected.as_ref(),
         );
         if check.status == SignatureStatus::Fail
-            && let Some(scheme) = verify_with
+            && let Some((scheme, reading)) = verify_with.zip(reading.as_ref())
         {
-            check.diagnosis = diagnose::diagnose(scheme, delivery, &endpoint.secrets, others);
+            check.diagnosis = Some(diagnose::diagnose_failed(
+                scheme,
+                delivery,
+                reading,
+                &endpoint.secrets,
+                others,
+            ));
         }
         check
     };

@@ -370,16 +370,6 @@ fn reserialisations(body: &[u8]) -> Vec<(&'static str, Vec<u8>)> {
     variants
 }
 
-/// The inputs a scheme signs, read from the delivery (missing ones are empty).
-fn signing_inputs(scheme: &Scheme, delivery: &Delivery) -> (String, String) {
-    let id = scheme
-        .event_id_from_headers(delivery)
-        .unwrap_or_default()
-        .to_string();
-    let ts = scheme.timestamp_text(delivery).unwrap_or_default();
-    (id, ts)
-}
-
 /// The received signature's tokens and the hypotheses tried so far.
 struct Attempt {
     tokens: Tokens,
@@ -421,16 +411,32 @@ pub fn diagnose(
     secrets: &[Secret],
     others: &[LabelledSecret],
 ) -> Option<Diagnosis> {
+    let reading = scheme.read(delivery);
     if matches!(
-        scheme.verify(delivery, secrets),
+        scheme.verify_read(delivery, &reading, secrets),
         scheme::Verification::Verified { .. }
     ) {
         return None;
     }
+    Some(diagnose_failed(scheme, delivery, &reading, secrets, others))
+}
+
+/// [`diagnose`] of a signature already found failing, with the delivery already read
+/// ([`Scheme::read`]): the checks' path, which verified it once already.
+pub fn diagnose_failed(
+    scheme: &Scheme,
+    delivery: &Delivery,
+    reading: &scheme::Reading<'_>,
+    secrets: &[Secret],
+    others: &[LabelledSecret],
+) -> Diagnosis {
     let header = delivery
         .header(&scheme.signature_header)
         .map(|v| String::from_utf8_lossy(v).into_owned());
-    let (event_id, timestamp) = signing_inputs(scheme, delivery);
+    let (event_id, timestamp) = (
+        reading.event_id.unwrap_or_default().to_string(),
+        reading.timestamp.clone().unwrap_or_default(),
+    );
     let expected_payload = expected_payload(scheme, delivery, &event_id, &timestamp);
     let mut diagnosis = Diagnosis {
         cause: Cause::Unknown,
@@ -469,7 +475,7 @@ pub fn diagnose(
         }
         None => diagnosis.detail = nothing_reproduces(scheme, diagnosis.tried.len()),
     }
-    Some(diagnosis)
+    diagnosis
 }
 
 /// The string the scheme signs, as hookscope computes it (for Twilio, the first URL form it

@@ -39,6 +39,9 @@ impl<'a> Side<'a> {
 pub struct HeaderChange {
     /// The name, lower case.
     pub name: String,
+    /// What happened to it: `added` (only in the second), `removed` (only in the first),
+    /// `changed` (another value).
+    pub change: Change,
     /// Its value in the first, when it has it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub old: Option<String>,
@@ -220,6 +223,10 @@ fn header_changes(a: &Delivery, b: &Delivery) -> Vec<HeaderChange> {
             Some((_, other)) if other == value => {}
             found => out.push(HeaderChange {
                 name: name.clone(),
+                change: match found {
+                    Some(_) => Change::Changed,
+                    None => Change::Removed,
+                },
                 old: Some(value.clone()),
                 new: found.map(|(_, v)| v.clone()),
                 expected: expected_to_differ(name),
@@ -230,6 +237,7 @@ fn header_changes(a: &Delivery, b: &Delivery) -> Vec<HeaderChange> {
         if !old.iter().any(|(n, _)| n == name) {
             out.push(HeaderChange {
                 name: name.clone(),
+                change: Change::Added,
                 old: None,
                 new: Some(value.clone()),
                 expected: expected_to_differ(name),
@@ -434,10 +442,10 @@ pub fn human_lines(c: &Comparison) -> String {
     let mut out = vec![c.title.clone()];
     let shown = |v: &Option<String>| v.clone().unwrap_or_default();
     for h in c.headers.iter().filter(|h| !h.expected) {
-        out.push(match (&h.old, &h.new) {
-            (Some(_), None) => format!("- header {}: {}", h.name, shown(&h.old)),
-            (None, Some(_)) => format!("+ header {}: {}", h.name, shown(&h.new)),
-            _ => format!(
+        out.push(match h.change {
+            Change::Removed => format!("- header {}: {}", h.name, shown(&h.old)),
+            Change::Added => format!("+ header {}: {}", h.name, shown(&h.new)),
+            Change::Changed | Change::Moved => format!(
                 "~ header {}: {} -> {}",
                 h.name,
                 shown(&h.old),
@@ -521,6 +529,27 @@ mod tests {
     fn compared(a: &Delivery, b: &Delivery) -> Comparison {
         let c = checks();
         compare(Side::delivery(1, a, &c), Side::delivery(2, b, &c))
+    }
+
+    #[test]
+    fn each_header_change_is_named_in_the_json() {
+        let a = delivery(&[("x-a", "1"), ("x-b", "2")], "{}");
+        let b = delivery(&[("x-b", "3"), ("x-c", "4")], "{}");
+        let changes: Vec<(String, serde_json::Value)> = header_changes(&a, &b)
+            .into_iter()
+            .map(|h| {
+                let json = serde_json::to_value(&h).expect("json");
+                (h.name, json["change"].clone())
+            })
+            .collect();
+        assert_eq!(
+            changes,
+            [
+                ("x-a".to_string(), serde_json::json!("removed")),
+                ("x-b".to_string(), serde_json::json!("changed")),
+                ("x-c".to_string(), serde_json::json!("added")),
+            ]
+        );
     }
 
     #[test]

@@ -100,6 +100,15 @@ fn each_delivery_goes_to_every_rule_it_meets_and_one_that_meets_none_is_marked()
     for delivery in [&invoice, &charge, &subscription, &anything] {
         assert_eq!(delivery["unrouted"], false, "{delivery}");
     }
+    // listen's line says what the sender got and the store holds: the mirrored 503.
+    assert_eq!(charge["response"]["status"], 503, "{charge}");
+    assert!(
+        charge["note"]
+            .as_str()
+            .unwrap_or("")
+            .contains("mirrors the handler"),
+        "{charge}"
+    );
     // Forwards that do not mirror go out after the answer: wait until each target has what
     // it should (or more, which the counts below would catch) and each attempt is stored,
     // before stopping the receiver.

@@ -79,7 +79,8 @@ pub struct Session {
     controls: Arc<Controls>,
     config: ConfigFile,
     overrides: Overrides,
-    last_retention: Instant,
+    /// When the retention last ran (`None`: it is due).
+    last_retention: Option<Instant>,
     health_changes: u64,
     _lock: Option<CaptureLock>,
 }
@@ -103,7 +104,7 @@ impl Session {
             overrides: options.overrides,
             receiver: None,
             reconciler: None,
-            last_retention: Instant::now(),
+            last_retention: Some(Instant::now()),
             health_changes,
         };
         Ok((
@@ -193,7 +194,10 @@ impl Session {
             Some(Err(e)) => said.push(Said::Failed(e.to_string())),
             None => {}
         }
-        if self.last_retention.elapsed() >= RETENTION_EVERY {
+        if self
+            .last_retention
+            .is_none_or(|at| at.elapsed() >= RETENTION_EVERY)
+        {
             said.extend(self.apply_retention());
         }
         said
@@ -210,7 +214,7 @@ impl Session {
 
     /// Applies the config's retention now (nothing on a read-only history).
     pub fn apply_retention(&mut self) -> Option<Said> {
-        self.last_retention = Instant::now();
+        self.last_retention = Some(Instant::now());
         if self.read_only.is_some() {
             return None;
         }
@@ -363,9 +367,8 @@ mod tests {
                 .any(|s| matches!(s, Said::Retained(_))),
             "not due yet"
         );
-        session.last_retention = Instant::now()
-            .checked_sub(RETENTION_EVERY)
-            .expect("the clock is past 10 minutes");
+        // As if `RETENTION_EVERY` had passed since the last one.
+        session.last_retention = None;
         let said = session.tick();
         assert!(said.contains(&Said::Retained(3)), "{said:?}");
         let reader = session.store().reader().expect("reader");

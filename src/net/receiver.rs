@@ -238,11 +238,11 @@ async fn handle(
         Reply::Recorded => (record.response_status, 0),
     };
     record.latency_ms = started.elapsed().as_millis() as u64 + delay_ms;
-    let stored = match store(&shared, record).await {
+    let mut stored = match store(&shared, record).await {
         Ok(stored) => stored,
         Err(response) => return response,
     };
-    let status = forward(&shared, endpoint, &stored, status).await;
+    let status = forward(&shared, endpoint, &mut stored, status).await;
     if delay_ms > 0 {
         tokio::time::sleep(Duration::from_millis(delay_ms)).await;
     }
@@ -455,14 +455,27 @@ struct Target {
 }
 
 /// The targets of a stored delivery: its endpoint's rules whose condition it met when it was
-/// stored (`StoredDelivery::met`, decided in its transaction; none while the endpoint's
+/// stored (`StoredDelivery::routed`, decided in its transaction; none while the endpoint's
 /// forwarding is switched off), then the receiver-wide target (`listen --forward-to`, the
 /// window's switch).
 fn targets(shared: &Shared, endpoint: &Endpoint, stored: &StoredDelivery) -> Vec<Target> {
     let mut targets = Vec::new();
     match &stored.routed {
         Routed::NotRouted => {}
-        Routed::Met(met) => {
+        routed => {
+            // Undecided: the conditional rules are not applied (and the delivery is not marked
+            // unrouted); a rule without a condition still takes it.
+            let met = match routed {
+                Routed::Met(met) => met.as_slice(),
+                Routed::Undecided(why) => {
+                    eprintln!(
+                        "hookscope: forwarding rules cannot be decided for delivery #{}: {why}",
+                        stored.id
+                    );
+                    &[]
+                }
+                Routed::NotRouted => &[],
+            };
             let mut met = met.iter();
             for rule in &endpoint.forward {
                 // A rule without a condition takes every delivery.
@@ -475,11 +488,6 @@ fn targets(shared: &Shared, endpoint: &Endpoint, stored: &StoredDelivery) -> Vec
                 }
             }
         }
-        // The conditional rules are not applied, and the delivery is not marked unrouted.
-        Routed::Undecided(why) => eprintln!(
-            "hookscope: forwarding rules cannot be decided for delivery #{}: {why}",
-            stored.id
-        ),
     }
     if let Some(url) = shared.controls.forward_url() {
         targets.push(Target {
@@ -497,7 +505,7 @@ fn targets(shared: &Shared, endpoint: &Endpoint, stored: &StoredDelivery) -> Vec
 async fn forward(
     shared: &Shared,
     endpoint: &Endpoint,
-    stored: &StoredDelivery,
+    stored: &mut StoredDelivery,
     status: u16,
 ) -> u16 {
     let targets = targets(shared, endpoint, stored);
@@ -534,20 +542,18 @@ async fn forward(
             // handler earns retries, as it would in production; the delivery says so.
             let answered = attempt.status.unwrap_or(502);
             let note = mirror.then(|| {
-                (
-                    answered,
-                    format!(
-                        "Answered {answered}, the forwarded handler's status (the answer mirrors the handler's)."
-                    ),
+                format!(
+                    "Answered {answered}, the forwarded handler's status (the answer mirrors the handler's)."
                 )
             });
-            if let Err(e) = writer.attempt_answered(attempt, note).await {
+            let recorded = note.clone().map(|note| (answered, note));
+            if let Err(e) = writer.attempt_answered(attempt, recorded).await {
                 eprintln!(
                     "hookscope: the forward of delivery #{id} to {} could not be recorded: {e}",
                     crate::domain::delivery::masked_url(&url)
                 );
             }
-            answered
+            (answered, note)
         };
         if mirror {
             mirrored = Some(sent);
@@ -555,10 +561,19 @@ async fn forward(
             tokio::spawn(sent);
         }
     }
-    match mirrored {
-        Some(sent) => sent.await,
-        None => status,
+    let Some(sent) = mirrored else {
+        return status;
+    };
+    // What the store now says of it, so the front end shows the same.
+    let (answered, note) = sent.await;
+    if let Some(note) = note {
+        stored.response_status = answered;
+        stored.note = Some(match stored.note.take() {
+            Some(before) => format!("{before} {note}"),
+            None => note,
+        });
     }
+    answered
 }
 
 /// The attempt of a forward that could not even be made (a header the client refuses), with why.

@@ -28,7 +28,7 @@ pub struct NewRecord {
 }
 
 /// The forwarding rules a delivery is routed by. Their conditions are decided on the stored row,
-/// with the list's SQL, inside the transaction that stores it (`StoredDelivery::met`), and a
+/// with the list's SQL, inside the transaction that stores it (`StoredDelivery::routed`), and a
 /// delivery that meets none is marked unrouted there: no store round trip after the write.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Routing {

@@ -443,6 +443,10 @@ fn sigterm_finishes_the_delivery_in_flight_and_exits_zero() {
     );
     let status = listener.child.wait().expect("exits");
     assert_eq!(status.code(), Some(0), "a clean exit on SIGTERM");
+    // Answered after the signal, and printed all the same: a script reading `--json` misses
+    // no delivery that was acknowledged.
+    let printed = listener.next_json();
+    assert_eq!(printed["event_id"], "evt_term", "{printed}");
     let reader = Reader::open(&listener.store_path()).expect("store");
     let rows = reader.list(10, None).expect("list");
     assert_eq!(rows.len(), 1);

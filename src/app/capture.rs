@@ -139,6 +139,12 @@ impl Session {
         Ok(addr)
     }
 
+    /// The receiver, taken out of the session, for a front end that stops it on a thread of its
+    /// own while it shows the deliveries still in flight (`listen` on Ctrl-C).
+    pub fn take_receiver(&mut self) -> Option<Receiver> {
+        self.receiver.take()
+    }
+
     /// Stops the receiver (in-flight deliveries committed and answered).
     pub fn stop_receiver(&mut self) {
         if let Some(receiver) = self.receiver.take() {

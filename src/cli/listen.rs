@@ -96,8 +96,31 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
             stdout: &mut stdout,
             lines: &mut lines,
         };
-        if runtime.block_on(printing.for_a_while(&mut interrupted)) == Turn::Stop {
-            break;
+        match runtime.block_on(printing.for_a_while(&mut interrupted)) {
+            Turn::Housekeeping => {}
+            Turn::Stop => break,
+            Turn::Interrupted => {
+                // The receiver stops on a thread of its own (no new connections; the deliveries
+                // in flight committed and answered) while their lines are printed here, until
+                // its last handler is gone: every delivery answered 2xx is printed.
+                let stopping = session.take_receiver().map(|receiver| {
+                    std::thread::Builder::new()
+                        .name("hookscope-receiver-stop".into())
+                        .spawn(move || receiver.stop())
+                });
+                let printing = Printing {
+                    events: &mut events_rx,
+                    json: args.json,
+                    zone: &zone,
+                    stdout: &mut stdout,
+                    lines: &mut lines,
+                };
+                runtime.block_on(printing.the_rest());
+                if let Some(Ok(stopping)) = stopping {
+                    let _ = stopping.join();
+                }
+                break;
+            }
         }
         // The session's housekeeping runs here, outside the runtime: its retention waits for
         // the store's writer.
@@ -159,8 +182,10 @@ fn controls(args: &ListenArgs) -> Result<Arc<Controls>, AppError> {
 enum Turn {
     /// Time for the session's housekeeping.
     Housekeeping,
-    /// The receiver stopped, stdout closed, Ctrl-C or SIGTERM.
+    /// The receiver stopped, or stdout closed.
     Stop,
+    /// Ctrl-C or SIGTERM.
+    Interrupted,
 }
 
 /// What `listen` prints deliveries with.
@@ -212,7 +237,31 @@ impl Printing<'_> {
                         tokio::time::sleep(LINES_GATHER).await;
                     }
                 }
-                () = interrupted.as_mut() => return Turn::Stop,
+                () = interrupted.as_mut() => return Turn::Interrupted,
+            }
+        }
+    }
+
+    /// Prints every delivery still coming until the receiver is gone (its channel closed), or
+    /// stdout closes.
+    async fn the_rest(self) {
+        let Printing {
+            events,
+            json,
+            zone,
+            stdout,
+            lines,
+        } = self;
+        while let Some(stored) = events.recv().await {
+            let printed = print_waiting(
+                stored,
+                || events.try_recv().ok(),
+                |stored, lines| render_delivery(stored, json, zone, lines),
+                stdout,
+                lines,
+            );
+            if printed.is_err() {
+                return;
             }
         }
     }

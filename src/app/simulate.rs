@@ -915,21 +915,16 @@ fn judged(id: i64, checks: &Checks, kind: WorkKind) -> Recorded {
 }
 
 fn unreachable_attempt(url: &str, error: String) -> Attempt {
+    let request = (Vec::new(), Vec::new());
     Attempt {
-        id: 0,
-        delivery_id: None,
-        kind: AttemptKind::Simulate,
-        url: url.to_string(),
-        sent_at_ms: now_ms(),
-        request_headers: Vec::new(),
-        request_body: Vec::new(),
-        status: None,
-        response_headers: Vec::new(),
-        response_body: Vec::new(),
-        latency_ms: 0,
         error: Some(error),
-        job_id: None,
-        attempt_number: None,
+        ..Attempt::unanswered(
+            AttemptKind::Simulate,
+            url.to_string(),
+            None,
+            now_ms(),
+            request,
+        )
     }
 }
 

@@ -93,6 +93,34 @@ pub struct Attempt {
 }
 
 impl Attempt {
+    /// An outbound request of `kind`, sent (or tried) at `sent_at_ms`, with no answer yet: the
+    /// one shape every attempt starts from, the answer or the error filled in after.
+    pub fn unanswered(
+        kind: AttemptKind,
+        url: String,
+        delivery_id: Option<i64>,
+        sent_at_ms: i64,
+        request: (Vec<Header>, Vec<u8>),
+    ) -> Attempt {
+        let (request_headers, request_body) = request;
+        Attempt {
+            id: 0,
+            delivery_id,
+            kind,
+            url,
+            sent_at_ms,
+            request_headers,
+            request_body,
+            status: None,
+            response_headers: Vec::new(),
+            response_body: Vec::new(),
+            latency_ms: 0,
+            error: None,
+            job_id: None,
+            attempt_number: None,
+        }
+    }
+
     /// Whether the other side answered 2xx.
     pub fn succeeded(&self) -> bool {
         self.status.is_some_and(|s| (200..300).contains(&s))

@@ -233,23 +233,14 @@ impl Client {
             .body(outgoing.body.clone())
             .send()
             .await;
-        let mut attempt = Attempt {
-            id: 0,
-            delivery_id,
+        let mut attempt = Attempt::unanswered(
             kind,
             // Where it went, with a credential in the query (Meta's verify token) masked.
-            url: masked_url(url),
+            masked_url(url),
+            delivery_id,
             sent_at_ms,
-            request_headers: outgoing.headers.clone(),
-            request_body: outgoing.body.clone(),
-            status: None,
-            response_headers: Vec::new(),
-            response_body: Vec::new(),
-            latency_ms: 0,
-            error: None,
-            job_id: None,
-            attempt_number: None,
-        };
+            (outgoing.headers.clone(), outgoing.body.clone()),
+        );
         match result {
             Ok(response) => {
                 attempt.status = Some(response.status().as_u16());

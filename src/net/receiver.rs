@@ -583,21 +583,16 @@ fn not_sent(
     outgoing: &crate::net::client::Outgoing,
     error: String,
 ) -> crate::domain::attempt::Attempt {
+    let request = (outgoing.headers.clone(), outgoing.body.clone());
     crate::domain::attempt::Attempt {
-        id: 0,
-        delivery_id: Some(id),
-        kind: AttemptKind::Forward,
-        url,
-        sent_at_ms: now_ms(),
-        request_headers: outgoing.headers.clone(),
-        request_body: outgoing.body.clone(),
-        status: None,
-        response_headers: Vec::new(),
-        response_body: Vec::new(),
-        latency_ms: 0,
         error: Some(error),
-        job_id: None,
-        attempt_number: None,
+        ..crate::domain::attempt::Attempt::unanswered(
+            AttemptKind::Forward,
+            url,
+            Some(id),
+            now_ms(),
+            request,
+        )
     }
 }
 

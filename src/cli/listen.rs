@@ -86,16 +86,14 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
     // Made once, and kept across the turns below: a signal listener made anew each time cost
     // a registration each time, and a SIGTERM that came between two of them was lost.
     let mut interrupted = Box::pin(app::background::interrupted());
-    let mut stdout = std::io::stdout();
-    let mut lines = String::new();
+    let mut printing = Printing {
+        events: &mut events_rx,
+        json: args.json,
+        zone: &zone,
+        stdout: std::io::stdout(),
+        lines: String::new(),
+    };
     loop {
-        let printing = Printing {
-            events: &mut events_rx,
-            json: args.json,
-            zone: &zone,
-            stdout: &mut stdout,
-            lines: &mut lines,
-        };
         match runtime.block_on(printing.for_a_while(&mut interrupted)) {
             Turn::Housekeeping => {}
             Turn::Stop => break,
@@ -108,13 +106,6 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
                         .name("hookscope-receiver-stop".into())
                         .spawn(move || receiver.stop())
                 });
-                let printing = Printing {
-                    events: &mut events_rx,
-                    json: args.json,
-                    zone: &zone,
-                    stdout: &mut stdout,
-                    lines: &mut lines,
-                };
                 runtime.block_on(printing.the_rest());
                 if let Some(Ok(stopping)) = stopping {
                     let _ = stopping.join();
@@ -128,6 +119,7 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
             eprintln!("hookscope: {}", sentence(&said, &store_path));
         }
     }
+    drop(printing);
     drop(events_rx);
     session.shutdown();
     Ok(ExitCode::SUCCESS)
@@ -193,40 +185,40 @@ struct Printing<'a> {
     events: &'a mut tokio::sync::mpsc::Receiver<StoredDelivery>,
     json: bool,
     zone: &'a Zone,
-    stdout: &'a mut std::io::Stdout,
-    lines: &'a mut String,
+    stdout: std::io::Stdout,
+    lines: String,
 }
 
 impl Printing<'_> {
+    /// Prints `first` and the deliveries waiting behind it ([`print_waiting`]); whether none is
+    /// left, or the error of a closed stdout.
+    fn print(&mut self, first: StoredDelivery) -> std::io::Result<bool> {
+        let (json, zone) = (self.json, self.zone);
+        let events = &mut *self.events;
+        print_waiting(
+            first,
+            || events.try_recv().ok(),
+            |stored, lines| render_delivery(stored, json, zone, lines),
+            &mut self.stdout,
+            &mut self.lines,
+        )
+    }
+
     /// Prints each delivery as it arrives (JSON or human lines) for [`HOUSEKEEPING_EVERY`], or
     /// until the receiver stops, stdout closes, or `interrupted` resolves.
     async fn for_a_while(
-        self,
+        &mut self,
         interrupted: &mut std::pin::Pin<Box<impl std::future::Future<Output = ()>>>,
     ) -> Turn {
-        let Printing {
-            events,
-            json,
-            zone,
-            stdout,
-            lines,
-        } = self;
         let housekeeping = tokio::time::sleep(HOUSEKEEPING_EVERY);
         tokio::pin!(housekeeping);
         loop {
             tokio::select! {
                 () = &mut housekeeping => return Turn::Housekeeping,
-                event = events.recv() => {
+                event = self.events.recv() => {
                     let Some(stored) = event else { return Turn::Stop };
-                    let printed = print_waiting(
-                        stored,
-                        || events.try_recv().ok(),
-                        |stored, lines| render_delivery(stored, json, zone, lines),
-                        stdout,
-                        lines,
-                    );
                     // A closed stdout (e.g. `| head`) ends the command rather than panicking.
-                    let Ok(emptied) = printed else { return Turn::Stop };
+                    let Ok(emptied) = self.print(stored) else { return Turn::Stop };
                     // Let the next deliveries gather before waiting again: a receiver that
                     // finds this loop asleep on the channel must wake it (a system call on the
                     // answer's path), one that finds it here does not. Idle, the loop still
@@ -244,23 +236,9 @@ impl Printing<'_> {
 
     /// Prints every delivery still coming until the receiver is gone (its channel closed), or
     /// stdout closes.
-    async fn the_rest(self) {
-        let Printing {
-            events,
-            json,
-            zone,
-            stdout,
-            lines,
-        } = self;
-        while let Some(stored) = events.recv().await {
-            let printed = print_waiting(
-                stored,
-                || events.try_recv().ok(),
-                |stored, lines| render_delivery(stored, json, zone, lines),
-                stdout,
-                lines,
-            );
-            if printed.is_err() {
+    async fn the_rest(&mut self) {
+        while let Some(stored) = self.events.recv().await {
+            if self.print(stored).is_err() {
                 return;
             }
         }

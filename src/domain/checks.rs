@@ -340,63 +340,18 @@ pub fn evaluate_with(
     // A detected scheme is verified when the endpoint has secrets: adding the provider's secret
     // is enough, choosing the scheme by name is optional.
     let verify_with = configured.or(detected.as_ref().filter(|_| !endpoint.secrets.is_empty()));
-    let signature = if !delivery.body_complete {
-        SignatureCheck {
-            status: SignatureStatus::Skipped,
-            detail: "The body was not received whole (over the size limit or cut short), so the signature could not be checked.".into(),
-            scheme: active.map(|s| s.name.clone()),
-            secret: None,
-            secrets_tried: 0,
-            diagnosis: None,
-            }
-    } else {
-        let mut check = signature_check(
-            delivery,
-            endpoint,
-            verify_with.zip(reading.as_ref()),
-            detected.as_ref(),
-        );
-        if check.status == SignatureStatus::Fail
-            && let Some((scheme, reading)) = verify_with.zip(reading.as_ref())
-        {
-            check.diagnosis = Some(diagnose::diagnose_failed(
-                scheme,
-                delivery,
-                reading,
-                &endpoint.secrets,
-                others,
-            ));
-        }
-        check
-    };
+    let signature = signature_of(
+        delivery,
+        endpoint,
+        others,
+        (verify_with.zip(reading.as_ref()), active, detected.as_ref()),
+    );
     let timestamp = timestamp_check(
         active.zip(reading.as_ref()),
         endpoint.tolerance_secs,
         now_secs,
     );
-    // A body not received whole is no handshake: it was answered 413 or 400, not challenged.
-    let handshake = delivery
-        .body_complete
-        .then(|| {
-            handshake::respond_with(
-                delivery,
-                body_json.as_ref(),
-                &handshake::Context {
-                    accept: endpoint.handshake,
-                    secrets: &endpoint.secrets,
-                    matched_secret: signature.matched_secret(),
-                    endpoint_scheme: configured,
-                    verify_token: endpoint.verify_token.as_ref(),
-                    path: &endpoint.path,
-                },
-                match signature.status {
-                    SignatureStatus::Pass => handshake::Signed::Verified,
-                    SignatureStatus::Fail => handshake::Signed::Failed,
-                    SignatureStatus::Skipped => handshake::Signed::NotChecked,
-                },
-            )
-        })
-        .flatten();
+    let handshake = handshake_of(delivery, endpoint, body_json.as_ref(), &signature);
     // A provider that signs no handshake (a Meta GET, X's CRC…) gets no signature verdict
     // from the scheme of its deliveries: it proves itself another way.
     let (signature, timestamp) = match &handshake {
@@ -405,33 +360,10 @@ pub fn evaluate_with(
     };
     let cloudevent = cloudevents::read(delivery);
 
-    let event_id = cloudevent.as_ref().map(|e| e.id.clone()).or_else(|| {
-        reading
-            .as_ref()
-            .and_then(|r| r.event_id)
-            .map(str::to_string)
-            .or_else(|| {
-                body_json
-                    .as_ref()
-                    .and_then(|j| first_text(j, &["/id", "/event_id"]))
-            })
-            .or_else(|| {
-                // With no scheme, still recognise the common id headers so duplicates are caught.
-                [
-                    "webhook-id",
-                    "svix-id",
-                    "x-github-delivery",
-                    "x-shopify-webhook-id",
-                    "x-event-id",
-                    "i-twilio-idempotency-token",
-                    "idempotency-key",
-                ]
-                .iter()
-                .find_map(|h| delivery.header_str(h))
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty())
-            })
-    });
+    let event_id = cloudevent
+        .as_ref()
+        .map(|e| e.id.clone())
+        .or_else(|| event_id_of(delivery, reading.as_ref(), body_json.as_ref()));
     let event_type = cloudevent
         .as_ref()
         .map(|e| e.event_type.clone())
@@ -477,6 +409,102 @@ pub fn evaluate_with(
             .filter(|s| !s.is_empty() && !is_handshake),
         handshake,
     }
+}
+
+/// The signature verdict: skipped for a body not received whole, else checked with
+/// `verify_with` (the scheme to verify with and its reading) and, when it fails, diagnosed.
+fn signature_of(
+    delivery: &Delivery,
+    endpoint: &Endpoint,
+    others: &[LabelledSecret],
+    (verify_with, active, detected): (
+        Option<(&Scheme, &Reading<'_>)>,
+        Option<&Scheme>,
+        Option<&Scheme>,
+    ),
+) -> SignatureCheck {
+    if !delivery.body_complete {
+        return SignatureCheck {
+            status: SignatureStatus::Skipped,
+            detail: "The body was not received whole (over the size limit or cut short), so the signature could not be checked.".into(),
+            scheme: active.map(|s| s.name.clone()),
+            secret: None,
+            secrets_tried: 0,
+            diagnosis: None,
+        };
+    }
+    let mut check = signature_check(delivery, endpoint, verify_with, detected);
+    if check.status == SignatureStatus::Fail
+        && let Some((scheme, reading)) = verify_with
+    {
+        check.diagnosis = Some(diagnose::diagnose_failed(
+            scheme,
+            delivery,
+            reading,
+            &endpoint.secrets,
+            others,
+        ));
+    }
+    check
+}
+
+/// The provider's handshake this request is, answered or refused, told whether the signature
+/// verified. A body not received whole is no handshake: it was answered 413 or 400, not
+/// challenged.
+fn handshake_of(
+    delivery: &Delivery,
+    endpoint: &Endpoint,
+    body_json: Option<&crate::domain::json::Json<'_>>,
+    signature: &SignatureCheck,
+) -> Option<Handshake> {
+    if !delivery.body_complete {
+        return None;
+    }
+    handshake::respond_with(
+        delivery,
+        body_json,
+        &handshake::Context {
+            accept: endpoint.handshake,
+            secrets: &endpoint.secrets,
+            matched_secret: signature.matched_secret(),
+            endpoint_scheme: endpoint.scheme.as_ref(),
+            verify_token: endpoint.verify_token.as_ref(),
+            path: &endpoint.path,
+        },
+        match signature.status {
+            SignatureStatus::Pass => handshake::Signed::Verified,
+            SignatureStatus::Fail => handshake::Signed::Failed,
+            SignatureStatus::Skipped => handshake::Signed::NotChecked,
+        },
+    )
+}
+
+/// The event id when the delivery is no CloudEvent: the scheme's header, else the body's `id`
+/// or `event_id`, else (with no scheme, so duplicates are still caught) a common id header.
+fn event_id_of(
+    delivery: &Delivery,
+    reading: Option<&Reading<'_>>,
+    body_json: Option<&crate::domain::json::Json<'_>>,
+) -> Option<String> {
+    reading
+        .and_then(|r| r.event_id)
+        .map(str::to_string)
+        .or_else(|| body_json.and_then(|j| first_text(j, &["/id", "/event_id"])))
+        .or_else(|| {
+            [
+                "webhook-id",
+                "svix-id",
+                "x-github-delivery",
+                "x-shopify-webhook-id",
+                "x-event-id",
+                "i-twilio-idempotency-token",
+                "idempotency-key",
+            ]
+            .iter()
+            .find_map(|h| delivery.header_str(h))
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+        })
 }
 
 /// The signature and timestamp verdicts of a handshake its provider does not sign.
@@ -753,6 +781,33 @@ fn capitalise(text: &str) -> String {
 /// Timestamps at or above this are taken as milliseconds (in seconds it would be year 5138).
 const MILLISECONDS_THRESHOLD: i64 = 100_000_000_000;
 
+/// Why a scheme's timestamp is not judged: its libraries apply no tolerance (its age said when
+/// it can be read), or it signs none.
+fn no_tolerance(scheme: &Scheme, reading: &Reading<'_>, now_secs: i64) -> String {
+    let label = &scheme.label;
+    if scheme.signs_timestamp() {
+        let header = scheme
+            .timestamp_header
+            .clone()
+            .unwrap_or_else(|| scheme.signature_header.clone());
+        let age = reading
+            .timestamp
+            .as_deref()
+            .and_then(|t| t.parse::<i64>().ok())
+            .map(|ts| format!(" It is {}.", describe_skew(ts.saturating_sub(now_secs))))
+            .unwrap_or_default();
+        return format!(
+            "{label} signs the timestamp in {header}, but its libraries apply no tolerance, so its age is not judged (set tolerance_secs on the endpoint to judge it).{age}"
+        );
+    }
+    let id = scheme
+        .event_id_header
+        .as_deref()
+        .map(|h| format!(" ({h})"))
+        .unwrap_or_default();
+    format!("{label} signs no timestamp; replay protection rests on the event id{id} alone.")
+}
+
 fn timestamp_check(
     scheme: Option<(&Scheme, &Reading<'_>)>,
     tolerance_override: Option<u64>,
@@ -773,29 +828,7 @@ fn timestamp_check(
         .tolerance_secs
         .or(tolerance_override.filter(|_| scheme.signs_timestamp()));
     let Some(default_tolerance) = tolerance else {
-        if scheme.signs_timestamp() {
-            let header = scheme
-                .timestamp_header
-                .clone()
-                .unwrap_or_else(|| scheme.signature_header.clone());
-            let age = reading
-                .timestamp
-                .as_deref()
-                .and_then(|t| t.parse::<i64>().ok())
-                .map(|ts| format!(" It is {}.", describe_skew(ts.saturating_sub(now_secs))))
-                .unwrap_or_default();
-            return skipped(format!(
-                "{label} signs the timestamp in {header}, but its libraries apply no tolerance, so its age is not judged (set tolerance_secs on the endpoint to judge it).{age}"
-            ));
-        }
-        let id = scheme
-            .event_id_header
-            .as_deref()
-            .map(|h| format!(" ({h})"))
-            .unwrap_or_default();
-        return skipped(format!(
-            "{label} signs no timestamp; replay protection rests on the event id{id} alone."
-        ));
+        return skipped(no_tolerance(scheme, reading, now_secs));
     };
     let tolerance = tolerance_override.unwrap_or(default_tolerance);
     let fail = |detail: String, skew_secs: Option<i64>, milliseconds: bool| TimestampCheck {

@@ -119,6 +119,10 @@ impl Controls {
     }
 }
 
+/// What the note of a delivery answered with a forwarded handler's status says (the receiver
+/// writes it; the simulator reads it to judge such a delivery by its status).
+pub const MIRRORED: &str = "the answer mirrors the handler's";
+
 /// A request as a source received it: the bytes, headers, method, path, query, remote address
 /// and the time it was received (the [`Delivery`]), and how it is answered.
 #[derive(Debug, Clone)]

@@ -870,7 +870,7 @@ async fn recorded_by_receiver(signer: &Signer, item: &Work, attempt: &Attempt) -
         let mirrored = stored
             .note
             .as_deref()
-            .is_some_and(|n| n.contains("the answer mirrors the handler's"));
+            .is_some_and(|n| n.contains(crate::capture::MIRRORED));
         (stored.delivery.header(&header) == Some(sent.as_slice()) && !mirrored)
             .then_some(stored.checks)
     })

@@ -543,7 +543,8 @@ async fn forward(
             let answered = attempt.status.unwrap_or(502);
             let note = mirror.then(|| {
                 format!(
-                    "Answered {answered}, the forwarded handler's status (the answer mirrors the handler's)."
+                    "Answered {answered}, the forwarded handler's status ({}).",
+                    capture::MIRRORED
                 )
             });
             let recorded = note.clone().map(|note| (answered, note));

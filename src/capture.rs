@@ -196,6 +196,7 @@ pub fn decide(endpoint: &Endpoint, received: Received, controls: &Controls) -> D
         latency_ms: 0,
         note,
         routing,
+        relayed: None,
     };
     let refused = match how {
         How::Recorded { status, note } => {

@@ -21,6 +21,7 @@ pub mod config;
 pub mod contracts;
 pub mod export;
 pub mod net;
+pub mod relay;
 pub mod store;
 
 pub mod app;

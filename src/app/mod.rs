@@ -20,6 +20,7 @@
 //! | retention, delete, clear, re-check | [`history`] |
 //! | the window's "Send a test delivery" | [`test_delivery`] |
 //! | the JSON and human shapes of a delivery | [`report`] |
+//! | the relay: serve it, its channels, the laptop's relay key | [`relay`] |
 
 pub mod background;
 pub mod capture;
@@ -34,6 +35,7 @@ pub mod list;
 pub mod paths;
 pub mod probe;
 pub mod reconcile;
+pub mod relay;
 pub mod replay;
 pub mod report;
 pub mod resend;

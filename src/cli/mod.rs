@@ -21,6 +21,7 @@ mod list;
 mod listen;
 mod probe;
 mod reconcile;
+mod relay;
 mod replay;
 mod resend;
 mod simulate;
@@ -100,6 +101,8 @@ pub enum Command {
     Import(import::ImportArgs),
     /// Run the receiver checklist against a handler: exit 0 only when every case passes
     Probe(probe::ProbeArgs),
+    /// The relay: a public URL that keeps every delivery while this laptop sleeps, sealed so the relay cannot read it
+    Relay(relay::RelayArgs),
     /// Print a shell completion script: hookscope completions bash > /etc/bash_completion.d/hookscope
     Completions {
         /// The shell
@@ -128,6 +131,7 @@ pub fn run(common: &Common, command: Command) -> ExitCode {
         Command::Replay(args) => replay::run(common, args),
         Command::Confirm(args) => confirm::run(common, args),
         Command::Diff(args) => diff::run(common, args),
+        Command::Relay(args) => relay::run(common, args),
         Command::Example(args) => example::run(common, args),
         Command::Export(args) => export::run(common, args),
         Command::Import(args) => import::run(common, args),

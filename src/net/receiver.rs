@@ -53,9 +53,10 @@ pub enum ReceiverError {
     Start(std::io::Error),
 }
 
-struct Shared {
-    settings: SharedSettings,
-    writer: StoreWriter,
+/// What every live source's pipeline reads and writes through.
+pub(crate) struct Shared {
+    pub(crate) settings: SharedSettings,
+    pub(crate) writer: StoreWriter,
     events: Option<mpsc::Sender<StoredDelivery>>,
     controls: Arc<Controls>,
     client: Option<crate::net::client::Client>,
@@ -226,23 +227,39 @@ async fn handle(
         Ok(decision) => decision,
         Err(response) => return response,
     };
+    record.latency_ms = latency_ms(started, &reply);
+    match store(&shared, record).await {
+        Ok(stored) => finish(&shared, endpoint, &settings, stored, reply).await,
+        Err(response) => response,
+    }
+}
+
+/// The latency a delivery is recorded with: from arrival to its answer, the endpoint's delay
+/// included.
+pub(crate) fn latency_ms(started: Instant, reply: &Reply) -> u64 {
+    let delay_ms = match reply {
+        Reply::Endpoint { delay_ms, .. } => *delay_ms,
+        Reply::Handshake(_) | Reply::Recorded => 0,
+    };
+    started.elapsed().as_millis() as u64 + delay_ms
+}
+
+/// A stored delivery's way to its answer, for every live source: a handshake's exact answer at
+/// once; otherwise its forwards, the endpoint's delay, then the endpoint's answer (or the
+/// mirrored handler's).
+pub(crate) async fn finish(
+    shared: &Shared,
+    endpoint: &Endpoint,
+    settings: &Settings,
+    mut stored: StoredDelivery,
+    reply: Reply,
+) -> Response {
     let (status, delay_ms) = match reply {
-        Reply::Handshake(reply) => {
-            record.latency_ms = started.elapsed().as_millis() as u64;
-            return match store(&shared, record).await {
-                Ok(stored) => answer_handshake(&shared, stored, reply).await,
-                Err(response) => response,
-            };
-        }
+        Reply::Handshake(reply) => return answer_handshake(shared, stored, reply).await,
         Reply::Endpoint { status, delay_ms } => (status, delay_ms),
-        Reply::Recorded => (record.response_status, 0),
+        Reply::Recorded => (stored.response_status, 0),
     };
-    record.latency_ms = started.elapsed().as_millis() as u64 + delay_ms;
-    let mut stored = match store(&shared, record).await {
-        Ok(stored) => stored,
-        Err(response) => return response,
-    };
-    let status = forward(&shared, endpoint, &mut stored, status).await;
+    let status = forward(shared, endpoint, &mut stored, status).await;
     if delay_ms > 0 {
         tokio::time::sleep(Duration::from_millis(delay_ms)).await;
     }
@@ -252,7 +269,7 @@ async fn handle(
         headers: &endpoint.respond_headers,
         limit: settings.body_limit,
     };
-    answer(&shared, stored, answer_as).await
+    answer(shared, stored, answer_as).await
 }
 
 /// Reports a stored handshake to the front end, then sends the provider exactly the answer
@@ -399,7 +416,7 @@ async fn read(request: Request, peer: SocketAddr, received_at_ms: i64, limit: us
 /// The capture pipeline's decision (`capture::decide`). A failed signature is diagnosed by
 /// re-computing it many ways; over a large body that is real CPU work, so it leaves the async
 /// workers free.
-async fn decided(
+pub(crate) async fn decided(
     shared: &Arc<Shared>,
     settings: &Arc<Settings>,
     endpoint: &Endpoint,

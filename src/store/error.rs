@@ -43,6 +43,10 @@ pub enum StoreError {
     /// A write failed; the delivery was not stored (and must not be acknowledged).
     #[error("store write failed: {0}")]
     Write(String),
+    /// A relayed delivery whose sequence number is stored already (a reconnect sent it again):
+    /// skipped, not counted a duplicate of its event.
+    #[error("relayed delivery #{0} is stored already")]
+    RelayRepeat(u64),
     /// The writer thread has stopped.
     #[error("the store writer has stopped")]
     WriterGone,

@@ -75,6 +75,14 @@ pub enum Maintenance {
     RecordPoll(Box<crate::domain::reconcile::Poll>),
     /// Deletes deliveries by id.
     Delete(Vec<i64>),
+    /// Moves a relay's cursor past a delivery that is not stored (sealed to another key): after
+    /// the deliveries submitted before it, as the writer takes jobs in order.
+    SkipRelayed {
+        /// The relay's subscribe URL.
+        source: String,
+        /// The sequence number passed.
+        seq: u64,
+    },
     /// Deletes every delivery.
     Clear,
     /// Deletes deliveries older than `max_age_ms` before now, and the oldest beyond `max_count`.
@@ -132,6 +140,9 @@ pub(crate) fn maintain(
             schema.as_deref(),
         )?,
         Maintenance::RecordPoll(poll) => record_poll(&tx, poll)?,
+        Maintenance::SkipRelayed { source, seq } => usize::from(
+            crate::store::writer::advance_relay_cursor(&tx, source, *seq)?,
+        ),
         Maintenance::RecordAttempts(attempts) => {
             for attempt in attempts {
                 write_attempt(&tx, attempt)?;

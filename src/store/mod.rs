@@ -43,4 +43,4 @@ pub use health::{Health, HealthReport, Trouble};
 pub use lock::CaptureLock;
 pub use maintain::Maintenance;
 pub use reader::Reader;
-pub use records::{ListRow, NewRecord, Routed, Routing, StoredDelivery};
+pub use records::{ListRow, NewRecord, Relayed, Routed, Routing, StoredDelivery};

@@ -24,7 +24,7 @@ pub struct Reader {
 
 const SELECT_COLUMNS: &str = "id, received_at_ms, method, path, query, headers, body, body_size, body_complete,
     remote_addr, endpoint, scheme, event_id, event_type, job_id, job_status, checks_json, response_status,
-    latency_ms, note, job_created_at_ms, event_source, handshake, unrouted";
+    latency_ms, note, job_created_at_ms, event_source, handshake, unrouted, relay_seq, relay_delay_ms";
 
 impl Reader {
     /// Opens a read connection to a store. A store that does not exist yet, or comes from an
@@ -92,6 +92,21 @@ impl Reader {
         Ok(self
             .conn
             .query_row("SELECT COUNT(*) FROM deliveries", [], |r| r.get(0))?)
+    }
+
+    /// The newest sequence number stored from a relay (its subscribe URL): where a reconnect
+    /// resumes (0 when none).
+    pub fn relay_cursor(&self, source: &str) -> Result<u64, StoreError> {
+        use rusqlite::OptionalExtension as _;
+        let seq: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT seq FROM relay_cursors WHERE source = ?1",
+                [source],
+                |r| r.get(0),
+            )
+            .optional()?;
+        Ok(seq.unwrap_or(0).max(0) as u64)
     }
 
     /// The id of the newest delivery readers can see (0 when empty).

@@ -25,6 +25,19 @@ pub struct NewRecord {
     pub note: Option<String>,
     /// The endpoint's forwarding rules, decided in the delivery's own write transaction.
     pub routing: Routing,
+    /// Taken from a relay: its place there, stored with the relay's cursor.
+    pub relayed: Option<Relayed>,
+}
+
+/// Where a delivery taken from a relay came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Relayed {
+    /// The relay's subscribe URL (the cursor's key; not stored with the delivery).
+    pub source: String,
+    /// Its sequence number in the relay's channel.
+    pub seq: u64,
+    /// How long it waited at the relay before this laptop took it.
+    pub delay_ms: i64,
 }
 
 /// The forwarding rules a delivery is routed by. Their conditions are decided on the stored row,
@@ -68,6 +81,7 @@ impl NewRecord {
             latency_ms: 1,
             note: None,
             routing: Routing::default(),
+            relayed: None,
         }
     }
 
@@ -81,6 +95,7 @@ impl NewRecord {
             latency_ms,
             note,
             routing: _,
+            relayed,
         } = self;
         let Written {
             id,
@@ -110,6 +125,7 @@ impl NewRecord {
             note,
             unrouted,
             routed,
+            relayed,
         }
     }
 }
@@ -148,6 +164,9 @@ pub struct StoredDelivery {
     /// Just stored: how its forwarding rules were decided in its transaction
     /// ([`Routed::NotRouted`] when read back from the store).
     pub routed: Routed,
+    /// Taken from a relay: its sequence number and wait there (`source` is empty when read
+    /// back from the store).
+    pub relayed: Option<Relayed>,
 }
 
 /// How a delivery's forwarding rules were decided in the transaction that stored it.
@@ -275,6 +294,17 @@ pub(crate) fn read_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RowResult> {
         note: row.get(19)?,
         unrouted: row.get(23)?,
         routed: Routed::NotRouted,
+        relayed: match (
+            row.get::<_, Option<i64>>(24)?,
+            row.get::<_, Option<i64>>(25)?,
+        ) {
+            (Some(seq), delay) => Some(Relayed {
+                source: String::new(),
+                seq: seq.max(0) as u64,
+                delay_ms: delay.unwrap_or(0),
+            }),
+            (None, _) => None,
+        },
     }))
 }
 

@@ -217,6 +217,13 @@ pub const MIGRATIONS: &[&str] = &[
     // `skipped`), NULL where the endpoint had no contract; `schema:` walks its partial index.
     "ALTER TABLE deliveries ADD COLUMN schema_status TEXT;
     CREATE INDEX deliveries_schema_status ON deliveries(schema_status) WHERE schema_status IS NOT NULL;",
+    // v19: the relay. A delivery taken from a relay keeps the relay's sequence number and how
+    // long it waited there (`received_at_ms` is the relay's time); `relay_cursors` holds, per
+    // relay channel, the newest sequence number stored, written in the same transaction as the
+    // delivery, so a reconnect resumes after it and a repeat is skipped.
+    "ALTER TABLE deliveries ADD COLUMN relay_seq INTEGER;
+    ALTER TABLE deliveries ADD COLUMN relay_delay_ms INTEGER;
+    CREATE TABLE relay_cursors (source TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;",
 ];
 
 /// The schema version whose migration retires the capture journal and the packed rows.

@@ -341,6 +341,7 @@ impl Writer<'_> {
         let ids: Vec<i64> = self
             .transact(|tx| write_rows(tx, &refs).map_err(|(_, e)| e))?
             .into_iter()
+            .flatten()
             .map(|written| written.id)
             .collect();
         if let Some(text) = &self.text {
@@ -369,7 +370,12 @@ impl Writer<'_> {
                 Ok(verdicts) => {
                     self.health.ok();
                     for ((record, reply), written) in batch.into_iter().zip(verdicts) {
-                        let _ = reply.send(Ok(record.into_stored(written)));
+                        let _ = reply.send(match written {
+                            Some(written) => Ok(record.into_stored(written)),
+                            None => {
+                                Err(StoreError::RelayRepeat(record.relayed.map_or(0, |r| r.seq)))
+                            }
+                        });
                     }
                     return;
                 }
@@ -392,7 +398,7 @@ impl Writer<'_> {
 
     /// One transaction for the batch: ids and verdicts decided and rows written, then the
     /// synced commit.
-    fn write_batch(&mut self, records: &[&NewRecord]) -> Result<Vec<Written>, BatchError> {
+    fn write_batch(&mut self, records: &[&NewRecord]) -> Result<Vec<Option<Written>>, BatchError> {
         let refused = records.len() as u64;
         self.begin(refused).map_err(BatchError::Store)?;
         let written = write_rows(&self.conn, records).and_then(|verdicts| {
@@ -446,22 +452,49 @@ fn next_id(conn: &Connection) -> Result<i64, rusqlite::Error> {
 type RowsError = (Option<usize>, rusqlite::Error);
 
 /// Decides each record's id, duplicate verdict and routing and writes its row, in the caller's
-/// transaction.
-fn write_rows(conn: &Connection, records: &[&NewRecord]) -> Result<Vec<Written>, RowsError> {
-    let first = next_id(conn).map_err(|e| (None, e))?;
+/// transaction. A relayed record whose sequence number its relay's cursor has passed is a
+/// repeat (a reconnect sent it again): not written, `None`.
+fn write_rows(
+    conn: &Connection,
+    records: &[&NewRecord],
+) -> Result<Vec<Option<Written>>, RowsError> {
+    let mut id = next_id(conn).map_err(|e| (None, e))?;
     let mut verdicts = Vec::with_capacity(records.len());
     for (offset, record) in records.iter().enumerate() {
-        let id = first + offset as i64;
+        if let Some(relayed) = &record.relayed
+            && !advance_relay_cursor(conn, &relayed.source, relayed.seq)
+                .map_err(|e| (Some(offset), e))?
+        {
+            verdicts.push(None);
+            continue;
+        }
         let duplicate = write_row(conn, record, id).map_err(|e| (Some(offset), e))?;
         let (routed, unrouted) = route(conn, record, id).map_err(|e| (Some(offset), e))?;
-        verdicts.push(Written {
+        verdicts.push(Some(Written {
             id,
             duplicate,
             routed,
             unrouted,
-        });
+        }));
+        id += 1;
     }
     Ok(verdicts)
+}
+
+/// Moves a relay's cursor to `seq` in the caller's transaction; `false` (and nothing changed)
+/// when the cursor is there or past it already.
+pub(crate) fn advance_relay_cursor(
+    conn: &Connection,
+    source: &str,
+    seq: u64,
+) -> Result<bool, rusqlite::Error> {
+    let changed = conn
+        .prepare_cached(
+            "INSERT INTO relay_cursors (source, seq) VALUES (?1, ?2)
+             ON CONFLICT (source) DO UPDATE SET seq = excluded.seq WHERE excluded.seq > seq",
+        )?
+        .execute(params![source, seq as i64])?;
+    Ok(changed > 0)
 }
 
 /// Which of its routing conditions the delivery just written as `id` meets, with the list's SQL
@@ -579,8 +612,8 @@ fn write_row(
         "INSERT INTO deliveries (id, received_at_ms, method, path, query, headers, body, body_size,
             body_complete, remote_addr, endpoint, scheme, event_id, event_type, job_id, job_status,
             sig_status, ts_status, dup_status, first_id, checks_json, response_status, latency_ms, note,
-            job_created_at_ms, event_source, handshake, schema_status)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)",
+            job_created_at_ms, event_source, handshake, schema_status, relay_seq, relay_delay_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30)",
     )?
     .execute(params![
         id,
@@ -611,6 +644,8 @@ fn write_row(
         e.event_source,
         handshake,
         e.schema.as_ref().map(|s| s.status.as_str()),
+        record.relayed.as_ref().map(|r| r.seq as i64),
+        record.relayed.as_ref().map(|r| r.delay_ms),
     ])?;
     match (effect, &e.event_id) {
         // The primary key on (scope, event_id) is what makes this the only `first`.

@@ -1,0 +1,211 @@
+//! The relay's use cases: run the relay (`serve`), manage its channels, and the laptop's relay
+//! key (the age identity that opens what a channel seals to it), kept in the data dir with mode
+//! 0600.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use crate::app::AppError;
+use crate::domain::clock::now_ms;
+use crate::relay::seal::{self, Identity};
+use crate::relay::server::{ServeOptions, Server};
+use crate::relay::store::{self, Channel, RelayStoreError};
+use crate::relay::token;
+
+/// The laptop's relay key file, in its data dir.
+pub const KEY_FILE: &str = "relay-key.txt";
+
+impl From<RelayStoreError> for AppError {
+    fn from(e: RelayStoreError) -> AppError {
+        match e {
+            RelayStoreError::NoChannel(_) | RelayStoreError::Exists(_) => {
+                AppError::Usage(e.to_string())
+            }
+            e => AppError::Failed(e.to_string()),
+        }
+    }
+}
+
+/// A channel just made: its token is shown once.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct NewChannel {
+    /// Its name.
+    pub channel: String,
+    /// The subscriber token (the relay keeps only its hash).
+    pub token: String,
+    /// Where providers post (`/in/NAME/`, then any path).
+    pub ingest_path: String,
+    /// Where subscribers connect.
+    pub subscribe_path: String,
+}
+
+impl NewChannel {
+    fn of(name: &str, token: String) -> NewChannel {
+        NewChannel {
+            channel: name.to_string(),
+            token,
+            ingest_path: format!("/in/{name}/"),
+            subscribe_path: format!("/sub/{name}"),
+        }
+    }
+}
+
+/// What a channel keeps.
+#[derive(Debug, Clone, Copy)]
+pub struct Keep {
+    /// Days.
+    pub days: u32,
+    /// MiB of deliveries no subscriber acknowledged.
+    pub mib: u64,
+}
+
+impl Default for Keep {
+    fn default() -> Keep {
+        Keep { days: 7, mib: 1024 }
+    }
+}
+
+/// Makes a channel sealed to `recipients` (`age1…` keys).
+pub fn add_channel(
+    data_dir: &Path,
+    name: &str,
+    recipients: &[String],
+    keep: Keep,
+) -> Result<NewChannel, AppError> {
+    token::check_channel_name(name).map_err(AppError::Usage)?;
+    seal::recipients(recipients).map_err(|e| AppError::Usage(e.to_string()))?;
+    let (token, token_hash) = token::generate();
+    let channel = Channel {
+        name: name.to_string(),
+        token_hash,
+        recipients: recipients.iter().map(|r| r.trim().to_string()).collect(),
+        created_ms: now_ms(),
+        keep_days: keep.days,
+        keep_bytes: keep.mib.saturating_mul(1024 * 1024),
+        last_seq: 0,
+        stored_bytes: 0,
+        acked_seq: 0,
+    };
+    store::add_channel(&store::open(data_dir)?, &channel)?;
+    Ok(NewChannel::of(name, token))
+}
+
+/// Every channel.
+pub fn channels(data_dir: &Path) -> Result<Vec<Channel>, AppError> {
+    if !store::path(data_dir).exists() {
+        return Ok(Vec::new());
+    }
+    Ok(store::channels(&store::open(data_dir)?)?)
+}
+
+/// Removes a channel and what it kept; answers how many deliveries went.
+pub fn remove_channel(data_dir: &Path, name: &str) -> Result<u64, AppError> {
+    Ok(store::remove_channel(&store::open(data_dir)?, name)?)
+}
+
+/// A new token for a channel; the old one stops working at once (its open streams end within a
+/// second).
+pub fn rotate(data_dir: &Path, name: &str) -> Result<NewChannel, AppError> {
+    let conn = store::open(data_dir)?;
+    let channel =
+        store::channel(&conn, name)?.ok_or_else(|| RelayStoreError::NoChannel(name.into()))?;
+    let (token, hash) = token::generate();
+    store::update_channel(&conn, name, &hash, &channel.recipients)?;
+    Ok(NewChannel::of(name, token))
+}
+
+/// Adds a recipient: deliveries stored from now are sealed to it as well.
+pub fn add_recipient(data_dir: &Path, name: &str, key: &str) -> Result<(), AppError> {
+    seal::recipients(&[key.to_string()]).map_err(|e| AppError::Usage(e.to_string()))?;
+    let conn = store::open(data_dir)?;
+    let channel =
+        store::channel(&conn, name)?.ok_or_else(|| RelayStoreError::NoChannel(name.into()))?;
+    let mut recipients = channel.recipients;
+    if !recipients.iter().any(|r| r == key.trim()) {
+        recipients.push(key.trim().to_string());
+    }
+    store::update_channel(&conn, name, &channel.token_hash, &recipients)?;
+    Ok(())
+}
+
+/// The laptop's relay key.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RelayKey {
+    /// The public key to add to a channel (`age1…`).
+    pub recipient: String,
+    /// The identity file (secret).
+    pub identity_file: PathBuf,
+    /// Whether it was made now.
+    pub created: bool,
+}
+
+/// The laptop's relay key, made (mode 0600) when there is none yet.
+pub fn key(data_dir: &Path) -> Result<RelayKey, AppError> {
+    let file = data_dir.join(KEY_FILE);
+    if file.exists() {
+        return Ok(RelayKey {
+            recipient: identity(data_dir)?.recipient(),
+            identity_file: file,
+            created: false,
+        });
+    }
+    let identity = Identity::generate();
+    write_private(&file, identity.to_file_text(true).as_bytes())
+        .map_err(|e| AppError::Failed(format!("cannot write {}: {e}", file.display())))?;
+    Ok(RelayKey {
+        recipient: identity.recipient(),
+        identity_file: file,
+        created: true,
+    })
+}
+
+/// The laptop's relay identity, to open what the relay sends.
+pub fn identity(data_dir: &Path) -> Result<Identity, AppError> {
+    let file = data_dir.join(KEY_FILE);
+    let text = std::fs::read_to_string(&file).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            AppError::Usage(format!(
+                "no relay key in {}: make one with `hookscope relay key` and add its public key to the channel",
+                data_dir.display()
+            ))
+        } else {
+            AppError::Failed(format!("cannot read {}: {e}", file.display()))
+        }
+    })?;
+    Identity::parse(&text).map_err(|e| AppError::Failed(format!("{}: {e}", file.display())))
+}
+
+/// Writes a new file only its owner can read (mode 0600 on Unix; elsewhere the user's profile
+/// folder's own permissions apply).
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    let mut file = options.open(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()
+}
+
+/// Runs the relay until Ctrl-C or SIGTERM; `ready` is told the address and whether it serves
+/// https once it listens.
+pub fn serve(options: ServeOptions, ready: impl FnOnce(SocketAddr, bool)) -> Result<(), AppError> {
+    let runtime = crate::app::background::runtime(2)?;
+    runtime.block_on(async {
+        let server = Server::bind(options)
+            .await
+            .map_err(|e| AppError::Failed(e.to_string()))?;
+        if let Some(addr) = server.local_addr() {
+            ready(addr, server.is_tls());
+        }
+        server.run(crate::app::background::interrupted()).await;
+        Ok(())
+    })
+}

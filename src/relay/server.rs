@@ -1,0 +1,846 @@
+//! The relay's HTTP server: the public side a provider posts to (`/in/CHANNEL/…`), and the
+//! subscribers' side (`/sub/CHANNEL`: a Server-Sent Events stream of the channel's sealed
+//! deliveries, with the answers and acknowledgements posted back).
+//!
+//! Why Server-Sent Events rather than a WebSocket: a subscriber only reads, SSE's
+//! `Last-Event-ID` is the resume point the protocol already has, it is plain HTTP that every
+//! proxy passes (Caddy and nginx need no upgrade rule), and the few writes back (an answer, an
+//! acknowledgement) are ordinary POSTs.
+//!
+//! It faces the internet, so hyper is driven by hand rather than through `axum::serve`: each
+//! connection counts against a total and a per-address cap, a request's headers must arrive
+//! within [`Limits::header_timeout`], and its body at [`Limits::min_body_rate`] or better.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use base64::Engine as _;
+use http_body_util::BodyExt as _;
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::domain::clock::now_ms;
+use crate::domain::delivery::Header;
+use crate::relay::envelope;
+use crate::relay::seal::Sealer;
+use crate::relay::store::{self, Channel, RelayStoreError, Writer};
+
+/// What the provider is answered when no subscriber answers in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OfflineAnswer {
+    /// `202` with `{"relayed": true, "seq": N}`.
+    #[default]
+    Accepted,
+    /// `503` with `Retry-After`, so the provider's own retries are exercised.
+    Retry,
+}
+
+/// The limits that keep a slow or idle client from holding the relay.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// The largest body taken (GitHub's own limit by default).
+    pub body_limit: usize,
+    /// The time a request's headers may take.
+    pub header_timeout: Duration,
+    /// The slowest body accepted, in bytes a second, after a first [`Limits::header_timeout`].
+    pub min_body_rate: u64,
+    /// Open connections, in total.
+    pub max_connections: usize,
+    /// Open connections from one address.
+    pub max_per_address: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            body_limit: 25 * 1024 * 1024,
+            header_timeout: Duration::from_secs(10),
+            min_body_rate: 16 * 1024,
+            max_connections: 4096,
+            max_per_address: 128,
+        }
+    }
+}
+
+/// How the relay is run.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Its data dir (the store).
+    pub data_dir: PathBuf,
+    /// The address and port to listen on.
+    pub addr: SocketAddr,
+    /// A certificate chain and key (PEM) to serve https.
+    pub tls: Option<(PathBuf, PathBuf)>,
+    /// How long a provider waits for a subscriber's answer.
+    pub answer_timeout: Duration,
+    /// The answer when none comes.
+    pub offline: OfflineAnswer,
+    /// The limits.
+    pub limits: Limits,
+}
+
+/// Errors starting the relay.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The port is taken or the address is not this machine's.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The certificate or key cannot be used.
+    #[error("TLS: {0}")]
+    Tls(String),
+    /// The store cannot be opened.
+    #[error(transparent)]
+    Store(#[from] RelayStoreError),
+}
+
+/// An answer a subscriber gives for a delivery, passed to the provider.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq)]
+pub struct Answer {
+    /// The status.
+    pub status: u16,
+    /// The headers, in order.
+    #[serde(default)]
+    pub headers: Vec<(String, String)>,
+    /// The body, base64.
+    #[serde(default)]
+    pub body_base64: String,
+}
+
+/// A provider's request waiting for an answer, or an answer that came first.
+enum Slot {
+    Waiting(oneshot::Sender<Answer>),
+    Answered(Answer, Instant),
+}
+
+/// A channel as the running relay holds it.
+struct Live {
+    row: Mutex<Channel>,
+    sealer: Mutex<Sealer>,
+    latest: watch::Sender<u64>,
+    /// Bumped when the token changes or the channel goes: open streams end.
+    revoked: watch::Sender<u64>,
+    /// Subscribers that have caught up (the ones that can answer in time).
+    live_subscribers: AtomicUsize,
+    slots: Mutex<HashMap<u64, Slot>>,
+}
+
+struct State {
+    options: ServeOptions,
+    writer: Writer,
+    channels: Mutex<HashMap<String, Arc<Live>>>,
+    /// For token checks and channel lookups: read where `relay channel …` writes.
+    lookups: Mutex<rusqlite::Connection>,
+    connections: Mutex<HashMap<IpAddr, usize>>,
+    open: AtomicUsize,
+    failures: Mutex<HashMap<IpAddr, (u32, Instant)>>,
+    in_flight: AtomicUsize,
+}
+
+/// The relay, bound and ready to serve.
+pub struct Server {
+    listener: tokio::net::TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    state: Arc<State>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Server {
+    /// Opens the store and binds the address (in a tokio runtime).
+    pub async fn bind(options: ServeOptions) -> Result<Server, ServeError> {
+        let tls = match &options.tls {
+            Some((cert, key)) => {
+                Some(crate::relay::tls::acceptor(cert, key).map_err(ServeError::Tls)?)
+            }
+            None => None,
+        };
+        let writer = store::start_writer(&options.data_dir)?;
+        let lookups = store::open(&options.data_dir)?;
+        let listener = tokio::net::TcpListener::bind(options.addr)
+            .await
+            .map_err(|source| ServeError::Bind {
+                addr: options.addr,
+                source,
+            })?;
+        let state = Arc::new(State {
+            options,
+            writer,
+            channels: Mutex::new(HashMap::new()),
+            lookups: Mutex::new(lookups),
+            connections: Mutex::new(HashMap::new()),
+            open: AtomicUsize::new(0),
+            failures: Mutex::new(HashMap::new()),
+            in_flight: AtomicUsize::new(0),
+        });
+        state.reload_channels();
+        Ok(Server {
+            listener,
+            tls,
+            state,
+        })
+    }
+
+    /// The address bound.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.listener.local_addr().ok()
+    }
+
+    /// Whether it serves https.
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
+    /// Serves until `stop` completes, then lets the deliveries being stored finish (up to 10 s).
+    pub async fn run(self, stop: impl std::future::Future<Output = ()>) {
+        let housekeeping = tokio::spawn(housekeeping(Arc::clone(&self.state)));
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                () = &mut stop => break,
+                accepted = self.listener.accept() => match accepted {
+                    Ok((stream, peer)) => self.accept(stream, peer),
+                    Err(e) => {
+                        eprintln!("relay: accepting a connection failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                },
+            }
+        }
+        housekeeping.abort();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.state.in_flight.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Takes a connection within the caps, or closes it at once.
+    fn accept(&self, stream: tokio::net::TcpStream, peer: SocketAddr) {
+        let Some(guard) = ConnectionGuard::take(&self.state, peer.ip()) else {
+            return;
+        };
+        let _ = stream.set_nodelay(true);
+        let (state, tls) = (Arc::clone(&self.state), self.tls.clone());
+        tokio::spawn(async move {
+            let _guard = guard;
+            match tls {
+                Some(acceptor) => {
+                    let timeout = state.options.limits.header_timeout;
+                    if let Ok(Ok(stream)) =
+                        tokio::time::timeout(timeout, acceptor.accept(stream)).await
+                    {
+                        serve_connection(state, stream, peer).await;
+                    }
+                }
+                None => serve_connection(state, stream, peer).await,
+            }
+        });
+    }
+}
+
+/// One open connection, counted against the caps while it lives.
+struct ConnectionGuard {
+    state: Arc<State>,
+    ip: IpAddr,
+}
+
+impl ConnectionGuard {
+    fn take(state: &Arc<State>, ip: IpAddr) -> Option<ConnectionGuard> {
+        let limits = &state.options.limits;
+        let mut by_address = lock(&state.connections);
+        let here = by_address.entry(ip).or_insert(0);
+        if *here >= limits.max_per_address
+            || state.open.load(Ordering::SeqCst) >= limits.max_connections
+        {
+            return None;
+        }
+        *here += 1;
+        state.open.fetch_add(1, Ordering::SeqCst);
+        Some(ConnectionGuard {
+            state: Arc::clone(state),
+            ip,
+        })
+    }
+}
+
+impl Drop for ConnectionGuard {
+    fn drop(&mut self) {
+        let mut by_address = lock(&self.state.connections);
+        if let Some(n) = by_address.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                by_address.remove(&self.ip);
+            }
+        }
+        self.state.open.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+async fn serve_connection<S>(state: Arc<State>, stream: S, peer: SocketAddr)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let io = hyper_util::rt::TokioIo::new(stream);
+    let timeout = state.options.limits.header_timeout;
+    let service = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
+        let state = Arc::clone(&state);
+        async move {
+            let request = request.map(Body::new);
+            Ok::<_, Infallible>(route(state, peer, request).await)
+        }
+    });
+    let _ = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(timeout)
+        .serve_connection(io, service)
+        .await;
+}
+
+fn plain(status: StatusCode, text: &str) -> Response<Body> {
+    let mut response = Response::new(Body::from(format!("{text}\n")));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+fn json(status: StatusCode, value: &serde_json::Value) -> Response<Body> {
+    let mut response = Response::new(Body::from(format!("{value}\n")));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// Sends each request where it goes.
+async fn route(state: Arc<State>, peer: SocketAddr, request: Request<Body>) -> Response<Body> {
+    let path = request.uri().path().to_string();
+    let mut parts = path.trim_start_matches('/').splitn(3, '/');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some("in"), Some(name), rest) => {
+            let name = name.to_string();
+            let rest = format!("/{}", rest.unwrap_or(""));
+            state.in_flight.fetch_add(1, Ordering::SeqCst);
+            let response = ingest(&state, peer, request, &name, rest).await;
+            state.in_flight.fetch_sub(1, Ordering::SeqCst);
+            response
+        }
+        (Some("sub"), Some(name), None) if request.method() == Method::GET => {
+            subscribe(&state, peer, request, name).await
+        }
+        (Some("sub"), Some(name), Some("ack")) if request.method() == Method::POST => {
+            acknowledge(&state, peer, request, name).await
+        }
+        (Some("sub"), Some(name), Some(rest)) if request.method() == Method::POST => {
+            match rest
+                .strip_prefix("answers/")
+                .and_then(|s| s.parse::<u64>().ok())
+            {
+                Some(seq) => answer(&state, peer, request, name, seq).await,
+                None => plain(StatusCode::NOT_FOUND, "not found"),
+            }
+        }
+        (Some("health"), None, None) => plain(StatusCode::OK, "ok"),
+        _ => plain(StatusCode::NOT_FOUND, "not found"),
+    }
+}
+
+impl State {
+    /// The channel, from memory or (made since the last reload) from the store.
+    fn live(&self, name: &str) -> Option<Arc<Live>> {
+        if let Some(live) = lock(&self.channels).get(name) {
+            return Some(Arc::clone(live));
+        }
+        let row = store::channel(&lock(&self.lookups), name).ok().flatten()?;
+        let live = Arc::new(Live::new(row)?);
+        lock(&self.channels).insert(name.to_string(), Arc::clone(&live));
+        Some(live)
+    }
+
+    /// Brings the channels in memory in line with the store: new ones, removed ones (their
+    /// streams end), a rotated token (its streams end), recipients added.
+    fn reload_channels(&self) {
+        let rows = match store::channels(&lock(&self.lookups)) {
+            Ok(rows) => rows,
+            Err(e) => {
+                eprintln!("relay: the channels could not be read: {e}");
+                return;
+            }
+        };
+        let mut channels = lock(&self.channels);
+        let names: std::collections::HashSet<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+        channels.retain(|name, live| {
+            let keep = names.contains(name.as_str());
+            if !keep {
+                live.revoked.send_modify(|n| *n += 1);
+            }
+            keep
+        });
+        for row in rows {
+            match channels.get(&row.name) {
+                Some(live) => live.update(row),
+                None => {
+                    if let Some(live) = Live::new(row.clone()) {
+                        channels.insert(row.name, Arc::new(live));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Waits before a refusal of a failed authentication, longer for an address that keeps
+    /// failing.
+    async fn slow_down(&self, ip: IpAddr) {
+        let failures = {
+            let mut failures = lock(&self.failures);
+            let entry = failures.entry(ip).or_insert((0, Instant::now()));
+            if entry.1.elapsed() > Duration::from_secs(600) {
+                *entry = (0, Instant::now());
+            }
+            entry.0 += 1;
+            entry.0
+        };
+        if failures > 3 {
+            let wait = Duration::from_millis(250 * u64::from(failures.min(20) - 3));
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    /// The channel when `request` carries its current token; otherwise the `401` to answer
+    /// (the same for an unknown channel, a wrong or an old token: it says nothing of the
+    /// channel).
+    async fn authorised(
+        &self,
+        peer: SocketAddr,
+        headers: &axum::http::HeaderMap,
+        name: &str,
+    ) -> Result<Arc<Live>, Response<Body>> {
+        let token = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or("");
+        // The store's row, not the copy in memory: a rotated token stops working at once.
+        let row = store::channel(&lock(&self.lookups), name).ok().flatten();
+        let live = row
+            .filter(|row| crate::relay::token::matches(token, &row.token_hash))
+            .and_then(|_| self.live(name));
+        match live {
+            Some(live) => Ok(live),
+            None => {
+                self.slow_down(peer.ip()).await;
+                let mut refused = plain(StatusCode::UNAUTHORIZED, "unauthorized");
+                refused
+                    .headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+                Err(refused)
+            }
+        }
+    }
+}
+
+impl Live {
+    fn new(row: Channel) -> Option<Live> {
+        let sealer = sealer_for(&row)?;
+        Some(Live {
+            latest: watch::Sender::new(row.last_seq),
+            revoked: watch::Sender::new(0),
+            row: Mutex::new(row),
+            sealer: Mutex::new(sealer),
+            live_subscribers: AtomicUsize::new(0),
+            slots: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn update(&self, row: Channel) {
+        let mut current = lock(&self.row);
+        if current.token_hash != row.token_hash {
+            self.revoked.send_modify(|n| *n += 1);
+        }
+        if current.recipients != row.recipients
+            && let Some(sealer) = sealer_for(&row)
+        {
+            *lock(&self.sealer) = sealer;
+        }
+        *current = row;
+    }
+
+    /// Takes an answer for `seq`: the first one wins.
+    fn answered(&self, seq: u64, answer: Answer) -> bool {
+        let mut slots = lock(&self.slots);
+        match slots.remove(&seq) {
+            Some(Slot::Waiting(waiter)) => waiter.send(answer).is_ok(),
+            Some(answered @ Slot::Answered(..)) => {
+                slots.insert(seq, answered);
+                false
+            }
+            None => {
+                slots.insert(seq, Slot::Answered(answer, Instant::now()));
+                true
+            }
+        }
+    }
+
+    /// Waits for `seq`'s answer (one may have come already).
+    fn wait_for(&self, seq: u64) -> oneshot::Receiver<Answer> {
+        let (tx, rx) = oneshot::channel();
+        let mut slots = lock(&self.slots);
+        match slots.remove(&seq) {
+            Some(Slot::Answered(answer, _)) => {
+                let _ = tx.send(answer);
+            }
+            _ => {
+                slots.insert(seq, Slot::Waiting(tx));
+            }
+        }
+        rx
+    }
+}
+
+fn sealer_for(row: &Channel) -> Option<Sealer> {
+    let sealed = crate::relay::seal::recipients(&row.recipients).and_then(Sealer::new);
+    match sealed {
+        Ok(sealer) => Some(sealer),
+        Err(e) => {
+            eprintln!("relay: channel {} cannot seal: {e}", row.name);
+            None
+        }
+    }
+}
+
+/// Every second: channels changed by `relay channel …`, file keys past their minute, answers
+/// nobody waited for; every minute, the retention.
+async fn housekeeping(state: Arc<State>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let mut last_retention = Instant::now() - Duration::from_secs(3600);
+    loop {
+        tick.tick().await;
+        state.reload_channels();
+        let keep_answers = state.options.answer_timeout * 2;
+        for live in lock(&state.channels).values() {
+            lock(&live.sealer).expire();
+            lock(&live.slots).retain(|_, slot| match slot {
+                Slot::Waiting(waiter) => !waiter.is_closed(),
+                Slot::Answered(_, at) => at.elapsed() < keep_answers,
+            });
+        }
+        if last_retention.elapsed() >= Duration::from_secs(60) {
+            last_retention = Instant::now();
+            match state.writer.retain(now_ms()).await {
+                Ok(0) => {}
+                Ok(n) => eprintln!("relay: retention dropped {n} deliveries"),
+                Err(e) => eprintln!("relay: retention failed: {e}"),
+            }
+        }
+    }
+}
+
+/// Reads a body up to the limit, at the minimum rate or better. `Err` is the answer.
+async fn read_body(
+    limits: &Limits,
+    body: Body,
+    declared: Option<u64>,
+) -> Result<Vec<u8>, Response<Body>> {
+    let too_large = || plain(StatusCode::PAYLOAD_TOO_LARGE, "body over the relay's limit");
+    if declared.is_some_and(|n| n > limits.body_limit as u64) {
+        return Err(too_large());
+    }
+    let started = Instant::now();
+    let mut body = body;
+    let mut bytes =
+        Vec::with_capacity(declared.unwrap_or(0).min(limits.body_limit as u64) as usize);
+    loop {
+        // Allowed so far: the header timeout, plus the bytes read at the minimum rate.
+        let allowed = limits.header_timeout
+            + Duration::from_secs_f64(bytes.len() as f64 / limits.min_body_rate as f64);
+        let left = allowed
+            .saturating_sub(started.elapsed())
+            .max(Duration::from_millis(1));
+        match tokio::time::timeout(left, body.frame()).await {
+            Err(_) => {
+                return Err(plain(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "the body came too slowly",
+                ));
+            }
+            Ok(None) => return Ok(bytes),
+            Ok(Some(Err(_))) => {
+                return Err(plain(StatusCode::BAD_REQUEST, "the body was cut short"));
+            }
+            Ok(Some(Ok(frame))) => {
+                if let Some(data) = frame.data_ref() {
+                    if bytes.len() + data.len() > limits.body_limit {
+                        return Err(too_large());
+                    }
+                    bytes.extend_from_slice(data);
+                }
+            }
+        }
+    }
+}
+
+/// A provider's delivery: read, sealed, stored (synced) and only then answered, with the
+/// first subscriber's answer or the offline answer.
+async fn ingest(
+    state: &State,
+    peer: SocketAddr,
+    request: Request<Body>,
+    name: &str,
+    path: String,
+) -> Response<Body> {
+    let Some(live) = state.live(name) else {
+        return plain(StatusCode::NOT_FOUND, "not found");
+    };
+    let (parts, body) = request.into_parts();
+    let declared = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok());
+    let body = match read_body(&state.options.limits, body, declared).await {
+        Ok(body) => body,
+        Err(refused) => return refused,
+    };
+    let request = envelope::Request {
+        method: parts.method.as_str().to_string(),
+        path,
+        query: parts.uri.query().unwrap_or("").to_string(),
+        headers: parts
+            .headers
+            .iter()
+            .map(|(n, v)| Header {
+                name: n.as_str().to_string(),
+                value: v.as_bytes().to_vec(),
+            })
+            .collect(),
+        body,
+        remote_addr: Some(peer.to_string()),
+    };
+    let plaintext = request.encode();
+    drop(request);
+    let sealed = lock(&live.sealer).seal(&plaintext);
+    let size = plaintext.len() as u64;
+    drop(plaintext);
+    let seq = match state.writer.insert(name, now_ms(), size, sealed).await {
+        Ok(seq) => seq,
+        Err(e) => return refused_to_store(name, e),
+    };
+    let waiting = (live.live_subscribers.load(Ordering::SeqCst) > 0).then(|| live.wait_for(seq));
+    live.latest.send_if_modified(|latest| {
+        let newer = seq > *latest;
+        *latest = (*latest).max(seq);
+        newer
+    });
+    if let Some(waiting) = waiting {
+        if let Ok(Ok(answer)) = tokio::time::timeout(state.options.answer_timeout, waiting).await {
+            return passed_through(answer);
+        }
+        lock(&live.slots).remove(&seq);
+    }
+    offline_answer(state.options.offline, seq)
+}
+
+fn refused_to_store(name: &str, e: RelayStoreError) -> Response<Body> {
+    match e {
+        RelayStoreError::NoChannel(_) => plain(StatusCode::NOT_FOUND, "not found"),
+        RelayStoreError::OverQuota { .. } => {
+            eprintln!("relay: refused a delivery (429): {e}");
+            plain(
+                StatusCode::TOO_MANY_REQUESTS,
+                "this channel is over its quota",
+            )
+        }
+        e => {
+            eprintln!("relay: a delivery to channel {name} could not be stored (503): {e}");
+            let mut response = plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the relay could not store this delivery",
+            );
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+            response
+        }
+    }
+}
+
+fn offline_answer(offline: OfflineAnswer, seq: u64) -> Response<Body> {
+    match offline {
+        OfflineAnswer::Accepted => json(
+            StatusCode::ACCEPTED,
+            &serde_json::json!({"relayed": true, "seq": seq}),
+        ),
+        OfflineAnswer::Retry => {
+            let mut response = json(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &serde_json::json!({"relayed": true, "seq": seq, "retry": true}),
+            );
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("60"));
+            response
+        }
+    }
+}
+
+/// A subscriber's answer, as the provider gets it.
+fn passed_through(answer: Answer) -> Response<Body> {
+    let body = base64::engine::general_purpose::STANDARD
+        .decode(answer.body_base64.as_bytes())
+        .unwrap_or_default();
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::BAD_GATEWAY);
+    let headers = response.headers_mut();
+    for (name, value) in &answer.headers {
+        let hop_by_hop = [
+            "connection",
+            "transfer-encoding",
+            "content-length",
+            "keep-alive",
+        ];
+        if hop_by_hop.contains(&name.to_ascii_lowercase().as_str()) {
+            continue;
+        }
+        if let (Ok(name), Ok(value)) = (
+            header::HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            headers.append(name, value);
+        }
+    }
+    response
+}
+
+/// `GET /sub/CHANNEL`: the channel's deliveries after `Last-Event-ID` (or `?after=N`), as
+/// Server-Sent Events, then each new one as it is stored, with a comment every
+/// [`HEARTBEAT`] while there is none.
+async fn subscribe(
+    state: &Arc<State>,
+    peer: SocketAddr,
+    request: Request<Body>,
+    name: &str,
+) -> Response<Body> {
+    let live = match state.authorised(peer, request.headers(), name).await {
+        Ok(live) => live,
+        Err(refused) => return refused,
+    };
+    let after = request
+        .headers()
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok())
+        .or_else(|| {
+            request
+                .uri()
+                .query()?
+                .split('&')
+                .find_map(|kv| kv.strip_prefix("after=")?.parse::<u64>().ok())
+        })
+        .unwrap_or(0);
+    let (sender, chunks) = mpsc::channel::<Bytes>(8);
+    let stream = crate::relay::stream::Stream {
+        data_dir: state.options.data_dir.clone(),
+        channel: name.to_string(),
+        after,
+        answer_window_ms: state.options.answer_timeout.as_millis() as i64,
+        latest: live.latest.subscribe(),
+        revoked: live.revoked.subscribe(),
+        live_subscribers: Arc::new(LiveCount(Arc::clone(&live))),
+    };
+    tokio::spawn(stream.run(sender));
+    let mut response = Response::new(Body::from_stream(crate::relay::stream::Chunks(chunks)));
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+/// Counts a subscriber among those that can answer while it is caught up.
+pub(crate) struct LiveCount(Arc<Live>);
+
+impl LiveCount {
+    pub(crate) fn caught_up(&self) {
+        self.0.live_subscribers.fetch_add(1, Ordering::SeqCst);
+    }
+    pub(crate) fn behind(&self) {
+        self.0.live_subscribers.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// `POST /sub/CHANNEL/answers/SEQ`: a subscriber's answer for a provider that may be waiting.
+async fn answer(
+    state: &State,
+    peer: SocketAddr,
+    request: Request<Body>,
+    name: &str,
+    seq: u64,
+) -> Response<Body> {
+    let live = match state.authorised(peer, request.headers(), name).await {
+        Ok(live) => live,
+        Err(refused) => return refused,
+    };
+    let limits = Limits {
+        body_limit: state.options.limits.body_limit * 2,
+        ..state.options.limits.clone()
+    };
+    let body = match read_body(&limits, request.into_body(), None).await {
+        Ok(body) => body,
+        Err(refused) => return refused,
+    };
+    match serde_json::from_slice::<Answer>(&body) {
+        Ok(answer) => {
+            if live.answered(seq, answer) {
+                plain(StatusCode::NO_CONTENT, "")
+            } else {
+                plain(StatusCode::CONFLICT, "already answered")
+            }
+        }
+        Err(e) => plain(StatusCode::BAD_REQUEST, &format!("not an answer: {e}")),
+    }
+}
+
+/// `POST /sub/CHANNEL/ack` with `{"seq": N}`: the subscriber stored everything up to N.
+async fn acknowledge(
+    state: &State,
+    peer: SocketAddr,
+    request: Request<Body>,
+    name: &str,
+) -> Response<Body> {
+    if let Err(refused) = state.authorised(peer, request.headers(), name).await {
+        return refused;
+    }
+    let body = match read_body(&Limits::default(), request.into_body(), None).await {
+        Ok(body) => body,
+        Err(refused) => return refused,
+    };
+    match serde_json::from_slice::<serde_json::Value>(&body)
+        .ok()
+        .and_then(|v| v.get("seq")?.as_u64())
+    {
+        Some(seq) => {
+            state.writer.ack(name, seq).await;
+            plain(StatusCode::NO_CONTENT, "")
+        }
+        None => plain(StatusCode::BAD_REQUEST, "expected {\"seq\": N}"),
+    }
+}

@@ -97,10 +97,38 @@ pub struct ConfigFile {
     /// Payload advice.
     #[serde(default)]
     pub advice: AdviceSection,
+    /// A relay to take deliveries from as well.
+    #[serde(default, skip_serializing_if = "RelaySection::is_empty")]
+    pub relay: RelaySection,
     /// The folder of the file it was read from: relative contract paths start there (none:
     /// the current directory).
     #[serde(skip)]
     pub base_dir: Option<std::path::PathBuf>,
+}
+
+/// `[relay]`: a relay channel `listen` and the window subscribe to (docs/relay.md).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RelaySection {
+    /// The subscribe URL: the relay's base URL and `/sub/CHANNEL`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The environment variable holding the channel's token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_env: Option<String>,
+    /// A file holding the channel's token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_file: Option<PathBuf>,
+    /// The public URL providers post to (`https://relay.example/in/CHANNEL`), shown to copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_url: Option<String>,
+}
+
+impl RelaySection {
+    /// Whether nothing is set.
+    pub fn is_empty(&self) -> bool {
+        self == &RelaySection::default()
+    }
 }
 
 /// `[advice]`: what the payload advice judges.

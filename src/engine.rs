@@ -437,7 +437,9 @@ impl Engine {
     /// contract re-checks the selected delivery.
     fn say(&self, said: Said) {
         match said {
-            Said::Recovered(sentence) | Said::Failed(sentence) => self.emit(Event::Error(sentence)),
+            Said::Recovered(sentence) | Said::Failed(sentence) | Said::Relay(sentence) => {
+                self.emit(Event::Error(sentence))
+            }
             Said::Retained(n) => {
                 self.emit(Event::HistoryChanged);
                 self.emit(Event::Notice(format!(

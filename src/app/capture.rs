@@ -64,6 +64,9 @@ pub enum Said {
     ContractApplied(String),
     /// Something the session did failed (retention, a changed contract that does not compile).
     Failed(String),
+    /// The relay connection changed (connected, caught up, lost and why), or a relayed
+    /// delivery could not be opened: the sentence that says so.
+    Relay(String),
 }
 
 /// A running capture session.
@@ -82,6 +85,7 @@ pub struct Session {
     /// When the retention last ran (`None`: it is due).
     last_retention: Option<Instant>,
     health_changes: u64,
+    relay: Option<Arc<crate::net::relay::RelayStatus>>,
     _lock: Option<CaptureLock>,
 }
 
@@ -106,6 +110,7 @@ impl Session {
             reconciler: None,
             last_retention: Some(Instant::now()),
             health_changes,
+            relay: None,
         };
         Ok((
             session,
@@ -137,6 +142,27 @@ impl Session {
         let addr = receiver.local_addr();
         self.receiver = Some(receiver);
         Ok(addr)
+    }
+
+    /// Subscribes to a relay channel as well: its deliveries take the receiver's pipeline, with
+    /// the relay's receive time, exactly once. Needs the receiver running.
+    pub fn start_relay(
+        &mut self,
+        config: crate::net::relay::RelayConfig,
+    ) -> Result<Arc<crate::net::relay::RelayStatus>, AppError> {
+        let Some(receiver) = &mut self.receiver else {
+            return Err(AppError::Failed(
+                "the relay needs the receiver running".to_string(),
+            ));
+        };
+        let status = receiver.start_relay(config);
+        self.relay = Some(Arc::clone(&status));
+        Ok(status)
+    }
+
+    /// The relay connection, when one was started.
+    pub fn relay(&self) -> Option<&Arc<crate::net::relay::RelayStatus>> {
+        self.relay.as_ref()
     }
 
     /// The receiver, taken out of the session, for a front end that stops it on a thread of its
@@ -190,6 +216,9 @@ impl Session {
     /// Called outside an async runtime: the retention waits for the store's writer.
     pub fn tick(&mut self) -> Vec<Said> {
         let mut said = Vec::new();
+        if let Some(relay) = &self.relay {
+            said.extend(relay.take_sentences().into_iter().map(Said::Relay));
+        }
         let health = self.store.writer().health();
         if health.changes != self.health_changes {
             self.health_changes = health.changes;

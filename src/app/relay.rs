@@ -175,6 +175,56 @@ pub fn identity(data_dir: &Path) -> Result<Identity, AppError> {
     Identity::parse(&text).map_err(|e| AppError::Failed(format!("{}: {e}", file.display())))
 }
 
+/// Where `listen --relay …` or `[relay]` subscribes (the flags win over the config).
+#[derive(Debug, Clone, Default)]
+pub struct RelayFlags {
+    /// `--relay URL`.
+    pub url: Option<String>,
+    /// `--relay-token-env NAME`.
+    pub token_env: Option<String>,
+    /// `--relay-token-file FILE`.
+    pub token_file: Option<PathBuf>,
+}
+
+/// The relay subscription the flags and `[relay]` ask for, with this laptop's key; `None` when
+/// neither names a relay.
+pub fn subscription(
+    data_dir: &Path,
+    section: &crate::config::RelaySection,
+    flags: &RelayFlags,
+) -> Result<Option<crate::net::relay::RelayConfig>, AppError> {
+    let Some(url) = flags.url.clone().or_else(|| section.url.clone()) else {
+        return Ok(None);
+    };
+    crate::net::client::check_url(&url).map_err(|e| AppError::Usage(format!("--relay: {e}")))?;
+    let from_flags = flags.token_env.is_some() || flags.token_file.is_some();
+    let (env, file) = if from_flags {
+        (flags.token_env.clone(), flags.token_file.clone())
+    } else {
+        (section.token_env.clone(), section.token_file.clone())
+    };
+    let token = match (env, file) {
+        (Some(name), _) => std::env::var(&name)
+            .ok()
+            .filter(|t| !t.trim().is_empty())
+            .ok_or_else(|| {
+                AppError::Usage(format!("--relay-token-env {name}: the variable is not set"))
+            })?,
+        (None, Some(path)) => std::fs::read_to_string(&path)
+            .map_err(|e| AppError::Usage(format!("--relay-token-file {}: {e}", path.display())))?,
+        (None, None) => {
+            return Err(AppError::Usage(
+                "the relay needs its channel's token: --relay-token-env NAME or --relay-token-file FILE (or token_env / token_file in [relay])".to_string(),
+            ));
+        }
+    };
+    Ok(Some(crate::net::relay::RelayConfig {
+        url: url.trim_end_matches('/').to_string(),
+        token: token.trim().to_string(),
+        identity: std::sync::Arc::new(identity(data_dir)?),
+    }))
+}
+
 /// Writes a new file only its owner can read (mode 0600 on Unix; elsewhere the user's profile
 /// folder's own permissions apply).
 fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {

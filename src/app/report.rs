@@ -47,6 +47,11 @@ pub fn delivery_json(stored: &StoredDelivery, attempts: &[Attempt]) -> Value {
         "cloudevent": crate::domain::cloudevents::read(d),
         "attempts": attempts.iter().map(attempt_json).collect::<Vec<_>>(),
         "unrouted": stored.unrouted.is_some(),
+        "relay": stored.relayed.as_ref().map(|r| json!({
+            "seq": r.seq,
+            "received_at": rfc3339_ms(d.received_at_ms),
+            "delay_ms": r.delay_ms,
+        })),
     });
     if let (Some(note), Some(obj)) = (&stored.note, value.as_object_mut()) {
         obj.insert("note".into(), json!(note));
@@ -108,6 +113,19 @@ fn ts_word(status: TimestampStatus) -> &'static str {
     }
 }
 
+/// How a relayed delivery came, for people: "via relay #42: arrived 6 h 12 min after the relay
+/// took it".
+pub fn relay_words(relayed: &crate::store::Relayed) -> String {
+    let delay = match relayed.delay_ms {
+        ms if ms < 1000 => format!("{ms} ms"),
+        ms => crate::domain::fmt::human_duration((ms / 1000) as u64),
+    };
+    format!(
+        "via relay #{}: arrived {delay} after the relay took it",
+        relayed.seq
+    )
+}
+
 /// One line per delivery for people, followed by one indented line per check that did not
 /// pass, with its explanation.
 ///
@@ -143,6 +161,9 @@ pub fn human_lines(stored: &StoredDelivery, zone: &Zone) -> String {
         status = stored.response_status,
         size = d.body_size,
     );
+    if let Some(relayed) = &stored.relayed {
+        out.push_str(&format!("\n    {}", relay_words(relayed)));
+    }
     if let Some(handshake) = &stored.handshake {
         out.push_str(&format!(
             "\n    handshake ({}): {}",

@@ -54,12 +54,27 @@ pub struct ListenArgs {
     /// Forwarding: accept any TLS certificate (a self-signed development certificate only)
     #[arg(long, requires = "forward_to")]
     pub insecure: bool,
+    /// Take deliveries from a relay channel as well: its subscribe URL (https://RELAY/sub/CHANNEL; see docs/relay.md)
+    #[arg(long, value_name = "URL")]
+    pub relay: Option<String>,
+    /// The relay channel's token, from this environment variable
+    #[arg(long, value_name = "NAME")]
+    pub relay_token_env: Option<String>,
+    /// The relay channel's token, from this file
+    #[arg(long, value_name = "FILE", conflicts_with = "relay_token_env")]
+    pub relay_token_file: Option<std::path::PathBuf>,
 }
 
 pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
     let paths = common.paths()?;
     let zone = common.zone();
     let file = load_config(&paths)?.file;
+    let relay_flags = app::relay::RelayFlags {
+        url: args.relay.clone(),
+        token_env: args.relay_token_env.clone(),
+        token_file: args.relay_token_file.clone(),
+    };
+    let relay = app::relay::subscription(&paths.data_dir, &file.relay, &relay_flags)?;
     let bind = app::paths::bind_address(args.bind, &file, &paths.config_path)?;
     let port = app::paths::port(args.port, &file);
     let options = SessionOptions {
@@ -80,6 +95,13 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
     let (events_tx, mut events_rx) = tokio::sync::mpsc::channel(EVENTS_WAITING);
     let addr = session.start_receiver(bind, port, Some(events_tx))?;
     print_banner(&args, bind, addr, &session.settings().get(), &store_path);
+    if let Some(relay) = relay {
+        eprintln!(
+            "  taking deliveries from the relay at {} as well",
+            relay.url
+        );
+        session.start_relay(relay)?;
+    }
     // Start-up reconciliation, then a pass a minute, when an endpoint has a job API.
     session.start_reconciler(|sentence| eprintln!("hookscope: {sentence}"))?;
     let runtime = app::small_runtime()?;
@@ -128,9 +150,10 @@ pub fn run(common: &Common, args: ListenArgs) -> Result<ExitCode, AppError> {
 /// What `listen` prints on stderr for what the capture session says.
 fn sentence(said: &Said, store: &std::path::Path) -> String {
     match said {
-        Said::Recovered(sentence) | Said::ContractApplied(sentence) | Said::Failed(sentence) => {
-            sentence.clone()
-        }
+        Said::Recovered(sentence)
+        | Said::ContractApplied(sentence)
+        | Said::Failed(sentence)
+        | Said::Relay(sentence) => sentence.clone(),
         Said::Retained(n) => format!("retention removed {n} old deliveries"),
         Said::Health(health) => health_sentence(health, store),
     }

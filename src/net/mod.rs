@@ -5,4 +5,5 @@ pub mod client;
 pub mod probe;
 pub mod receiver;
 pub mod reconcile;
+pub mod relay;
 pub mod simulator;

@@ -69,6 +69,10 @@ pub struct Receiver {
     addr: SocketAddr,
     shutdown: Option<oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
+    /// The pipeline, for the other live sources (the relay) run on the receiver's runtime.
+    shared: Arc<Shared>,
+    runtime: tokio::runtime::Handle,
+    relay: Option<tokio::task::AbortHandle>,
 }
 
 impl Receiver {
@@ -113,6 +117,7 @@ impl Receiver {
             .ok(),
         });
         let (shutdown, shutdown_signal) = oneshot::channel::<()>();
+        let (runtime_handle, pipeline) = (runtime.handle().clone(), Arc::clone(&shared));
         let thread = std::thread::Builder::new()
             .name("hookscope-receiver".into())
             .spawn(move || {
@@ -145,7 +150,34 @@ impl Receiver {
             addr,
             shutdown: Some(shutdown),
             thread: Some(thread),
+            shared: pipeline,
+            runtime: runtime_handle,
+            relay: None,
         })
+    }
+
+    /// Subscribes to a relay channel, its deliveries taken through this receiver's pipeline
+    /// (replacing the relay subscribed before); stops with the receiver.
+    pub fn start_relay(
+        &mut self,
+        config: crate::net::relay::RelayConfig,
+    ) -> Arc<crate::net::relay::RelayStatus> {
+        self.stop_relay();
+        let status = Arc::new(crate::net::relay::RelayStatus::default());
+        let task = self.runtime.spawn(crate::net::relay::run(
+            Arc::clone(&self.shared),
+            config,
+            Arc::clone(&status),
+        ));
+        self.relay = Some(task.abort_handle());
+        status
+    }
+
+    /// Stops taking deliveries from the relay (those queued are stored).
+    pub fn stop_relay(&mut self) {
+        if let Some(relay) = self.relay.take() {
+            relay.abort();
+        }
     }
 
     /// The address actually bound (with the real port when 0 was asked).
@@ -159,6 +191,7 @@ impl Receiver {
     }
 
     fn stop_inner(&mut self) {
+        self.stop_relay();
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }

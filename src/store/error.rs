@@ -47,6 +47,15 @@ pub enum StoreError {
     /// skipped, not counted a duplicate of its event.
     #[error("relayed delivery #{0} is stored already")]
     RelayRepeat(u64),
+    /// A relayed delivery whose predecessor in its stream was not stored: not stored either, so
+    /// that the stream starts again after the cursor.
+    #[error("relayed delivery #{seq} follows one that was not stored (stored up to #{cursor})")]
+    RelayGap {
+        /// Its sequence number.
+        seq: u64,
+        /// The relay's cursor.
+        cursor: u64,
+    },
     /// The writer thread has stopped.
     #[error("the store writer has stopped")]
     WriterGone,

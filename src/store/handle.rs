@@ -186,6 +186,22 @@ impl StoreWriter {
         self.ask(|reply| WriteJob::Insert { record, reply }).await
     }
 
+    /// Queues a delivery's write, returning once it is queued; the future it returns answers as
+    /// [`StoreWriter::insert`] does. Deliveries queued one after another are written in that
+    /// order (a relay's stream, whose cursor moves one sequence number at a time).
+    pub async fn submit(
+        &self,
+        record: NewRecord,
+    ) -> Result<impl Future<Output = Result<StoredDelivery, StoreError>> + use<>, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        let record = Box::new(record);
+        self.sender
+            .send(WriteJob::Insert { record, reply })
+            .await
+            .map_err(|_| StoreError::WriterGone)?;
+        Ok(async move { answer.await.map_err(|_| StoreError::WriterGone)? })
+    }
+
     /// The same as [`StoreWriter::insert`], for code outside the async runtime.
     pub fn insert_blocking(&self, record: NewRecord) -> Result<StoredDelivery, StoreError> {
         let record = Box::new(record);

@@ -77,12 +77,7 @@ pub enum Maintenance {
     Delete(Vec<i64>),
     /// Moves a relay's cursor past a delivery that is not stored (sealed to another key): after
     /// the deliveries submitted before it, as the writer takes jobs in order.
-    SkipRelayed {
-        /// The relay's subscribe URL.
-        source: String,
-        /// The sequence number passed.
-        seq: u64,
-    },
+    SkipRelayed(crate::store::Relayed),
     /// Deletes every delivery.
     Clear,
     /// Deletes deliveries older than `max_age_ms` before now, and the oldest beyond `max_count`.
@@ -140,9 +135,9 @@ pub(crate) fn maintain(
             schema.as_deref(),
         )?,
         Maintenance::RecordPoll(poll) => record_poll(&tx, poll)?,
-        Maintenance::SkipRelayed { source, seq } => usize::from(
-            crate::store::writer::advance_relay_cursor(&tx, source, *seq)?,
-        ),
+        Maintenance::SkipRelayed(relayed) => {
+            usize::from(crate::store::writer::advance_relay_cursor(&tx, relayed)?.is_ok())
+        }
         Maintenance::RecordAttempts(attempts) => {
             for attempt in attempts {
                 write_attempt(&tx, attempt)?;

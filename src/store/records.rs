@@ -36,6 +36,10 @@ pub struct Relayed {
     pub source: String,
     /// Its sequence number in the relay's channel.
     pub seq: u64,
+    /// The sequence number before it in the stream it came on (where that stream started, for
+    /// its first): it is stored only while the cursor is there, so a delivery that failed to be
+    /// stored is never passed over.
+    pub after: u64,
     /// How long it waited at the relay before this laptop took it.
     pub delay_ms: i64,
 }
@@ -301,6 +305,7 @@ pub(crate) fn read_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RowResult> {
             (Some(seq), delay) => Some(Relayed {
                 source: String::new(),
                 seq: seq.max(0) as u64,
+                after: 0,
                 delay_ms: delay.unwrap_or(0),
             }),
             (None, _) => None,

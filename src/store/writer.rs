@@ -370,12 +370,7 @@ impl Writer<'_> {
                 Ok(verdicts) => {
                     self.health.ok();
                     for ((record, reply), written) in batch.into_iter().zip(verdicts) {
-                        let _ = reply.send(match written {
-                            Some(written) => Ok(record.into_stored(written)),
-                            None => {
-                                Err(StoreError::RelayRepeat(record.relayed.map_or(0, |r| r.seq)))
-                            }
-                        });
+                        let _ = reply.send(written.map(|written| record.into_stored(written)));
                     }
                     return;
                 }
@@ -398,7 +393,10 @@ impl Writer<'_> {
 
     /// One transaction for the batch: ids and verdicts decided and rows written, then the
     /// synced commit.
-    fn write_batch(&mut self, records: &[&NewRecord]) -> Result<Vec<Option<Written>>, BatchError> {
+    fn write_batch(
+        &mut self,
+        records: &[&NewRecord],
+    ) -> Result<Vec<Result<Written, StoreError>>, BatchError> {
         let refused = records.len() as u64;
         self.begin(refused).map_err(BatchError::Store)?;
         let written = write_rows(&self.conn, records).and_then(|verdicts| {
@@ -452,25 +450,25 @@ fn next_id(conn: &Connection) -> Result<i64, rusqlite::Error> {
 type RowsError = (Option<usize>, rusqlite::Error);
 
 /// Decides each record's id, duplicate verdict and routing and writes its row, in the caller's
-/// transaction. A relayed record whose sequence number its relay's cursor has passed is a
-/// repeat (a reconnect sent it again): not written, `None`.
+/// transaction. A relayed record is written only when its relay's cursor moves to it
+/// ([`advance_relay_cursor`]); otherwise its refusal is its verdict.
 fn write_rows(
     conn: &Connection,
     records: &[&NewRecord],
-) -> Result<Vec<Option<Written>>, RowsError> {
+) -> Result<Vec<Result<Written, StoreError>>, RowsError> {
     let mut id = next_id(conn).map_err(|e| (None, e))?;
     let mut verdicts = Vec::with_capacity(records.len());
     for (offset, record) in records.iter().enumerate() {
         if let Some(relayed) = &record.relayed
-            && !advance_relay_cursor(conn, &relayed.source, relayed.seq)
-                .map_err(|e| (Some(offset), e))?
+            && let Err(refused) =
+                advance_relay_cursor(conn, relayed).map_err(|e| (Some(offset), e))?
         {
-            verdicts.push(None);
+            verdicts.push(Err(refused));
             continue;
         }
         let duplicate = write_row(conn, record, id).map_err(|e| (Some(offset), e))?;
         let (routed, unrouted) = route(conn, record, id).map_err(|e| (Some(offset), e))?;
-        verdicts.push(Some(Written {
+        verdicts.push(Ok(Written {
             id,
             duplicate,
             routed,
@@ -481,20 +479,36 @@ fn write_rows(
     Ok(verdicts)
 }
 
-/// Moves a relay's cursor to `seq` in the caller's transaction; `false` (and nothing changed)
-/// when the cursor is there or past it already.
+/// Moves a relay's cursor to a relayed delivery's sequence number, in the caller's
+/// transaction, when it stands where the delivery's stream had it before (`after`). Refused,
+/// with nothing changed: a sequence number the cursor has passed (a reconnect sent it again),
+/// and one whose predecessor was not stored (the stream must start again from the cursor).
 pub(crate) fn advance_relay_cursor(
     conn: &Connection,
-    source: &str,
-    seq: u64,
-) -> Result<bool, rusqlite::Error> {
-    let changed = conn
-        .prepare_cached(
-            "INSERT INTO relay_cursors (source, seq) VALUES (?1, ?2)
-             ON CONFLICT (source) DO UPDATE SET seq = excluded.seq WHERE excluded.seq > seq",
-        )?
-        .execute(params![source, seq as i64])?;
-    Ok(changed > 0)
+    relayed: &crate::store::Relayed,
+) -> Result<Result<(), StoreError>, rusqlite::Error> {
+    use rusqlite::OptionalExtension as _;
+    let cursor: u64 = conn
+        .prepare_cached("SELECT seq FROM relay_cursors WHERE source = ?1")?
+        .query_row([&relayed.source], |r| r.get::<_, i64>(0))
+        .optional()?
+        .unwrap_or(0)
+        .max(0) as u64;
+    if cursor >= relayed.seq {
+        return Ok(Err(StoreError::RelayRepeat(relayed.seq)));
+    }
+    if cursor < relayed.after {
+        return Ok(Err(StoreError::RelayGap {
+            seq: relayed.seq,
+            cursor,
+        }));
+    }
+    conn.prepare_cached(
+        "INSERT INTO relay_cursors (source, seq) VALUES (?1, ?2)
+         ON CONFLICT (source) DO UPDATE SET seq = excluded.seq",
+    )?
+    .execute(params![relayed.source, relayed.seq as i64])?;
+    Ok(Ok(()))
 }
 
 /// Which of its routing conditions the delivery just written as `id` meets, with the list's SQL

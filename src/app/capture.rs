@@ -85,7 +85,10 @@ pub struct Session {
     /// When the retention last ran (`None`: it is due).
     last_retention: Option<Instant>,
     health_changes: u64,
-    relay: Option<Arc<crate::net::relay::RelayStatus>>,
+    relay: Option<(
+        tokio::task::AbortHandle,
+        Arc<crate::net::relay::RelayStatus>,
+    )>,
     _lock: Option<CaptureLock>,
 }
 
@@ -155,14 +158,17 @@ impl Session {
                 "the relay needs the receiver running".to_string(),
             ));
         };
-        let status = receiver.start_relay(config);
-        self.relay = Some(Arc::clone(&status));
+        if let Some((task, _)) = self.relay.take() {
+            task.abort();
+        }
+        let (task, status) = crate::net::relay::start(receiver, config);
+        self.relay = Some((task, Arc::clone(&status)));
         Ok(status)
     }
 
     /// The relay connection, when one was started.
     pub fn relay(&self) -> Option<&Arc<crate::net::relay::RelayStatus>> {
-        self.relay.as_ref()
+        self.relay.as_ref().map(|(_, status)| status)
     }
 
     /// The receiver, taken out of the session, for a front end that stops it on a thread of its
@@ -216,7 +222,7 @@ impl Session {
     /// Called outside an async runtime: the retention waits for the store's writer.
     pub fn tick(&mut self) -> Vec<Said> {
         let mut said = Vec::new();
-        if let Some(relay) = &self.relay {
+        if let Some((_, relay)) = &self.relay {
             said.extend(relay.take_sentences().into_iter().map(Said::Relay));
         }
         let health = self.store.writer().health();

@@ -72,7 +72,6 @@ pub struct Receiver {
     /// The pipeline, for the other live sources (the relay) run on the receiver's runtime.
     shared: Arc<Shared>,
     runtime: tokio::runtime::Handle,
-    relay: Option<tokio::task::AbortHandle>,
 }
 
 impl Receiver {
@@ -152,32 +151,21 @@ impl Receiver {
             thread: Some(thread),
             shared: pipeline,
             runtime: runtime_handle,
-            relay: None,
         })
     }
 
-    /// Subscribes to a relay channel, its deliveries taken through this receiver's pipeline
-    /// (replacing the relay subscribed before); stops with the receiver.
-    pub fn start_relay(
-        &mut self,
-        config: crate::net::relay::RelayConfig,
-    ) -> Arc<crate::net::relay::RelayStatus> {
-        self.stop_relay();
-        let status = Arc::new(crate::net::relay::RelayStatus::default());
-        let task = self.runtime.spawn(crate::net::relay::run(
-            Arc::clone(&self.shared),
-            config,
-            Arc::clone(&status),
-        ));
-        self.relay = Some(task.abort_handle());
-        status
-    }
-
-    /// Stops taking deliveries from the relay (those queued are stored).
-    pub fn stop_relay(&mut self) {
-        if let Some(relay) = self.relay.take() {
-            relay.abort();
-        }
+    /// Runs another live source (the relay) on the receiver's runtime, through its pipeline;
+    /// it stops with the receiver.
+    pub(crate) fn spawn_source<F>(
+        &self,
+        source: impl FnOnce(Arc<Shared>) -> F,
+    ) -> tokio::task::AbortHandle
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        self.runtime
+            .spawn(source(Arc::clone(&self.shared)))
+            .abort_handle()
     }
 
     /// The address actually bound (with the real port when 0 was asked).
@@ -191,7 +179,6 @@ impl Receiver {
     }
 
     fn stop_inner(&mut self) {
-        self.stop_relay();
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }

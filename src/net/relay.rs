@@ -196,9 +196,21 @@ impl Events {
     }
 }
 
+/// Subscribes to a relay channel on `receiver`'s runtime, through its pipeline; the handle
+/// stops it (so does the receiver's stop).
+pub fn start(
+    receiver: &crate::net::receiver::Receiver,
+    config: RelayConfig,
+) -> (tokio::task::AbortHandle, Arc<RelayStatus>) {
+    let status = Arc::new(RelayStatus::default());
+    let reported = Arc::clone(&status);
+    let task = receiver.spawn_source(move |shared| run(shared, config, reported));
+    (task, status)
+}
+
 /// Subscribes until the runtime it runs on stops, reconnecting after each failure (1 s, then
 /// doubling up to 30 s).
-pub(crate) async fn run(shared: Arc<Shared>, config: RelayConfig, status: Arc<RelayStatus>) {
+async fn run(shared: Arc<Shared>, config: RelayConfig, status: Arc<RelayStatus>) {
     crate::net::client::install_tls_provider();
     let client = match reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(10))

@@ -131,7 +131,7 @@ struct Live {
     /// Bumped when the token changes or the channel goes: open streams end.
     revoked: watch::Sender<u64>,
     /// Subscribers that have caught up (the ones that can answer in time).
-    live_subscribers: AtomicUsize,
+    live_subscribers: Arc<AtomicUsize>,
     slots: Mutex<HashMap<u64, Slot>>,
 }
 
@@ -465,7 +465,7 @@ impl Live {
             revoked: watch::Sender::new(0),
             row: Mutex::new(row),
             sealer: Mutex::new(sealer),
-            live_subscribers: AtomicUsize::new(0),
+            live_subscribers: Arc::new(AtomicUsize::new(0)),
             slots: Mutex::new(HashMap::new()),
         })
     }
@@ -761,7 +761,7 @@ async fn subscribe(
         answer_window_ms: state.options.answer_timeout.as_millis() as i64,
         latest: live.latest.subscribe(),
         revoked: live.revoked.subscribe(),
-        live_subscribers: Arc::new(LiveCount(Arc::clone(&live))),
+        live_subscribers: Arc::clone(&live.live_subscribers),
     };
     tokio::spawn(stream.run(sender));
     let mut response = Response::new(Body::from_stream(crate::relay::stream::Chunks(chunks)));
@@ -773,18 +773,6 @@ async fn subscribe(
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     response
-}
-
-/// Counts a subscriber among those that can answer while it is caught up.
-pub(crate) struct LiveCount(Arc<Live>);
-
-impl LiveCount {
-    pub(crate) fn caught_up(&self) {
-        self.0.live_subscribers.fetch_add(1, Ordering::SeqCst);
-    }
-    pub(crate) fn behind(&self) {
-        self.0.live_subscribers.fetch_sub(1, Ordering::SeqCst);
-    }
 }
 
 /// `POST /sub/CHANNEL/answers/SEQ`: a subscriber's answer for a provider that may be waiting.

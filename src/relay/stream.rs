@@ -11,7 +11,6 @@ use base64::Engine as _;
 use tokio::sync::{mpsc, watch};
 
 use crate::domain::clock::now_ms;
-use crate::relay::server::LiveCount;
 use crate::relay::store;
 
 /// The longest a stream stays silent.
@@ -31,7 +30,8 @@ pub(crate) struct Stream {
     pub(crate) answer_window_ms: i64,
     pub(crate) latest: watch::Receiver<u64>,
     pub(crate) revoked: watch::Receiver<u64>,
-    pub(crate) live_subscribers: Arc<LiveCount>,
+    /// Subscribers caught up on this channel (the ones that can answer in time).
+    pub(crate) live_subscribers: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Stream {
@@ -63,7 +63,8 @@ impl Stream {
             if batch.is_empty() {
                 if !caught_up {
                     caught_up = true;
-                    self.live_subscribers.caught_up();
+                    self.live_subscribers
+                        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 }
                 if !self.wait(&sender).await {
                     break;
@@ -76,7 +77,8 @@ impl Stream {
             cursor = batch.last().map_or(cursor, |s| s.seq);
         }
         if caught_up {
-            self.live_subscribers.behind();
+            self.live_subscribers
+                .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
         }
     }
 

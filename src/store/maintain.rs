@@ -136,7 +136,7 @@ pub(crate) fn maintain(
         )?,
         Maintenance::RecordPoll(poll) => record_poll(&tx, poll)?,
         Maintenance::SkipRelayed(relayed) => {
-            usize::from(crate::store::writer::advance_relay_cursor(&tx, relayed)?.is_ok())
+            usize::from(advance_relay_cursor(&tx, relayed)?.is_ok())
         }
         Maintenance::RecordAttempts(attempts) => {
             for attempt in attempts {
@@ -463,4 +463,38 @@ fn raise_id_floor<P: rusqlite::Params>(
         )?;
     }
     Ok(())
+}
+
+/// Moves a relay's cursor to a relayed delivery's sequence number, in the caller's
+/// transaction, when it stands where the delivery's stream had it before (`after`). Refused,
+/// with nothing changed: a sequence number the cursor has passed (a reconnect sent it again),
+/// and one whose predecessor was not stored (the stream must start again from the cursor).
+pub(crate) fn advance_relay_cursor(
+    conn: &Connection,
+    relayed: &crate::store::Relayed,
+) -> Result<Result<(), crate::store::error::StoreError>, rusqlite::Error> {
+    use rusqlite::OptionalExtension as _;
+    let cursor: u64 = conn
+        .prepare_cached("SELECT seq FROM relay_cursors WHERE source = ?1")?
+        .query_row([&relayed.source], |r| r.get::<_, i64>(0))
+        .optional()?
+        .unwrap_or(0)
+        .max(0) as u64;
+    if cursor >= relayed.seq {
+        return Ok(Err(crate::store::error::StoreError::RelayRepeat(
+            relayed.seq,
+        )));
+    }
+    if cursor < relayed.after {
+        return Ok(Err(crate::store::error::StoreError::RelayGap {
+            seq: relayed.seq,
+            cursor,
+        }));
+    }
+    conn.prepare_cached(
+        "INSERT INTO relay_cursors (source, seq) VALUES (?1, ?2)
+         ON CONFLICT (source) DO UPDATE SET seq = excluded.seq",
+    )?
+    .execute(params![relayed.source, relayed.seq as i64])?;
+    Ok(Ok(()))
 }

@@ -451,7 +451,7 @@ type RowsError = (Option<usize>, rusqlite::Error);
 
 /// Decides each record's id, duplicate verdict and routing and writes its row, in the caller's
 /// transaction. A relayed record is written only when its relay's cursor moves to it
-/// ([`advance_relay_cursor`]); otherwise its refusal is its verdict.
+/// ([`crate::store::maintain::advance_relay_cursor`]); otherwise its refusal is its verdict.
 fn write_rows(
     conn: &Connection,
     records: &[&NewRecord],
@@ -460,8 +460,8 @@ fn write_rows(
     let mut verdicts = Vec::with_capacity(records.len());
     for (offset, record) in records.iter().enumerate() {
         if let Some(relayed) = &record.relayed
-            && let Err(refused) =
-                advance_relay_cursor(conn, relayed).map_err(|e| (Some(offset), e))?
+            && let Err(refused) = crate::store::maintain::advance_relay_cursor(conn, relayed)
+                .map_err(|e| (Some(offset), e))?
         {
             verdicts.push(Err(refused));
             continue;
@@ -477,38 +477,6 @@ fn write_rows(
         id += 1;
     }
     Ok(verdicts)
-}
-
-/// Moves a relay's cursor to a relayed delivery's sequence number, in the caller's
-/// transaction, when it stands where the delivery's stream had it before (`after`). Refused,
-/// with nothing changed: a sequence number the cursor has passed (a reconnect sent it again),
-/// and one whose predecessor was not stored (the stream must start again from the cursor).
-pub(crate) fn advance_relay_cursor(
-    conn: &Connection,
-    relayed: &crate::store::Relayed,
-) -> Result<Result<(), StoreError>, rusqlite::Error> {
-    use rusqlite::OptionalExtension as _;
-    let cursor: u64 = conn
-        .prepare_cached("SELECT seq FROM relay_cursors WHERE source = ?1")?
-        .query_row([&relayed.source], |r| r.get::<_, i64>(0))
-        .optional()?
-        .unwrap_or(0)
-        .max(0) as u64;
-    if cursor >= relayed.seq {
-        return Ok(Err(StoreError::RelayRepeat(relayed.seq)));
-    }
-    if cursor < relayed.after {
-        return Ok(Err(StoreError::RelayGap {
-            seq: relayed.seq,
-            cursor,
-        }));
-    }
-    conn.prepare_cached(
-        "INSERT INTO relay_cursors (source, seq) VALUES (?1, ?2)
-         ON CONFLICT (source) DO UPDATE SET seq = excluded.seq",
-    )?
-    .execute(params![relayed.source, relayed.seq as i64])?;
-    Ok(Ok(()))
 }
 
 /// Which of its routing conditions the delivery just written as `id` meets, with the list's SQL

@@ -1,0 +1,447 @@
+//! The relay end to end, as a user runs it: `hookscope relay serve` on one port, `hookscope
+//! listen --relay` on another, real HTTP on loopback, deliveries signed by the Standard
+//! Webhooks library itself; what the relay keeps is opened with `age`.
+
+mod common;
+
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::Listener;
+
+/// A `hookscope relay serve` child process; killed when dropped.
+struct Relay {
+    child: Child,
+    base: String,
+    data_dir: PathBuf,
+}
+
+impl Relay {
+    fn start(data_dir: &Path, args: &[&str]) -> Relay {
+        let mut child = Command::new(common::bin())
+            .args(["relay", "serve", "--port", "0"])
+            .args(args)
+            .env("HOOKSCOPE_DATA_DIR", data_dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the relay starts");
+        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+        let mut line = String::new();
+        stderr.read_line(&mut line).expect("reads");
+        let base = line
+            .trim()
+            .strip_prefix("relay listening on ")
+            .unwrap_or_else(|| panic!("not the relay's first line: {line}"))
+            .to_string();
+        std::thread::Builder::new()
+            .name("test-relay-stderr".into())
+            .spawn(move || {
+                let mut sink = String::new();
+                while stderr.read_line(&mut sink).map(|n| n > 0).unwrap_or(false) {
+                    eprint!("[relay] {sink}");
+                    sink.clear();
+                }
+            })
+            .expect("drain");
+        Relay {
+            child,
+            base,
+            data_dir: data_dir.to_path_buf(),
+        }
+    }
+
+    fn ingest(&self, channel: &str, path: &str) -> String {
+        format!("{}/in/{channel}{path}", self.base)
+    }
+
+    fn subscribe(&self, channel: &str) -> String {
+        format!("{}/sub/{channel}", self.base)
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The laptop's relay key (its public half), made in `laptop`.
+fn relay_key(laptop: &Path) -> String {
+    let out = common::run(laptop, &["relay", "key"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Makes a channel sealed to `recipients`; answers its token.
+fn add_channel(relay_dir: &Path, name: &str, recipients: &[&str]) -> String {
+    let mut args = vec!["relay", "channel", "add", name, "--json"];
+    for r in recipients {
+        args.extend(["--recipient", r]);
+    }
+    let out = common::run(relay_dir, &args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let made: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(made["ingest_path"], format!("/in/{name}/"));
+    assert_eq!(made["subscribe_path"], format!("/sub/{name}"));
+    made["token"].as_str().expect("token").to_string()
+}
+
+/// `listen --relay` over `laptop`, with the token in a file.
+fn listen_relayed(
+    laptop: &Path,
+    relay: &Relay,
+    channel: &str,
+    token: &str,
+    args: &[&str],
+) -> Listener {
+    let token_file = laptop.join(format!("{channel}.token"));
+    std::fs::write(&token_file, token).expect("token file");
+    let mut all = vec![
+        "--relay".to_string(),
+        relay.subscribe(channel),
+        "--relay-token-file".to_string(),
+        token_file.display().to_string(),
+    ];
+    all.extend(args.iter().map(|a| a.to_string()));
+    let all: Vec<&str> = all.iter().map(String::as_str).collect();
+    Listener::start(laptop, &all)
+}
+
+/// What the laptop's store holds: (relay seq, received_at_ms, sig, ts) in id order.
+fn stored(laptop: &Path) -> Vec<(i64, i64, String, String)> {
+    let conn = rusqlite::Connection::open(laptop.join("hookscope.sqlite")).expect("opens");
+    let mut stmt = conn
+        .prepare(
+            "SELECT relay_seq, received_at_ms, sig_status, ts_status FROM deliveries ORDER BY id",
+        )
+        .expect("prepares");
+    stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, Option<i64>>(0)?.unwrap_or(-1),
+            r.get(1)?,
+            r.get(2)?,
+            r.get(3)?,
+        ))
+    })
+    .expect("queries")
+    .collect::<Result<_, _>>()
+    .expect("rows")
+}
+
+/// Waits until the laptop holds `n` deliveries (or the time is up); answers what it holds.
+fn wait_for(laptop: &Path, n: usize, within: Duration) -> Vec<(i64, i64, String, String)> {
+    let deadline = Instant::now() + within;
+    loop {
+        let rows = if laptop.join("hookscope.sqlite").exists() {
+            stored(laptop)
+        } else {
+            Vec::new()
+        };
+        if rows.len() >= n || Instant::now() > deadline {
+            return rows;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The relay's own times, by sequence number.
+fn relay_times(relay_dir: &Path) -> Vec<(i64, i64)> {
+    let conn = rusqlite::Connection::open(relay_dir.join("relay.sqlite")).expect("opens");
+    let mut stmt = conn
+        .prepare("SELECT seq, received_ms FROM deliveries ORDER BY seq")
+        .expect("prepares");
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .expect("queries")
+        .collect::<Result<_, _>>()
+        .expect("rows")
+}
+
+const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+/// `count` requests signed by the standardwebhooks library, as (headers, body).
+fn signed_by_the_library(count: usize) -> Option<Vec<(Vec<(String, String)>, String)>> {
+    let python = common::pip_target(
+        "py-relay-standardwebhooks",
+        "standardwebhooks/webhooks.py",
+        &[
+            "standardwebhooks==1.3.0",
+            "attrs==25.4.0",
+            "python-dateutil==2.9.0.post0",
+            "six==1.17.0",
+            "Deprecated==1.3.1",
+            "wrapt==2.0.1",
+            "httpx==0.28.1",
+            "typing_extensions==4.16.0",
+        ],
+    )?;
+    let script = format!(
+        r#"
+import json, sys, datetime
+from standardwebhooks.webhooks import Webhook
+wh = Webhook("{SECRET}")
+now = datetime.datetime.now(tz=datetime.timezone.utc)
+out = []
+for n in range({count}):
+    body = json.dumps({{"type": "job.completed", "data": {{"job_id": "job_%d" % n}}}})
+    msg_id = "msg_%06d" % n
+    sig = wh.sign(msg_id, now, body)
+    out.append([[["webhook-id", msg_id], ["webhook-timestamp", str(int(now.timestamp()))], ["webhook-signature", sig], ["content-type", "application/json"]], body])
+json.dump(out, sys.stdout)
+"#
+    );
+    let (ok, out) = common::run_tool("python3", &["-c", &script], Some(&python));
+    assert!(ok, "the library signs: {out}");
+    let parsed: Vec<(Vec<(String, String)>, String)> = serde_json::from_str(&out).expect("JSON");
+    Some(parsed)
+}
+
+/// Posts each request to `url` with 32 at a time; answers each status in order.
+fn post_all(url: &str, requests: Vec<(Vec<(String, String)>, String)>) -> Vec<u16> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let client = common::http_client();
+        let semaphore = std::sync::Arc::new(tokio::sync::Semaphore::new(32));
+        let mut tasks = Vec::new();
+        for (headers, body) in requests {
+            let (client, url) = (client.clone(), url.to_string());
+            let permit = std::sync::Arc::clone(&semaphore)
+                .acquire_owned()
+                .await
+                .expect("permit");
+            tasks.push(tokio::spawn(async move {
+                let _permit = permit;
+                let mut request = client.post(&url).body(body);
+                for (name, value) in headers {
+                    request = request.header(name, value);
+                }
+                request
+                    .send()
+                    .await
+                    .map(|r| r.status().as_u16())
+                    .unwrap_or(0)
+            }));
+        }
+        let mut statuses = Vec::new();
+        for task in tasks {
+            statuses.push(task.await.expect("joins"));
+        }
+        statuses
+    })
+}
+
+/// 10,000 deliveries signed by the Standard Webhooks library arrive while no laptop listens,
+/// each acknowledged 202; `listen --relay` then stores every one exactly once, in sequence
+/// order, at the relay's time (so each passes its timestamp check), and a restart adds none.
+#[test]
+fn what_came_while_the_laptop_was_away_is_stored_once_in_order() {
+    let Some(requests) = signed_by_the_library(10_000) else {
+        return;
+    };
+    let (relay_dir, laptop) = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    let key = relay_key(laptop.path());
+    let token = add_channel(relay_dir.path(), "team", &[&key]);
+    let relay = Relay::start(relay_dir.path(), &[]);
+    let statuses = post_all(&relay.ingest("team", "/webhooks"), requests);
+    assert!(
+        statuses.iter().all(|s| *s == 202),
+        "{:?}",
+        statuses
+            .iter()
+            .filter(|s| **s != 202)
+            .take(5)
+            .collect::<Vec<_>>()
+    );
+    let secret = format!("--secret={SECRET}");
+    let mut listener = listen_relayed(
+        laptop.path(),
+        &relay,
+        "team",
+        &token,
+        &["--scheme", "standard-webhooks", &secret],
+    );
+    // `listen --json` prints each once it is answered (handled side by side, so not in
+    // order), with its place at the relay.
+    let mut printed: Vec<u64> = (0..10_000)
+        .map(|_| {
+            listener.next_json()["relay"]["seq"]
+                .as_u64()
+                .expect("relay.seq")
+        })
+        .collect();
+    printed.sort_unstable();
+    printed.dedup();
+    assert_eq!(printed.len(), 10_000, "each printed once");
+    let rows = wait_for(laptop.path(), 10_000, Duration::from_secs(10));
+    assert_eq!(rows.len(), 10_000, "stored");
+    // Stored in sequence order: the n-th delivery stored is the relay's n-th.
+    let out_of_order = rows.iter().zip(1..).find(|(row, n)| row.0 != *n);
+    assert_eq!(out_of_order, None, "exactly once, in sequence order");
+    assert!(
+        rows.iter().all(|r| r.2 == "pass" && r.3 == "pass"),
+        "{:?}",
+        rows.iter().find(|r| r.2 != "pass" || r.3 != "pass")
+    );
+    let times = relay_times(relay_dir.path());
+    assert!(
+        rows.iter()
+            .zip(&times)
+            .all(|(row, (seq, at))| row.0 == *seq && row.1 == *at),
+        "the relay's receive time"
+    );
+    drop(listener);
+    let listener = listen_relayed(
+        laptop.path(),
+        &relay,
+        "team",
+        &token,
+        &["--scheme", "standard-webhooks", &secret],
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        stored(laptop.path()).len(),
+        10_000,
+        "the same count after a restart"
+    );
+    drop(listener);
+}
+
+/// One request's answer: status, content type, body.
+struct Answered {
+    status: u16,
+    content_type: Option<String>,
+    body: String,
+}
+
+/// Posts `body` to `url`, signed with a preset `scheme` under `secret` when one is given.
+fn post(url: &str, signing: Option<(&str, &str)>, body: &str) -> Answered {
+    use hookscope::domain::scheme::{Scheme, Secret};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let client = common::http_client();
+    let mut request = client
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body.to_string());
+    if let Some((scheme, secret)) = signing {
+        let headers = Scheme::preset(scheme)
+            .expect("preset")
+            .sign(
+                &[Secret::new(secret)],
+                "evt_1",
+                common::now_secs(),
+                body.as_bytes(),
+            )
+            .expect("signs");
+        for h in headers {
+            request = request.header(h.name, h.value);
+        }
+    }
+    runtime.block_on(async {
+        let response = request.send().await.expect("the relay answers");
+        let status = response.status().as_u16();
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().expect("text").to_string());
+        Answered {
+            status,
+            content_type,
+            body: response.text().await.expect("body"),
+        }
+    })
+}
+
+/// Slack's and Zoom's handshakes through the relay get hookscope's exact answers, a laptop that
+/// answers 500 reaches the sender as 500, and with the laptop gone the sender gets the offline
+/// answer.
+#[test]
+fn the_provider_gets_the_laptops_answer_through_the_relay() {
+    let (relay_dir, laptop) = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    let key = relay_key(laptop.path());
+    let token = add_channel(relay_dir.path(), "team", &[&key]);
+    let relay = Relay::start(relay_dir.path(), &[]);
+    std::fs::write(
+        laptop.path().join("config.toml"),
+        "[[endpoint]]\npath = \"/slack\"\nscheme = \"slack\"\nsecrets = [\"slack-secret\"]\n\n[[endpoint]]\npath = \"/zoom\"\nscheme = \"zoom\"\nsecrets = [\"zoom-secret-token\"]\n\n[[endpoint]]\npath = \"/fails\"\nrespond_status = 500\n",
+    )
+    .expect("config");
+    let mut listener = listen_relayed(laptop.path(), &relay, "team", &token, &[]);
+    let probes = wait_until_live(&relay);
+    let challenge = "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P";
+    let slack = post(
+        &relay.ingest("team", "/slack"),
+        Some(("slack", "slack-secret")),
+        &format!(r#"{{"token":"t","challenge":"{challenge}","type":"url_verification"}}"#),
+    );
+    assert_eq!((slack.status, slack.body.as_str()), (200, challenge));
+    let zoom = post(
+        &relay.ingest("team", "/zoom"),
+        Some(("zoom", "zoom-secret-token")),
+        r#"{"payload":{"plainToken":"qgg8vlvZRS6UYooatFL8Aw"},"event_ts":1654503849680,"event":"endpoint.url_validation"}"#,
+    );
+    let encrypted = hex_hmac("zoom-secret-token", "qgg8vlvZRS6UYooatFL8Aw");
+    assert_eq!(zoom.status, 200);
+    assert_eq!(zoom.content_type.as_deref(), Some("application/json"));
+    assert_eq!(
+        zoom.body,
+        format!(r#"{{"plainToken":"qgg8vlvZRS6UYooatFL8Aw","encryptedToken":"{encrypted}"}}"#)
+    );
+    let failed = post(&relay.ingest("team", "/fails"), None, "{}");
+    assert_eq!(failed.status, 500, "the laptop's response rule");
+    for _ in 0..probes + 3 {
+        let stored = listener.next_json();
+        assert!(stored["relay"]["seq"].as_u64().is_some(), "{stored}");
+    }
+    drop(listener);
+    let offline = post(&relay.ingest("team", "/fails"), None, "{}");
+    assert_eq!(offline.status, 202, "no laptop: the offline answer");
+    let body: serde_json::Value = serde_json::from_str(&offline.body).expect("json");
+    assert_eq!(body["relayed"], true);
+    assert_eq!(body["seq"].as_u64(), Some(probes as u64 + 4));
+}
+
+fn hex_hmac(key: &str, message: &str) -> String {
+    use hmac::{KeyInit as _, Mac as _};
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(key.as_bytes()).expect("key");
+    mac.update(message.as_bytes());
+    hex::encode(mac.finalize().into_bytes())
+}
+
+/// Waits until a laptop is subscribed and caught up: a probe delivery is answered by it (not
+/// the offline 202). Answers how many probes were sent.
+fn wait_until_live(relay: &Relay) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut sent = 0;
+    while Instant::now() < deadline {
+        sent += 1;
+        if post(&relay.ingest("team", "/probe"), None, "{}").status == 200 {
+            return sent;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!("no laptop answered through the relay");
+}

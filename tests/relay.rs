@@ -170,8 +170,11 @@ fn relay_times(relay_dir: &Path) -> Vec<(i64, i64)> {
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
+/// A request to post: its headers and body.
+type Request = (Vec<(String, String)>, String);
+
 /// `count` requests signed by the standardwebhooks library, as (headers, body).
-fn signed_by_the_library(count: usize) -> Option<Vec<(Vec<(String, String)>, String)>> {
+fn signed_by_the_library(count: usize) -> Option<Vec<Request>> {
     let python = common::pip_target(
         "py-relay-standardwebhooks",
         "standardwebhooks/webhooks.py",
@@ -203,12 +206,12 @@ json.dump(out, sys.stdout)
     );
     let (ok, out) = common::run_tool("python3", &["-c", &script], Some(&python));
     assert!(ok, "the library signs: {out}");
-    let parsed: Vec<(Vec<(String, String)>, String)> = serde_json::from_str(&out).expect("JSON");
+    let parsed: Vec<Request> = serde_json::from_str(&out).expect("JSON");
     Some(parsed)
 }
 
 /// Posts each request to `url` with 32 at a time; answers each status in order.
-fn post_all(url: &str, requests: Vec<(Vec<(String, String)>, String)>) -> Vec<u16> {
+fn post_all(url: &str, requests: Vec<Request>) -> Vec<u16> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -444,4 +447,228 @@ fn wait_until_live(relay: &Relay) -> usize {
         std::thread::sleep(Duration::from_millis(200));
     }
     panic!("no laptop answered through the relay");
+}
+
+/// Every file in a folder, as bytes (the store, its WAL and shared memory).
+fn every_file(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    std::fs::read_dir(dir)
+        .expect("reads")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.is_file())
+        .map(|p| {
+            let bytes = std::fs::read(&p).expect("reads");
+            (p, bytes)
+        })
+        .collect()
+}
+
+fn holds(bytes: &[u8], marker: &str) -> bool {
+    bytes.windows(marker.len()).any(|w| w == marker.as_bytes())
+}
+
+/// After 100 deliveries with a marker in the body and one in a header, no file of the relay's
+/// data dir holds either (the WAL included); what it keeps opens with `age -d` and this
+/// laptop's key, and reads as the request.
+#[test]
+fn the_relay_keeps_nothing_it_can_read() {
+    let (relay_dir, laptop) = (tempfile::tempdir().expect("dir"), tempfile::tempdir().expect("dir"));
+    let key = relay_key(laptop.path());
+    add_channel(relay_dir.path(), "team", &[&key]);
+    let relay = Relay::start(relay_dir.path(), &[]);
+    let (in_body, in_header) = ("BODYMARKER-7f3a91", "HEADERMARKER-9c1e55");
+    let requests = (0..100)
+        .map(|n| {
+            let headers = vec![("x-marker".to_string(), in_header.to_string())];
+            (headers, format!(r#"{{"n":{n},"secret":"{in_body}"}}"#))
+        })
+        .collect();
+    let statuses = post_all(&relay.ingest("team", "/hooks?token=QUERYMARKER-31d"), requests);
+    assert!(statuses.iter().all(|s| *s == 202));
+    let files = every_file(&relay.data_dir);
+    assert!(files.iter().any(|(p, _)| p.ends_with("relay.sqlite-wal")), "the WAL is there to look in");
+    for (path, bytes) in &files {
+        for marker in [in_body, in_header, "QUERYMARKER-31d"] {
+            assert!(!holds(bytes, marker), "{} holds {marker}", path.display());
+        }
+    }
+    if !common::tool_runs(&["age", "--version"]) {
+        return;
+    }
+    let conn = rusqlite::Connection::open(relay.data_dir.join("relay.sqlite")).expect("opens");
+    let sealed: Vec<u8> = conn
+        .query_row("SELECT sealed FROM deliveries WHERE seq = 7", [], |r| r.get(0))
+        .expect("seq 7");
+    let file = laptop.path().join("seven.age");
+    std::fs::write(&file, sealed).expect("writes");
+    let key_file = laptop.path().join("relay-key.txt");
+    let out = Command::new("age")
+        .arg("-d")
+        .arg("-i")
+        .arg(&key_file)
+        .arg(&file)
+        .output()
+        .expect("age runs");
+    assert!(out.status.success(), "age -d: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("POST /hooks?token=QUERYMARKER-31d HTTP/1.1\r\n"), "{text}");
+    assert!(text.contains(&format!("x-marker: {in_header}\r\n")), "{text}");
+    assert!(text.ends_with(&format!(r#"{{"n":7,"secret":"{in_body}"}}"#)) || text.contains(in_body), "{text}");
+}
+
+/// The status and body of a subscribe attempt with `token`.
+fn subscribe_with(relay: &Relay, channel: &str, token: Option<&str>) -> (u16, String) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let mut request = common::http_client().get(relay.subscribe(channel));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.expect("answers");
+        let status = response.status().as_u16();
+        if status != 200 {
+            return (status, response.text().await.unwrap_or_default());
+        }
+        // The stream: its first event (the hello), then whatever came in 300 ms.
+        let mut response = response;
+        let mut text = String::new();
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(300);
+        while let Ok(Ok(Some(chunk))) = tokio::time::timeout_at(deadline, response.chunk()).await {
+            text.push_str(&String::from_utf8_lossy(&chunk));
+        }
+        (status, text)
+    })
+}
+
+/// No token, a wrong one, another channel's and a rotated-away one each get 401 and no
+/// delivery; the new token works; an unknown channel's ingest is 404.
+#[test]
+fn only_the_channels_current_token_subscribes() {
+    let (relay_dir, laptop) = (tempfile::tempdir().expect("dir"), tempfile::tempdir().expect("dir"));
+    let key = relay_key(laptop.path());
+    let team = add_channel(relay_dir.path(), "team", &[&key]);
+    let other = add_channel(relay_dir.path(), "other", &[&key]);
+    let relay = Relay::start(relay_dir.path(), &[]);
+    assert_eq!(post(&relay.ingest("team", "/x"), None, "{}").status, 202);
+    let (status, stream) = subscribe_with(&relay, "team", Some(&team));
+    assert_eq!(status, 200);
+    assert!(stream.contains("event: delivery"), "{stream}");
+    let out = common::run(relay_dir.path(), &["relay", "channel", "rotate", "team", "--json"]);
+    assert!(out.status.success());
+    let rotated: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let new_token = rotated["token"].as_str().expect("token");
+    assert_ne!(new_token, team);
+    for (token, what) in [
+        (None, "no token"),
+        (Some("hsr_wrong"), "a wrong token"),
+        (Some(other.as_str()), "another channel's token"),
+        (Some(team.as_str()), "a rotated-away token"),
+    ] {
+        let (status, body) = subscribe_with(&relay, "team", token);
+        assert_eq!(status, 401, "{what}");
+        assert!(!body.contains("delivery") && !body.contains("team"), "{what}: {body}");
+    }
+    let (status, stream) = subscribe_with(&relay, "team", Some(new_token));
+    assert_eq!(status, 200);
+    assert!(stream.contains("event: delivery"), "{stream}");
+    assert_eq!(post(&relay.ingest("nope", "/x"), None, "{}").status, 404);
+}
+
+/// A 25 MiB body reaches the laptop byte-exact (the same SHA-256 on both sides); one byte more
+/// is refused with 413.
+#[test]
+fn a_body_at_the_limit_is_relayed_byte_exact_and_one_byte_more_is_refused() {
+    use sha2::Digest as _;
+    let (relay_dir, laptop) = (tempfile::tempdir().expect("dir"), tempfile::tempdir().expect("dir"));
+    let key = relay_key(laptop.path());
+    let token = add_channel(relay_dir.path(), "team", &[&key]);
+    let relay = Relay::start(relay_dir.path(), &[]);
+    let limit = 25 * 1024 * 1024;
+    let body: Vec<u8> = (0..limit).map(|i| (i * 7 % 251) as u8).collect();
+    let sent = sha2::Sha256::digest(&body);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let client = common::http_client();
+    let status = |body: Vec<u8>| {
+        runtime.block_on(async {
+            let response = client
+                .post(relay.ingest("team", "/big"))
+                .body(body)
+                .send()
+                .await
+                .expect("answers");
+            response.status().as_u16()
+        })
+    };
+    let mut over = body.clone();
+    over.push(0);
+    assert_eq!(status(over), 413, "one byte over");
+    assert_eq!(status(body), 202);
+    let _listener = listen_relayed(laptop.path(), &relay, "team", &token, &[]);
+    assert_eq!(wait_for(laptop.path(), 1, Duration::from_secs(60)).len(), 1);
+    let conn = rusqlite::Connection::open(laptop.path().join("hookscope.sqlite")).expect("opens");
+    let (stored, complete): (Vec<u8>, bool) = conn
+        .query_row("SELECT body, body_complete FROM deliveries", [], |r| Ok((r.get(0)?, r.get(1)?)))
+        .expect("row");
+    assert!(complete);
+    assert_eq!(sha2::Sha256::digest(&stored), sent, "byte-exact");
+}
+
+/// A delivery sealed to another laptop's key is counted and said once, never stored as an
+/// empty delivery; the cursor passes it, and once this laptop's key is added to the channel the
+/// next delivery is stored.
+#[test]
+fn a_delivery_sealed_to_another_key_is_said_once_and_passed() {
+    let (relay_dir, laptop, elsewhere) = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    let key = relay_key(laptop.path());
+    let other_key = relay_key(elsewhere.path());
+    let token = add_channel(relay_dir.path(), "team", &[&other_key]);
+    let relay = Relay::start(relay_dir.path(), &[]);
+    for _ in 0..3 {
+        assert_eq!(post(&relay.ingest("team", "/x"), None, "{}").status, 202);
+    }
+    let token_file = laptop.path().join("token");
+    std::fs::write(&token_file, &token).expect("token");
+    let stderr_file = laptop.path().join("listen.err");
+    let mut listen = Command::new(common::bin())
+        .args(["listen", "--port", "0", "--relay", &relay.subscribe("team"), "--relay-token-file"])
+        .arg(&token_file)
+        .env("HOOKSCOPE_DATA_DIR", laptop.path())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr_file).expect("file"))
+        .spawn()
+        .expect("listen");
+    let cursor = || -> i64 {
+        rusqlite::Connection::open(laptop.path().join("hookscope.sqlite"))
+            .ok()
+            .and_then(|c| c.query_row("SELECT seq FROM relay_cursors", [], |r| r.get(0)).ok())
+            .unwrap_or(0)
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while cursor() < 3 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(cursor(), 3, "passed");
+    assert_eq!(stored(laptop.path()).len(), 0, "nothing stored");
+    let out = common::run(relay_dir.path(), &["relay", "channel", "add-recipient", "team", &key]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The relay reads the change within its next second.
+    std::thread::sleep(Duration::from_millis(1500));
+    post(&relay.ingest("team", "/y"), None, "{}");
+    let rows = wait_for(laptop.path(), 1, Duration::from_secs(20));
+    assert_eq!(rows.iter().map(|r| r.0).collect::<Vec<_>>(), [4]);
+    let _ = listen.kill();
+    let _ = listen.wait();
+    let said = std::fs::read_to_string(&stderr_file).expect("stderr");
+    let sentences = said.matches("cannot be opened").count();
+    assert_eq!(sentences, 1, "said once: {said}");
+    assert!(said.contains("add-recipient"), "{said}");
 }

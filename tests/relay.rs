@@ -20,8 +20,14 @@ struct Relay {
 
 impl Relay {
     fn start(data_dir: &Path, args: &[&str]) -> Relay {
+        let port = if args.contains(&"--port") {
+            &[][..]
+        } else {
+            &["--port", "0"][..]
+        };
         let mut child = Command::new(common::bin())
-            .args(["relay", "serve", "--port", "0"])
+            .args(["relay", "serve"])
+            .args(port)
             .args(args)
             .env("HOOKSCOPE_DATA_DIR", data_dir)
             .stdout(Stdio::null())
@@ -471,7 +477,10 @@ fn holds(bytes: &[u8], marker: &str) -> bool {
 /// laptop's key, and reads as the request.
 #[test]
 fn the_relay_keeps_nothing_it_can_read() {
-    let (relay_dir, laptop) = (tempfile::tempdir().expect("dir"), tempfile::tempdir().expect("dir"));
+    let (relay_dir, laptop) = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
     let key = relay_key(laptop.path());
     add_channel(relay_dir.path(), "team", &[&key]);
     let relay = Relay::start(relay_dir.path(), &[]);
@@ -482,10 +491,16 @@ fn the_relay_keeps_nothing_it_can_read() {
             (headers, format!(r#"{{"n":{n},"secret":"{in_body}"}}"#))
         })
         .collect();
-    let statuses = post_all(&relay.ingest("team", "/hooks?token=QUERYMARKER-31d"), requests);
+    let statuses = post_all(
+        &relay.ingest("team", "/hooks?token=QUERYMARKER-31d"),
+        requests,
+    );
     assert!(statuses.iter().all(|s| *s == 202));
     let files = every_file(&relay.data_dir);
-    assert!(files.iter().any(|(p, _)| p.ends_with("relay.sqlite-wal")), "the WAL is there to look in");
+    assert!(
+        files.iter().any(|(p, _)| p.ends_with("relay.sqlite-wal")),
+        "the WAL is there to look in"
+    );
     for (path, bytes) in &files {
         for marker in [in_body, in_header, "QUERYMARKER-31d"] {
             assert!(!holds(bytes, marker), "{} holds {marker}", path.display());
@@ -496,7 +511,9 @@ fn the_relay_keeps_nothing_it_can_read() {
     }
     let conn = rusqlite::Connection::open(relay.data_dir.join("relay.sqlite")).expect("opens");
     let sealed: Vec<u8> = conn
-        .query_row("SELECT sealed FROM deliveries WHERE seq = 7", [], |r| r.get(0))
+        .query_row("SELECT sealed FROM deliveries WHERE seq = 7", [], |r| {
+            r.get(0)
+        })
         .expect("seq 7");
     let file = laptop.path().join("seven.age");
     std::fs::write(&file, sealed).expect("writes");
@@ -508,11 +525,24 @@ fn the_relay_keeps_nothing_it_can_read() {
         .arg(&file)
         .output()
         .expect("age runs");
-    assert!(out.status.success(), "age -d: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "age -d: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("POST /hooks?token=QUERYMARKER-31d HTTP/1.1\r\n"), "{text}");
-    assert!(text.contains(&format!("x-marker: {in_header}\r\n")), "{text}");
-    assert!(text.ends_with(&format!(r#"{{"n":7,"secret":"{in_body}"}}"#)) || text.contains(in_body), "{text}");
+    assert!(
+        text.contains("POST /hooks?token=QUERYMARKER-31d HTTP/1.1\r\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("x-marker: {in_header}\r\n")),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(&format!(r#"{{"n":7,"secret":"{in_body}"}}"#)) || text.contains(in_body),
+        "{text}"
+    );
 }
 
 /// The status and body of a subscribe attempt with `token`.
@@ -546,7 +576,10 @@ fn subscribe_with(relay: &Relay, channel: &str, token: Option<&str>) -> (u16, St
 /// delivery; the new token works; an unknown channel's ingest is 404.
 #[test]
 fn only_the_channels_current_token_subscribes() {
-    let (relay_dir, laptop) = (tempfile::tempdir().expect("dir"), tempfile::tempdir().expect("dir"));
+    let (relay_dir, laptop) = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
     let key = relay_key(laptop.path());
     let team = add_channel(relay_dir.path(), "team", &[&key]);
     let other = add_channel(relay_dir.path(), "other", &[&key]);
@@ -555,7 +588,10 @@ fn only_the_channels_current_token_subscribes() {
     let (status, stream) = subscribe_with(&relay, "team", Some(&team));
     assert_eq!(status, 200);
     assert!(stream.contains("event: delivery"), "{stream}");
-    let out = common::run(relay_dir.path(), &["relay", "channel", "rotate", "team", "--json"]);
+    let out = common::run(
+        relay_dir.path(),
+        &["relay", "channel", "rotate", "team", "--json"],
+    );
     assert!(out.status.success());
     let rotated: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let new_token = rotated["token"].as_str().expect("token");
@@ -568,7 +604,10 @@ fn only_the_channels_current_token_subscribes() {
     ] {
         let (status, body) = subscribe_with(&relay, "team", token);
         assert_eq!(status, 401, "{what}");
-        assert!(!body.contains("delivery") && !body.contains("team"), "{what}: {body}");
+        assert!(
+            !body.contains("delivery") && !body.contains("team"),
+            "{what}: {body}"
+        );
     }
     let (status, stream) = subscribe_with(&relay, "team", Some(new_token));
     assert_eq!(status, 200);
@@ -581,7 +620,10 @@ fn only_the_channels_current_token_subscribes() {
 #[test]
 fn a_body_at_the_limit_is_relayed_byte_exact_and_one_byte_more_is_refused() {
     use sha2::Digest as _;
-    let (relay_dir, laptop) = (tempfile::tempdir().expect("dir"), tempfile::tempdir().expect("dir"));
+    let (relay_dir, laptop) = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
     let key = relay_key(laptop.path());
     let token = add_channel(relay_dir.path(), "team", &[&key]);
     let relay = Relay::start(relay_dir.path(), &[]);
@@ -612,7 +654,9 @@ fn a_body_at_the_limit_is_relayed_byte_exact_and_one_byte_more_is_refused() {
     assert_eq!(wait_for(laptop.path(), 1, Duration::from_secs(60)).len(), 1);
     let conn = rusqlite::Connection::open(laptop.path().join("hookscope.sqlite")).expect("opens");
     let (stored, complete): (Vec<u8>, bool) = conn
-        .query_row("SELECT body, body_complete FROM deliveries", [], |r| Ok((r.get(0)?, r.get(1)?)))
+        .query_row("SELECT body, body_complete FROM deliveries", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
         .expect("row");
     assert!(complete);
     assert_eq!(sha2::Sha256::digest(&stored), sent, "byte-exact");
@@ -639,7 +683,14 @@ fn a_delivery_sealed_to_another_key_is_said_once_and_passed() {
     std::fs::write(&token_file, &token).expect("token");
     let stderr_file = laptop.path().join("listen.err");
     let mut listen = Command::new(common::bin())
-        .args(["listen", "--port", "0", "--relay", &relay.subscribe("team"), "--relay-token-file"])
+        .args([
+            "listen",
+            "--port",
+            "0",
+            "--relay",
+            &relay.subscribe("team"),
+            "--relay-token-file",
+        ])
         .arg(&token_file)
         .env("HOOKSCOPE_DATA_DIR", laptop.path())
         .stdout(Stdio::null())
@@ -649,7 +700,10 @@ fn a_delivery_sealed_to_another_key_is_said_once_and_passed() {
     let cursor = || -> i64 {
         rusqlite::Connection::open(laptop.path().join("hookscope.sqlite"))
             .ok()
-            .and_then(|c| c.query_row("SELECT seq FROM relay_cursors", [], |r| r.get(0)).ok())
+            .and_then(|c| {
+                c.query_row("SELECT seq FROM relay_cursors", [], |r| r.get(0))
+                    .ok()
+            })
             .unwrap_or(0)
     };
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -658,8 +712,15 @@ fn a_delivery_sealed_to_another_key_is_said_once_and_passed() {
     }
     assert_eq!(cursor(), 3, "passed");
     assert_eq!(stored(laptop.path()).len(), 0, "nothing stored");
-    let out = common::run(relay_dir.path(), &["relay", "channel", "add-recipient", "team", &key]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = common::run(
+        relay_dir.path(),
+        &["relay", "channel", "add-recipient", "team", &key],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // The relay reads the change within its next second.
     std::thread::sleep(Duration::from_millis(1500));
     post(&relay.ingest("team", "/y"), None, "{}");
@@ -671,4 +732,130 @@ fn a_delivery_sealed_to_another_key_is_said_once_and_passed() {
     let sentences = said.matches("cannot be opened").count();
     assert_eq!(sentences, 1, "said once: {said}");
     assert!(said.contains("add-recipient"), "{said}");
+}
+
+/// Posts `count` small deliveries, 16 at a time, until done or `stop` says so; answers the
+/// relay's sequence numbers of those acknowledged 2xx.
+fn post_until(url: &str, count: usize, stop: &std::sync::atomic::AtomicBool) -> Vec<u64> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let client = common::http_client();
+        let semaphore = std::sync::Arc::new(tokio::sync::Semaphore::new(16));
+        let mut tasks = Vec::new();
+        for n in 0..count {
+            if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                break;
+            }
+            let permit = std::sync::Arc::clone(&semaphore)
+                .acquire_owned()
+                .await
+                .expect("permit");
+            let (client, url) = (client.clone(), url.to_string());
+            tasks.push(tokio::spawn(async move {
+                let _permit = permit;
+                let response = client
+                    .post(&url)
+                    .body(format!(r#"{{"n":{n}}}"#))
+                    .send()
+                    .await
+                    .ok()?;
+                if !response.status().is_success() {
+                    return None;
+                }
+                let body: serde_json::Value =
+                    serde_json::from_str(&response.text().await.ok()?).ok()?;
+                body["seq"].as_u64()
+            }));
+        }
+        let mut acked = Vec::new();
+        for task in tasks {
+            if let Ok(Some(seq)) = task.await {
+                acked.push(seq);
+            }
+        }
+        acked
+    })
+}
+
+/// The relay killed with SIGKILL while providers post: every delivery a provider got a 2xx
+/// for reaches the laptop once the relay is back.
+#[test]
+fn what_the_relay_acknowledged_survives_its_sigkill() {
+    let (relay_dir, laptop) = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    let key = relay_key(laptop.path());
+    let token = add_channel(relay_dir.path(), "team", &[&key]);
+    let mut relay = Relay::start(relay_dir.path(), &[]);
+    let port = relay.base.rsplit(':').next().expect("port").to_string();
+    let url = relay.ingest("team", "/load");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let poster = {
+        let stop = std::sync::Arc::clone(&stop);
+        std::thread::spawn(move || post_until(&url, 100_000, &stop))
+    };
+    std::thread::sleep(Duration::from_millis(1500));
+    let _ = relay.child.kill();
+    let _ = relay.child.wait();
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let acked = poster.join().expect("poster");
+    assert!(
+        acked.len() > 50,
+        "the load ran: {} acknowledged",
+        acked.len()
+    );
+    let relay = Relay::start(relay_dir.path(), &["--port", &port]);
+    let _listener = listen_relayed(laptop.path(), &relay, "team", &token, &[]);
+    let most = *acked.iter().max().expect("some") as usize;
+    let rows = wait_for(laptop.path(), most, Duration::from_secs(60));
+    let stored: std::collections::HashSet<i64> = rows.iter().map(|r| r.0).collect();
+    let lost: Vec<&u64> = acked
+        .iter()
+        .filter(|s| !stored.contains(&(**s as i64)))
+        .collect();
+    assert!(
+        lost.is_empty(),
+        "{} acknowledged deliveries lost, first {:?}",
+        lost.len(),
+        lost.first()
+    );
+}
+
+/// `listen` killed with SIGKILL while it catches up: after a restart every delivery is stored
+/// once, in sequence order.
+#[test]
+fn a_catch_up_killed_midway_loses_and_repeats_nothing() {
+    let (relay_dir, laptop) = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    let key = relay_key(laptop.path());
+    let token = add_channel(relay_dir.path(), "team", &[&key]);
+    let relay = Relay::start(relay_dir.path(), &[]);
+    let requests = (0..3000)
+        .map(|n| (vec![], format!(r#"{{"n":{n}}}"#)))
+        .collect();
+    assert!(
+        post_all(&relay.ingest("team", "/x"), requests)
+            .iter()
+            .all(|s| *s == 202)
+    );
+    let listener = listen_relayed(laptop.path(), &relay, "team", &token, &[]);
+    let partial = wait_for(laptop.path(), 200, Duration::from_secs(30)).len();
+    drop(listener); // SIGKILL
+    assert!(
+        partial > 0 && partial < 3000,
+        "killed midway: {partial} stored"
+    );
+    let _listener = listen_relayed(laptop.path(), &relay, "team", &token, &[]);
+    let rows = wait_for(laptop.path(), 3000, Duration::from_secs(60));
+    assert_eq!(rows.len(), 3000);
+    let out_of_order = rows.iter().zip(1..).find(|(row, n)| row.0 != *n);
+    assert_eq!(out_of_order, None, "no loss, no repeat");
 }

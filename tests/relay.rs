@@ -797,7 +797,10 @@ fn what_the_relay_acknowledged_survives_its_sigkill() {
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let poster = {
         let stop = std::sync::Arc::clone(&stop);
-        std::thread::spawn(move || post_until(&url, 100_000, &stop))
+        std::thread::Builder::new()
+            .name("test-poster".into())
+            .spawn(move || post_until(&url, 100_000, &stop))
+            .expect("spawns")
     };
     std::thread::sleep(Duration::from_millis(1500));
     let _ = relay.child.kill();

@@ -61,7 +61,19 @@ for expected in \
   ./usr/share/man/man1/hookscope.1.gz; do
   grep -qx "$expected" <<<"$files" || fail "$expected is not in the package"
 done
+grep -Eq '^\./(usr/)?lib/systemd/system/hookscope-relay\.service$' <<<"$files" || fail "the relay's systemd unit is not in the package"
 echo "files: ok ($(wc -l <<<"$files") entries)"
+# The relay's service is installed, its user made, and nothing enabled or started.
+control=$(mktemp -d)
+dpkg-deb -e "$deb" "$control"
+grep -q "adduser --system" "$control/postinst" || fail "postinst does not make the relay's user"
+# debhelper's snippet re-enables the unit on upgrade only when the admin had enabled it.
+if grep -Eq "systemctl (--[a-z-]+ )*(enable|start)|deb-systemd-invoke start" "$control/postinst" ||
+  [ "$(grep -c "deb-systemd-helper enable" "$control/postinst")" != "$(grep -c "was-enabled" "$control/postinst")" ]; then
+  fail "postinst enables or starts the relay"
+fi
+rm -rf "$control"
+echo "relay service: installed, disabled"
 
 depends=$(dpkg-deb -f "$deb" Depends)
 for lib in libc6 libgl1 libegl1 libx11-6 libwayland-client0 libxkbcommon0 libxkbcommon-x11-0 libfontconfig1; do

@@ -862,3 +862,153 @@ fn a_catch_up_killed_midway_loses_and_repeats_nothing() {
     let out_of_order = rows.iter().zip(1..).find(|(row, n)| row.0 != *n);
     assert_eq!(out_of_order, None, "no loss, no repeat");
 }
+
+/// 500 connections trickle their headers a byte a second (from 20 loopback addresses, 25
+/// each) while 100 ordinary deliveries are posted: each is acknowledged within 1 s, and the
+/// relay closes the slow ones once their headers are late.
+#[test]
+fn slow_clients_hold_nothing_up() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let (relay_dir, laptop) = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    let key = relay_key(laptop.path());
+    add_channel(relay_dir.path(), "team", &[&key]);
+    let relay = Relay::start(relay_dir.path(), &[]);
+    let addr: std::net::SocketAddr = relay
+        .base
+        .trim_start_matches("http://")
+        .parse()
+        .expect("addr");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let mut slow = Vec::new();
+        for n in 0..500u32 {
+            let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+            let source = std::net::Ipv4Addr::new(127, 0, 1, 1 + (n % 20) as u8);
+            socket
+                .bind((source, 0).into())
+                .expect("bind a loopback source");
+            let mut stream = socket.connect(addr).await.expect("connects");
+            stream
+                .write_all(b"POST /in/team/slow HTTP/1.1\r\nHost: x\r\n")
+                .await
+                .expect("writes");
+            slow.push(tokio::spawn(async move {
+                // A header byte a second, until the relay closes the connection.
+                let started = std::time::Instant::now();
+                let mut buf = [0u8; 256];
+                loop {
+                    if stream.write_all(b"x").await.is_err() {
+                        return started.elapsed();
+                    }
+                    match tokio::time::timeout(Duration::from_secs(1), stream.read(&mut buf)).await
+                    {
+                        Ok(Ok(0) | Err(_)) => return started.elapsed(),
+                        _ => {}
+                    }
+                    if started.elapsed() > Duration::from_secs(60) {
+                        return started.elapsed();
+                    }
+                }
+            }));
+        }
+        let client = common::http_client();
+        let mut slowest = Duration::ZERO;
+        for n in 0..100 {
+            let started = std::time::Instant::now();
+            let response = client
+                .post(relay.ingest("team", "/normal"))
+                .body(format!(r#"{{"n":{n}}}"#))
+                .send()
+                .await
+                .expect("answers");
+            assert_eq!(response.status().as_u16(), 202);
+            slowest = slowest.max(started.elapsed());
+        }
+        assert!(
+            slowest < Duration::from_secs(1),
+            "an ordinary delivery waited {slowest:?}"
+        );
+        for task in slow {
+            let held = task.await.expect("joins");
+            assert!(
+                held < Duration::from_secs(20),
+                "a slow client held its connection {held:?}"
+            );
+        }
+    });
+}
+
+/// A connection that stops carrying bytes (the relay paused with SIGSTOP) is noticed within
+/// 45 s; after SIGCONT the laptop reconnects by itself and takes what came.
+#[cfg(unix)]
+#[test]
+fn a_dead_connection_is_noticed_and_the_stream_resumes() {
+    let (relay_dir, laptop) = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    let key = relay_key(laptop.path());
+    let token = add_channel(relay_dir.path(), "team", &[&key]);
+    let relay = Relay::start(relay_dir.path(), &[]);
+    let token_file = laptop.path().join("token");
+    std::fs::write(&token_file, &token).expect("token");
+    let stderr_file = laptop.path().join("listen.err");
+    let mut listen = Command::new(common::bin())
+        .args([
+            "listen",
+            "--port",
+            "0",
+            "--relay",
+            &relay.subscribe("team"),
+            "--relay-token-file",
+        ])
+        .arg(&token_file)
+        .env("HOOKSCOPE_DATA_DIR", laptop.path())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr_file).expect("file"))
+        .spawn()
+        .expect("listen");
+    wait_until_live(&relay);
+    let said = || std::fs::read_to_string(&stderr_file).unwrap_or_default();
+    let signal = |name: &str| {
+        let ok = Command::new("kill")
+            .args([name, &relay.child.id().to_string()])
+            .status()
+            .expect("kill runs")
+            .success();
+        assert!(ok, "kill {name}");
+    };
+    signal("-STOP");
+    let stopped = Instant::now();
+    while !said().contains("the connection is dead") && stopped.elapsed() < Duration::from_secs(60)
+    {
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let noticed = stopped.elapsed();
+    signal("-CONT");
+    assert!(
+        said().contains("the connection is dead"),
+        "never noticed: {}",
+        said()
+    );
+    assert!(
+        noticed <= Duration::from_secs(47),
+        "noticed after {noticed:?}"
+    );
+    let before = stored(laptop.path()).len();
+    assert_eq!(
+        post(&relay.ingest("team", "/after"), None, "{}").status / 100,
+        2
+    );
+    let rows = wait_for(laptop.path(), before + 1, Duration::from_secs(60));
+    assert_eq!(rows.len(), before + 1, "resumed after SIGCONT: {}", said());
+    let _ = listen.kill();
+    let _ = listen.wait();
+}

@@ -907,10 +907,9 @@ fn slow_clients_hold_nothing_up() {
                     if stream.write_all(b"x").await.is_err() {
                         return started.elapsed();
                     }
-                    match tokio::time::timeout(Duration::from_secs(1), stream.read(&mut buf)).await
-                    {
-                        Ok(Ok(0) | Err(_)) => return started.elapsed(),
-                        _ => {}
+                    let read = tokio::time::timeout(Duration::from_secs(1), stream.read(&mut buf));
+                    if let Ok(Ok(0) | Err(_)) = read.await {
+                        return started.elapsed();
                     }
                     if started.elapsed() > Duration::from_secs(60) {
                         return started.elapsed();

@@ -310,6 +310,20 @@ pub struct EngineHandle {
     /// Set when the history was opened read-only (another hookscope captures into the data
     /// dir, or it cannot be written): the sentence that says so. Nothing is captured then.
     pub read_only: Option<String>,
+    /// The relay subscription (`[relay]` in the config), once the engine started it: the top bar
+    /// reads its state each frame.
+    pub relay: Arc<std::sync::Mutex<Option<RelayView>>>,
+}
+
+/// The relay as the window shows it.
+#[derive(Clone)]
+pub struct RelayView {
+    /// The subscribe URL.
+    pub url: String,
+    /// The public URL providers post to, when the config names it.
+    pub public_url: Option<String>,
+    /// The connection's state and counts, kept by the relay source.
+    pub status: Arc<crate::net::relay::RelayStatus>,
 }
 
 impl EngineHandle {
@@ -355,6 +369,7 @@ struct Engine {
     waker: Waker,
     latest_id: Arc<AtomicI64>,
     test_counter: u64,
+    relay: Arc<std::sync::Mutex<Option<RelayView>>>,
 }
 
 /// Opens the config and the capture session, starts the engine thread and the receiver.
@@ -389,7 +404,9 @@ pub fn spawn(options: EngineOptions, waker: Waker) -> Result<EngineHandle, AppEr
         test_counter: 0,
         simulation: None,
         replay: None,
+        relay: Arc::new(std::sync::Mutex::new(None)),
     };
+    let relay = Arc::clone(&engine.relay);
     for said in said {
         engine.say(said);
     }
@@ -415,6 +432,7 @@ pub fn spawn(options: EngineOptions, waker: Waker) -> Result<EngineHandle, AppEr
         config_path: options.config_path,
         health,
         read_only,
+        relay,
     })
 }
 
@@ -437,9 +455,9 @@ impl Engine {
     /// contract re-checks the selected delivery.
     fn say(&self, said: Said) {
         match said {
-            Said::Recovered(sentence) | Said::Failed(sentence) | Said::Relay(sentence) => {
-                self.emit(Event::Error(sentence))
-            }
+            Said::Recovered(sentence) | Said::Failed(sentence) => self.emit(Event::Error(sentence)),
+            // The top bar shows the relay's state as it is; the notice says what changed.
+            Said::Relay(sentence) => self.emit(Event::Notice(sentence)),
             Said::Retained(n) => {
                 self.emit(Event::HistoryChanged);
                 self.emit(Event::Notice(format!(
@@ -955,8 +973,39 @@ impl Engine {
             .session
             .start_receiver(self.options.bind, port, Some(events_tx))
         {
-            Ok(addr) => self.emit(Event::Receiver(ReceiverState::Running { addr })),
+            Ok(addr) => {
+                self.emit(Event::Receiver(ReceiverState::Running { addr }));
+                self.start_relay();
+            }
             Err(e) => self.emit(Event::Receiver(ReceiverState::Failed(e.to_string()))),
+        }
+    }
+
+    /// Subscribes to the relay `[relay]` names, as `listen --relay` does (the receiver's pipeline
+    /// takes its deliveries, so it starts and stops with the receiver).
+    fn start_relay(&mut self) {
+        let relay = self.session.config().relay.clone();
+        let flags = app::relay::RelayFlags::default();
+        let subscription = match app::relay::subscription(&self.options.data_dir, &relay, &flags) {
+            Ok(Some(subscription)) => subscription,
+            Ok(None) => return,
+            Err(e) => return self.emit(Event::Error(format!("relay: {e}"))),
+        };
+        let url = subscription.url.clone();
+        match self.session.start_relay(subscription) {
+            Ok(status) => {
+                let view = RelayView {
+                    url,
+                    public_url: relay.public_url,
+                    status,
+                };
+                *self
+                    .relay
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(view);
+                (self.waker)();
+            }
+            Err(e) => self.emit(Event::Error(format!("relay: {e}"))),
         }
     }
 

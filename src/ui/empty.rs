@@ -37,7 +37,7 @@ pub fn empty_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
             }
         }
         ui.add_space(16.0);
-        ui.label("From a provider on the internet, expose it through a tunnel:");
+        ui.label("From a provider on the internet, expose it through a tunnel, or through hookscope's relay, which keeps what arrives while this laptop sleeps:");
         ui.add_space(4.0);
         let port = match &app.receiver {
             ReceiverState::Running { addr } => addr.port(),
@@ -115,6 +115,7 @@ fn tunnels_ui(ui: &mut egui::Ui, port: u16) {
             ("cloudflared", format!("cloudflared tunnel --url http://localhost:{port}")),
             ("Stripe CLI", format!("stripe listen --all-snapshot --forward-to localhost:{port}/hooks/stripe")),
             ("smee", format!("smee --url https://smee.io/<channel> --target http://localhost:{port}/hooks/github")),
+            ("hookscope relay", "hookscope relay serve   (on a public host; see docs/relay.md)".to_string()),
         ] {
             ui.label(tool);
             ui.monospace(command);

@@ -3,6 +3,7 @@
 
 use eframe::egui::{self, RichText};
 use hookscope::engine::{Command, ReceiverState};
+use hookscope::net::relay::RelayState;
 
 use super::{HookscopeApp, View, widgets};
 
@@ -109,6 +110,8 @@ pub fn top_bar_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
             });
         });
     });
+    // The relay gets a line of its own, under the local URL: the bar has no room for it.
+    relay_ui(app, ui);
     // The reason gets a line of its own: the bar has no room for a sentence.
     let health = app.engine.health.report();
     if let ReceiverState::Failed(reason) = &app.receiver {
@@ -167,6 +170,46 @@ fn start_controls(app: &mut HookscopeApp, ui: &mut egui::Ui, verb: &str) {
                 format!("\"{}\" is not a port (0-65535)", app.port_text.trim()),
                 true,
             ),
+        }
+    }
+}
+
+/// The relay beside the local URL, when `[relay]` names one: its state (live, catching up with
+/// how many behind, reconnecting and why) and the public URL providers post to, with *Copy*.
+fn relay_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
+    let view = app
+        .engine
+        .relay
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    let Some(view) = view else {
+        return;
+    };
+    ui.horizontal(|ui| relay_line(app, ui, &view));
+}
+
+fn relay_line(app: &mut HookscopeApp, ui: &mut egui::Ui, view: &hookscope::engine::RelayView) {
+    let unreadable = view.status.unreadable();
+    let (colour, word, hover) = match view.status.state() {
+        RelayState::Live => (widgets::PASS, "relay connected".to_string(), format!("Connected to {}: deliveries come as the relay takes them", view.url)),
+        RelayState::CatchingUp { behind } => (widgets::WARN, format!("relay: catching up ({behind} behind)"), format!("Taking what {} kept while this laptop was away", view.url)),
+        RelayState::Connecting => (widgets::SKIPPED, "relay: connecting".to_string(), view.url.clone()),
+        RelayState::Reconnecting { reason } => (widgets::FAIL, "relay: reconnecting".to_string(), reason),
+    };
+    let hover = if unreadable > 0 {
+        format!("{hover}\n{unreadable} deliveries were sealed to another key and skipped")
+    } else {
+        hover
+    };
+    widgets::status_dot(ui, colour, &word).on_hover_text(hover);
+    if let Some(public) = &view.public_url {
+        ui.label("public URL");
+        ui.monospace(public)
+            .on_hover_text(format!("{public}: give this URL (plus any path) to the provider; the relay keeps what arrives while this laptop sleeps"));
+        if ui.button("Copy public URL").clicked() {
+            ui.ctx().copy_text(public.clone());
+            app.notice(format!("copied {public}"), false);
         }
     }
 }

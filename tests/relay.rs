@@ -1011,3 +1011,30 @@ fn a_dead_connection_is_noticed_and_the_stream_resumes() {
     let _ = listen.kill();
     let _ = listen.wait();
 }
+
+/// A channel removed and made again under the same name (the same URL) is another channel: the
+/// laptop's cursor starts over and its first delivery is stored, not skipped as a repeat.
+#[test]
+fn a_channel_made_anew_starts_the_cursor_over() {
+    let (relay_dir, laptop) = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    let key = relay_key(laptop.path());
+    let token = add_channel(relay_dir.path(), "team", &[&key]);
+    let relay = Relay::start(relay_dir.path(), &[]);
+    for _ in 0..2 {
+        assert_eq!(post(&relay.ingest("team", "/old"), None, "{}").status, 202);
+    }
+    let listener = listen_relayed(laptop.path(), &relay, "team", &token, &[]);
+    assert_eq!(wait_for(laptop.path(), 2, Duration::from_secs(20)).len(), 2);
+    drop(listener);
+    let out = common::run(relay_dir.path(), &["relay", "channel", "remove", "team"]);
+    assert!(out.status.success());
+    let token = add_channel(relay_dir.path(), "team", &[&key]);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(post(&relay.ingest("team", "/new"), None, "{}").status, 202);
+    let _listener = listen_relayed(laptop.path(), &relay, "team", &token, &[]);
+    let rows = wait_for(laptop.path(), 3, Duration::from_secs(20));
+    assert_eq!(rows.iter().map(|r| r.0).collect::<Vec<_>>(), [1, 2, 1]);
+}

@@ -75,8 +75,11 @@ pub fn add_channel(
     token::check_channel_name(name).map_err(AppError::Usage)?;
     seal::recipients(recipients).map_err(|e| AppError::Usage(e.to_string()))?;
     let (token, token_hash) = token::generate();
+    let mut uid = [0u8; 16];
+    getrandom::fill(&mut uid).map_err(|e| AppError::Failed(e.to_string()))?;
     let channel = Channel {
         name: name.to_string(),
+        uid: hex::encode(uid),
         token_hash,
         recipients: recipients.iter().map(|r| r.trim().to_string()).collect(),
         created_ms: now_ms(),

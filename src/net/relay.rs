@@ -250,6 +250,8 @@ struct Stream<'a> {
     response: reqwest::Response,
     /// The sequence number of the last event handed to the store.
     last: u64,
+    /// The uid of the channel the stored cursor counts in.
+    channel: Option<String>,
     in_flight: Arc<tokio::sync::Semaphore>,
     stored_up_to: Arc<AtomicU64>,
 }
@@ -262,7 +264,7 @@ impl<'a> Stream<'a> {
         config: &'a RelayConfig,
         status: &'a Arc<RelayStatus>,
     ) -> Result<Stream<'a>, String> {
-        let cursor = cursor(shared, &config.url).await?;
+        let (cursor, channel) = cursor(shared, &config.url).await?;
         let response = client
             .get(&config.url)
             .bearer_auth(&config.token)
@@ -289,6 +291,7 @@ impl<'a> Stream<'a> {
             status,
             response,
             last: cursor,
+            channel,
             in_flight: Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT)),
             stored_up_to: Arc::new(AtomicU64::new(cursor)),
         })
@@ -326,10 +329,11 @@ impl<'a> Stream<'a> {
     async fn on_event(&mut self, kind: &str, data: &str) -> Result<(), String> {
         match kind {
             "hello" => {
-                let latest = serde_json::from_str::<serde_json::Value>(data)
-                    .ok()
-                    .and_then(|v| v.get("latest")?.as_u64())
-                    .unwrap_or(0);
+                let hello = serde_json::from_str::<serde_json::Value>(data).unwrap_or_default();
+                if let Some(uid) = hello.get("channel").and_then(|v| v.as_str()) {
+                    self.meet_channel(uid).await?;
+                }
+                let latest = hello.get("latest").and_then(|v| v.as_u64()).unwrap_or(0);
                 self.status.set(behind(latest, self.last));
                 Ok(())
             }
@@ -340,6 +344,32 @@ impl<'a> Stream<'a> {
             }
             _ => Ok(()),
         }
+    }
+
+    /// Records the channel this stream counts in; a channel made anew under the same URL starts
+    /// the cursor over, and the stream again from its first delivery.
+    async fn meet_channel(&mut self, uid: &str) -> Result<(), String> {
+        if self.channel.as_deref() == Some(uid) {
+            return Ok(());
+        }
+        let task = Maintenance::RelayChannel {
+            source: self.config.url.clone(),
+            uid: uid.to_string(),
+        };
+        let reset = self
+            .shared
+            .writer
+            .maintain(task)
+            .await
+            .map_err(|e| format!("the store refused the relay's channel: {e}"))?;
+        self.channel = Some(uid.to_string());
+        if reset > 0 && self.last > 0 {
+            return Err(format!(
+                "the channel at {} was made anew: taking its deliveries from its first",
+                self.config.url
+            ));
+        }
+        Ok(())
     }
 
     /// Opens, decides and queues one delivery's write in stream order; its answer is made and
@@ -474,8 +504,8 @@ fn behind(latest: u64, seq: u64) -> RelayState {
     }
 }
 
-/// The relay's cursor as stored (0 before the first delivery).
-async fn cursor(shared: &Shared, url: &str) -> Result<u64, String> {
+/// The relay's cursor as stored (0 before the first delivery), and its channel's uid.
+async fn cursor(shared: &Shared, url: &str) -> Result<(u64, Option<String>), String> {
     let (path, url) = (shared.writer.path().to_path_buf(), url.to_string());
     tokio::task::spawn_blocking(move || {
         crate::store::Reader::open(&path).and_then(|reader| reader.relay_cursor(&url))

@@ -757,6 +757,7 @@ async fn subscribe(
     let stream = crate::relay::stream::Stream {
         data_dir: state.options.data_dir.clone(),
         channel: name.to_string(),
+        uid: lock(&live.row).uid.clone(),
         after,
         answer_window_ms: state.options.answer_timeout.as_millis() as i64,
         latest: live.latest.subscribe(),

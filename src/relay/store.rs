@@ -27,6 +27,7 @@ const MAX_BATCH: usize = 256;
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS channels (
     name TEXT PRIMARY KEY,
+    uid TEXT NOT NULL,
     token_hash BLOB NOT NULL,
     recipients TEXT NOT NULL,
     created_ms INTEGER NOT NULL,
@@ -85,6 +86,9 @@ pub enum RelayStoreError {
 pub struct Channel {
     /// Its name.
     pub name: String,
+    /// Random, made with it: a channel removed and made again under the same name is another
+    /// channel, whose sequence numbers start over (a subscriber's cursor must too).
+    pub uid: String,
     /// SHA-256 of its subscriber token.
     pub token_hash: Vec<u8>,
     /// The recipients' keys (`age1…`).
@@ -150,10 +154,11 @@ fn channel_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Channel> {
         last_seq: row.get::<_, i64>(6)? as u64,
         stored_bytes: row.get::<_, i64>(7)? as u64,
         acked_seq: row.get::<_, i64>(8)? as u64,
+        uid: row.get(9)?,
     })
 }
 
-const CHANNEL_COLUMNS: &str = "name, token_hash, recipients, created_ms, keep_days, keep_bytes, last_seq, stored_bytes, acked_seq";
+const CHANNEL_COLUMNS: &str = "name, token_hash, recipients, created_ms, keep_days, keep_bytes, last_seq, stored_bytes, acked_seq, uid";
 
 /// Every channel, by name.
 pub fn channels(conn: &Connection) -> Result<Vec<Channel>, RelayStoreError> {
@@ -178,15 +183,16 @@ pub fn channel(conn: &Connection, name: &str) -> Result<Option<Channel>, RelaySt
 /// Adds a channel.
 pub fn add_channel(conn: &Connection, channel: &Channel) -> Result<(), RelayStoreError> {
     let added = conn.execute(
-        "INSERT OR IGNORE INTO channels (name, token_hash, recipients, created_ms, keep_days, keep_bytes)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT OR IGNORE INTO channels (name, token_hash, recipients, created_ms, keep_days, keep_bytes, uid)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![
             channel.name,
             channel.token_hash,
             channel.recipients.join("\n"),
             channel.created_ms,
             channel.keep_days,
-            channel.keep_bytes as i64
+            channel.keep_bytes as i64,
+            channel.uid
         ],
     )?;
     if added == 0 {
@@ -495,6 +501,7 @@ mod tests {
     fn channel(name: &str, keep_bytes: u64) -> Channel {
         Channel {
             name: name.into(),
+            uid: format!("uid-{name}"),
             token_hash: vec![1; 32],
             recipients: vec!["age1x".into()],
             created_ms: 0,

@@ -25,6 +25,8 @@ const BATCH_BYTES: usize = 8 * 1024 * 1024;
 pub(crate) struct Stream {
     pub(crate) data_dir: PathBuf,
     pub(crate) channel: String,
+    /// The channel's uid, said in the `hello` event.
+    pub(crate) uid: String,
     pub(crate) after: u64,
     /// A delivery younger than this may still have its provider waiting for an answer.
     pub(crate) answer_window_ms: i64,
@@ -46,10 +48,8 @@ impl Stream {
             }
         };
         self.revoked.mark_unchanged();
-        let hello = format!(
-            "event: hello\ndata: {{\"latest\":{}}}\n\n",
-            *self.latest.borrow()
-        );
+        let hello = serde_json::json!({"latest": *self.latest.borrow(), "channel": self.uid});
+        let hello = format!("event: hello\ndata: {hello}\n\n");
         if sender.send(Bytes::from(hello)).await.is_err() {
             return;
         }

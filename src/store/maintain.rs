@@ -78,6 +78,14 @@ pub enum Maintenance {
     /// Moves a relay's cursor past a delivery that is not stored (sealed to another key): after
     /// the deliveries submitted before it, as the writer takes jobs in order.
     SkipRelayed(crate::store::Relayed),
+    /// Records which channel a relay's cursor counts in; a channel made anew (another uid)
+    /// starts the cursor over. Touches 1 when it did.
+    RelayChannel {
+        /// The relay's subscribe URL.
+        source: String,
+        /// The channel's uid, as its stream said.
+        uid: String,
+    },
     /// Deletes every delivery.
     Clear,
     /// Deletes deliveries older than `max_age_ms` before now, and the oldest beyond `max_count`.
@@ -135,6 +143,7 @@ pub(crate) fn maintain(
             schema.as_deref(),
         )?,
         Maintenance::RecordPoll(poll) => record_poll(&tx, poll)?,
+        Maintenance::RelayChannel { source, uid } => relay_channel(&tx, source, uid)?,
         Maintenance::SkipRelayed(relayed) => {
             usize::from(advance_relay_cursor(&tx, relayed)?.is_ok())
         }
@@ -463,6 +472,22 @@ fn raise_id_floor<P: rusqlite::Params>(
         )?;
     }
     Ok(())
+}
+
+/// Records the channel a relay's cursor counts in: 1 when a cursor kept for another channel
+/// started over.
+fn relay_channel(conn: &Connection, source: &str, uid: &str) -> Result<usize, rusqlite::Error> {
+    let reset = conn.execute(
+        "UPDATE relay_cursors SET seq = 0, channel_uid = ?2
+         WHERE source = ?1 AND channel_uid IS NOT NULL AND channel_uid <> ?2",
+        params![source, uid],
+    )?;
+    conn.execute(
+        "INSERT INTO relay_cursors (source, seq, channel_uid) VALUES (?1, 0, ?2)
+         ON CONFLICT (source) DO UPDATE SET channel_uid = excluded.channel_uid",
+        params![source, uid],
+    )?;
+    Ok(reset)
 }
 
 /// Moves a relay's cursor to a relayed delivery's sequence number, in the caller's

@@ -94,19 +94,20 @@ impl Reader {
             .query_row("SELECT COUNT(*) FROM deliveries", [], |r| r.get(0))?)
     }
 
-    /// The newest sequence number stored from a relay (its subscribe URL): where a reconnect
-    /// resumes (0 when none).
-    pub fn relay_cursor(&self, source: &str) -> Result<u64, StoreError> {
+    /// The newest sequence number stored from a relay (its subscribe URL), where a reconnect
+    /// resumes (0 when none), and the uid of the channel it counts in (`None` before the first
+    /// connection).
+    pub fn relay_cursor(&self, source: &str) -> Result<(u64, Option<String>), StoreError> {
         use rusqlite::OptionalExtension as _;
-        let seq: Option<i64> = self
+        let row: Option<(i64, Option<String>)> = self
             .conn
             .query_row(
-                "SELECT seq FROM relay_cursors WHERE source = ?1",
+                "SELECT seq, channel_uid FROM relay_cursors WHERE source = ?1",
                 [source],
-                |r| r.get(0),
+                |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .optional()?;
-        Ok(seq.unwrap_or(0).max(0) as u64)
+        Ok(row.map_or((0, None), |(seq, uid)| (seq.max(0) as u64, uid)))
     }
 
     /// The id of the newest delivery readers can see (0 when empty).

@@ -220,10 +220,11 @@ pub const MIGRATIONS: &[&str] = &[
     // v19: the relay. A delivery taken from a relay keeps the relay's sequence number and how
     // long it waited there (`received_at_ms` is the relay's time); `relay_cursors` holds, per
     // relay channel, the newest sequence number stored, written in the same transaction as the
-    // delivery, so a reconnect resumes after it and a repeat is skipped.
+    // delivery, so a reconnect resumes after it and a repeat is skipped; and the channel's uid,
+    // so that a channel made anew under the same URL starts the cursor over.
     "ALTER TABLE deliveries ADD COLUMN relay_seq INTEGER;
     ALTER TABLE deliveries ADD COLUMN relay_delay_ms INTEGER;
-    CREATE TABLE relay_cursors (source TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;",
+    CREATE TABLE relay_cursors (source TEXT PRIMARY KEY, seq INTEGER NOT NULL, channel_uid TEXT) WITHOUT ROWID;",
 ];
 
 /// The schema version whose migration retires the capture journal and the packed rows.

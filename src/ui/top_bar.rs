@@ -192,10 +192,27 @@ fn relay_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
 fn relay_line(app: &mut HookscopeApp, ui: &mut egui::Ui, view: &hookscope::engine::RelayView) {
     let unreadable = view.status.unreadable();
     let (colour, word, hover) = match view.status.state() {
-        RelayState::Live => (widgets::PASS, "relay connected".to_string(), format!("Connected to {}: deliveries come as the relay takes them", view.url)),
-        RelayState::CatchingUp { behind } => (widgets::WARN, format!("relay: catching up ({behind} behind)"), format!("Taking what {} kept while this laptop was away", view.url)),
-        RelayState::Connecting => (widgets::SKIPPED, "relay: connecting".to_string(), view.url.clone()),
-        RelayState::Reconnecting { reason } => (widgets::FAIL, "relay: reconnecting".to_string(), reason),
+        RelayState::Live => (
+            widgets::PASS,
+            "relay connected".to_string(),
+            format!(
+                "Connected to {}: deliveries come as the relay takes them",
+                view.url
+            ),
+        ),
+        RelayState::CatchingUp { behind } => (
+            widgets::WARN,
+            format!("relay: catching up ({behind} behind)"),
+            format!("Taking what {} kept while this laptop was away", view.url),
+        ),
+        RelayState::Connecting => (
+            widgets::SKIPPED,
+            "relay: connecting".to_string(),
+            view.url.clone(),
+        ),
+        RelayState::Reconnecting { reason } => {
+            (widgets::FAIL, "relay: reconnecting".to_string(), reason)
+        }
     };
     let hover = if unreadable > 0 {
         format!("{hover}\n{unreadable} deliveries were sealed to another key and skipped")

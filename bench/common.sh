@@ -46,7 +46,7 @@ phase() {
 # wrk_prepare WORK PER_THREAD [FIRST] [AGE]: writes WORK/wrk.lua and two slices of PER_THREAD
 # requests, each a 1 KiB Standard Webhooks JSON body pre-signed with its own webhook-id (wrk_N
 # from N = FIRST, default 0; apart from hookscope-dev load's msg_N), stamped AGE seconds ago
-# (default 0: now). One slice per wrk thread.
+# (default 0: now), posted to WRK_PATH (default /hooks). One slice per wrk thread.
 # The requests are written whole here (WORK/requests-T.bin, their lengths in WORK/requests-T.len)
 # and each wrk thread cuts its own apart at its first request (see the script's comment). Made
 # in wrk's init with wrk.format, the first thread ran ~1.5 s alone before wrk's clock started,
@@ -58,10 +58,10 @@ wrk_prepare() {
   local work=$1 per_thread=$2 first=${3:-0} age=${4:-0}
   wrk_work=$1
   command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk) >/dev/null
-  python3 - "$work" "$per_thread" "$secret" "$first" "$age" <<'PY'
+  python3 - "$work" "$per_thread" "$secret" "$first" "$age" "${WRK_PATH:-/hooks}" <<'PY'
 import base64, hashlib, hmac, sys, time
 work, per_thread, secret = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-first, age = int(sys.argv[4]), int(sys.argv[5])
+first, age, path = int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
 key = base64.b64decode(secret.removeprefix("whsec_"))
 ts = str(int(time.time()) - age)
 for t in range(2):
@@ -73,7 +73,7 @@ for t in range(2):
             mid = f"wrk_{n}"
             sig = base64.b64encode(hmac.new(key, f"{mid}.{ts}.{body}".encode(), hashlib.sha256).digest()).decode()
             # What wrk.format made, with the host without the port (not known yet).
-            request = (f"POST /hooks HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            request = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                        f"webhook-id: {mid}\r\nwebhook-timestamp: {ts}\r\nwebhook-signature: v1,{sig}\r\n"
                        f"Content-Length: {len(body)}\r\n\r\n{body}").encode()
             raw.write(request)

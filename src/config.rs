@@ -119,6 +119,10 @@ pub struct RelaySection {
     /// A file holding the channel's token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_file: Option<PathBuf>,
+    /// The channel's token itself (the window's *Relay* section keeps it here, in this file of
+    /// mode 0600, as it keeps signing secrets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
     /// The public URL providers post to (`https://relay.example/in/CHANNEL`), shown to copy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub public_url: Option<String>,
@@ -1019,7 +1023,8 @@ pub fn permission_warning(path: &Path, file: &ConfigFile) -> Option<String> {
     let holds_secrets = file
         .endpoints
         .iter()
-        .any(|e| !e.secrets.is_empty() || e.verify_token.is_some());
+        .any(|e| !e.secrets.is_empty() || e.verify_token.is_some())
+        || file.relay.token.is_some();
     if !holds_secrets {
         return None;
     }

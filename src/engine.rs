@@ -111,6 +111,8 @@ pub enum Command {
     },
     /// Save the config (endpoints and secrets) and apply it to the receiver at once.
     SaveConfig(Box<ConfigFile>),
+    /// Make this laptop's relay key (kept in the data dir, mode 0600), or read the one made.
+    MakeRelayKey,
     /// Re-run the checks of one delivery with the current endpoints.
     Recheck {
         /// The delivery.
@@ -234,6 +236,8 @@ pub enum Event {
     Loaded(Box<StoredDelivery>),
     /// The config was saved and applied.
     ConfigSaved(Box<ConfigFile>),
+    /// This laptop's relay key (its public half), for [`Command::MakeRelayKey`].
+    RelayKey(String),
     /// A delivery's checks were re-run and stored.
     Rechecked {
         /// The delivery.
@@ -313,6 +317,8 @@ pub struct EngineHandle {
     /// The relay subscription (`[relay]` in the config), once the engine started it: the top bar
     /// reads its state each frame.
     pub relay: Arc<std::sync::Mutex<Option<RelayView>>>,
+    /// This laptop's relay key (its public half), when one was made.
+    pub relay_key: Option<String>,
 }
 
 /// The relay as the window shows it.
@@ -407,6 +413,7 @@ pub fn spawn(options: EngineOptions, waker: Waker) -> Result<EngineHandle, AppEr
         relay: Arc::new(std::sync::Mutex::new(None)),
     };
     let relay = Arc::clone(&engine.relay);
+    let relay_key = app::relay::existing_key(&options.data_dir);
     for said in said {
         engine.say(said);
     }
@@ -433,6 +440,7 @@ pub fn spawn(options: EngineOptions, waker: Waker) -> Result<EngineHandle, AppEr
         health,
         read_only,
         relay,
+        relay_key,
     })
 }
 
@@ -541,6 +549,10 @@ impl Engine {
             }
             Command::Load { id } => self.load(id),
             Command::SaveConfig(file) => self.save_config(*file),
+            Command::MakeRelayKey => {
+                let key = app::relay::key(&self.options.data_dir);
+                self.emit_result(key, |key| Event::RelayKey(key.recipient));
+            }
             Command::Recheck { id } => self.recheck(id),
             Command::SendTestDelivery => self.send_test_delivery(),
             Command::SendExample {
@@ -984,6 +996,11 @@ impl Engine {
     /// Subscribes to the relay `[relay]` names, as `listen --relay` does (the receiver's pipeline
     /// takes its deliveries, so it starts and stops with the receiver).
     fn start_relay(&mut self) {
+        self.session.stop_relay();
+        *self
+            .relay
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
         let relay = self.session.config().relay.clone();
         let flags = app::relay::RelayFlags::default();
         let subscription = match app::relay::subscription(&self.options.data_dir, &relay, &flags) {
@@ -1016,8 +1033,12 @@ impl Engine {
         if let Err(e) = config::save_file(&self.options.config_path, &file) {
             return self.emit(Event::Error(e.to_string()));
         }
+        let relay_changed = self.session.config().relay != file.relay;
         match self.session.replace_config(file.clone()) {
             Ok(said) => {
+                if relay_changed && self.session.receiver_addr().is_some() {
+                    self.start_relay();
+                }
                 self.emit(Event::ConfigSaved(Box::new(file)));
                 if let Some(said) = said {
                     self.say(said);

@@ -732,6 +732,7 @@ fn a_schema_13_store_migrates_with_every_delivery_and_its_journaled_rows_once() 
             ("cloudevent", serde_json::Value::Null),
             ("attempts", serde_json::json!([])),
             ("unrouted", serde_json::json!(false)),
+            ("relay", serde_json::Value::Null),
         ] {
             let value = now
                 .as_object_mut()

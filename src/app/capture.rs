@@ -166,6 +166,13 @@ impl Session {
         Ok(status)
     }
 
+    /// Stops taking deliveries from the relay (those queued are stored).
+    pub fn stop_relay(&mut self) {
+        if let Some((task, _)) = self.relay.take() {
+            task.abort();
+        }
+    }
+
     /// The relay connection, when one was started.
     pub fn relay(&self) -> Option<&Arc<crate::net::relay::RelayStatus>> {
         self.relay.as_ref().map(|(_, status)| status)

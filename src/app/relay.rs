@@ -162,6 +162,15 @@ pub fn key(data_dir: &Path) -> Result<RelayKey, AppError> {
     })
 }
 
+/// The laptop's relay key (its public half), when one was made; reads the data dir only.
+pub fn existing_key(data_dir: &Path) -> Option<String> {
+    data_dir
+        .join(KEY_FILE)
+        .exists()
+        .then(|| identity(data_dir).ok().map(|i| i.recipient()))
+        .flatten()
+}
+
 /// The laptop's relay identity, to open what the relay sends.
 pub fn identity(data_dir: &Path) -> Result<Identity, AppError> {
     let file = data_dir.join(KEY_FILE);
@@ -206,7 +215,12 @@ pub fn subscription(
     } else {
         (section.token_env.clone(), section.token_file.clone())
     };
+    let kept = section
+        .token
+        .clone()
+        .filter(|t| !from_flags && !t.trim().is_empty());
     let token = match (env, file) {
+        (None, None) if kept.is_some() => kept.unwrap_or_default(),
         (Some(name), _) => std::env::var(&name)
             .ok()
             .filter(|t| !t.trim().is_empty())
@@ -217,7 +231,7 @@ pub fn subscription(
             .map_err(|e| AppError::Usage(format!("--relay-token-file {}: {e}", path.display())))?,
         (None, None) => {
             return Err(AppError::Usage(
-                "the relay needs its channel's token: --relay-token-env NAME or --relay-token-file FILE (or token_env / token_file in [relay])".to_string(),
+                "the relay needs its channel's token: --relay-token-env NAME or --relay-token-file FILE (or token_env, token_file or token in [relay])".to_string(),
             ));
         }
     };

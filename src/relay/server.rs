@@ -561,6 +561,7 @@ async fn read_body(
 ) -> Result<Vec<u8>, Response<Body>> {
     let too_large = || plain(StatusCode::PAYLOAD_TOO_LARGE, "body over the relay's limit");
     if declared.is_some_and(|n| n > limits.body_limit as u64) {
+        drain(limits, body, declared).await;
         return Err(too_large());
     }
     let started = Instant::now();
@@ -588,6 +589,7 @@ async fn read_body(
             Ok(Some(Ok(frame))) => {
                 if let Some(data) = frame.data_ref() {
                     if bytes.len() + data.len() > limits.body_limit {
+                        drain(limits, body, None).await;
                         return Err(too_large());
                     }
                     bytes.extend_from_slice(data);
@@ -595,6 +597,27 @@ async fn read_body(
             }
         }
     }
+}
+
+/// Reads and drops the rest of a body over the limit, up to twice the limit and at the minimum
+/// rate, so that its sender, still sending, reads the `413` rather than a reset connection;
+/// past that the connection is closed.
+async fn drain(limits: &Limits, mut body: Body, declared: Option<u64>) {
+    let most = 2 * limits.body_limit as u64;
+    if declared.is_some_and(|n| n > most) {
+        return;
+    }
+    let deadline = limits.header_timeout + Duration::from_secs(most / limits.min_body_rate.max(1));
+    let _ = tokio::time::timeout(deadline, async {
+        let mut seen = 0u64;
+        while let Some(Ok(frame)) = body.frame().await {
+            seen += frame.data_ref().map_or(0, |d| d.len() as u64);
+            if seen > most {
+                return;
+            }
+        }
+    })
+    .await;
 }
 
 /// A provider's delivery: read, sealed, stored (synced) and only then answered, with the

@@ -32,6 +32,10 @@ pub struct Editor {
     testing: Option<usize>,
     /// The event type chosen for *Send an example*, by endpoint path.
     example_types: std::collections::HashMap<String, String>,
+    /// This laptop's relay key (its public half), once one is made.
+    pub relay_key: Option<String>,
+    /// Whether the relay token is shown.
+    relay_token_shown: bool,
 }
 
 /// The event type chosen for an endpoint, kept among its contract's `types`.
@@ -55,7 +59,7 @@ fn resolved(config: &ConfigFile) -> Settings {
 
 impl Editor {
     /// An editor over the config as loaded.
-    pub fn new(config: ConfigFile) -> Self {
+    pub fn new(config: ConfigFile, relay_key: Option<String>) -> Self {
         Self {
             open: false,
             saved_settings: resolved(&config),
@@ -67,6 +71,8 @@ impl Editor {
             tested: None,
             testing: None,
             example_types: Default::default(),
+            relay_key,
+            relay_token_shown: false,
         }
     }
 
@@ -131,6 +137,7 @@ pub fn endpoints_window(app: &mut HookscopeApp, ctx: &egui::Context) {
     let mut open = true;
     let mut save = false;
     let mut pending_test = None;
+    let mut relay_asked = None;
     egui::Window::new("Endpoints & secrets")
         .open(&mut open)
         .default_width(760.0)
@@ -216,6 +223,8 @@ pub fn endpoints_window(app: &mut HookscopeApp, ctx: &egui::Context) {
             ui.add_space(4.0);
             retention_ui(ui, &mut editor.draft.retention);
             ui.add_space(4.0);
+            relay_asked = relay_ui(ui, &mut editor.draft.relay, editor.relay_key.as_deref(), &mut editor.relay_token_shown);
+            ui.add_space(4.0);
             ui.horizontal(|ui| {
                 if ui.button("Add endpoint").clicked() {
                     let path = if editor.draft.endpoints.iter().any(|e| e.path == "/") { "/hooks/new" } else { "/" };
@@ -251,6 +260,21 @@ pub fn endpoints_window(app: &mut HookscopeApp, ctx: &egui::Context) {
             super::send::switches_ui(app, ui);
         });
     app.endpoints.open = open;
+    match relay_asked {
+        Some(RelayAsk::MakeKey) => app.send(Command::MakeRelayKey),
+        Some(RelayAsk::CopyKey(key)) => {
+            ctx.copy_text(key.clone());
+            app.notice(format!("copied this laptop's relay key {key}"), false);
+        }
+        Some(RelayAsk::Connect) => {
+            save = app
+                .endpoints
+                .validate()
+                .map_err(|e| app.endpoints.error = Some(e))
+                .is_ok()
+        }
+        None => {}
+    }
     if let Some(command) = pending_test {
         app.send(command);
     }
@@ -725,4 +749,87 @@ fn retention_ui(ui: &mut egui::Ui, retention: &mut hookscope::config::RetentionS
             ui.weak("everything is kept");
         }
     });
+}
+
+/// What the *Relay* section asks of the window.
+enum RelayAsk {
+    /// Make this laptop's relay key.
+    MakeKey,
+    /// Copy the key.
+    CopyKey(String),
+    /// Save the config and connect.
+    Connect,
+}
+
+/// The *Relay* section: the channel's subscribe URL, its token (masked), the public URL to give
+/// providers, and this laptop's key to add to the channel (docs/relay.md).
+fn relay_ui(
+    ui: &mut egui::Ui,
+    relay: &mut hookscope::config::RelaySection,
+    key: Option<&str>,
+    token_shown: &mut bool,
+) -> Option<RelayAsk> {
+    let mut asked = None;
+    egui::Frame::group(ui.style()).show(ui, |ui| {
+        ui.strong("Relay");
+        ui.weak("A public URL that keeps every delivery while this laptop sleeps, sealed so the relay cannot read it: run `hookscope relay serve` on a public host (docs/relay.md).");
+        egui::Grid::new("relay").num_columns(2).spacing([8.0, 4.0]).show(ui, |ui| {
+            ui.label("Subscribe URL");
+            optional_text(ui, &mut relay.url, "https://relay.example.com/sub/CHANNEL");
+            ui.end_row();
+            ui.label("Token");
+            ui.horizontal(|ui| {
+                let mut token = relay.token.clone().unwrap_or_default();
+                let edit = egui::TextEdit::singleline(&mut token)
+                    .password(!*token_shown)
+                    .hint_text("hsr_… (printed by relay channel add)")
+                    .desired_width(320.0);
+                if ui.add(edit).changed() {
+                    relay.token = (!token.trim().is_empty()).then(|| token.trim().to_string());
+                }
+                ui.checkbox(token_shown, "show");
+                if let Some(env) = &relay.token_env {
+                    ui.weak(format!("or from ${env}"));
+                }
+            });
+            ui.end_row();
+            ui.label("Public URL");
+            optional_text(ui, &mut relay.public_url, "https://relay.example.com/in/CHANNEL (shown to copy)");
+            ui.end_row();
+            ui.label("This laptop's key");
+            ui.horizontal(|ui| match key {
+                Some(key) => {
+                    ui.monospace(key);
+                    if ui.button("Copy").clicked() {
+                        asked = Some(RelayAsk::CopyKey(key.to_string()));
+                    }
+                }
+                None => {
+                    if ui.button("Make this laptop's key").clicked() {
+                        asked = Some(RelayAsk::MakeKey);
+                    }
+                }
+            });
+            ui.end_row();
+        });
+        ui.weak("Add the key to the channel on the relay's host: hookscope relay channel add NAME --recipient KEY");
+        if ui
+            .add_enabled(relay.url.is_some(), egui::Button::new("Save and connect"))
+            .clicked()
+        {
+            asked = Some(RelayAsk::Connect);
+        }
+    });
+    asked
+}
+
+/// A text field for an optional value: empty is `None`.
+fn optional_text(ui: &mut egui::Ui, value: &mut Option<String>, hint: &str) {
+    let mut text = value.clone().unwrap_or_default();
+    let edit = egui::TextEdit::singleline(&mut text)
+        .hint_text(hint)
+        .desired_width(420.0);
+    if ui.add(edit).changed() {
+        *value = (!text.trim().is_empty()).then(|| text.trim().to_string());
+    }
 }

@@ -304,6 +304,7 @@ impl HookscopeApp {
             .port
             .unwrap_or(hookscope::config::DEFAULT_PORT);
         let config = engine.config.clone();
+        let engine_relay_key = engine.relay_key.clone();
         let latest = engine.latest_id.load(Ordering::SeqCst);
         Ok(Self {
             ctx: ctx.clone(),
@@ -336,7 +337,7 @@ impl HookscopeApp {
             scroll_to_selected: false,
             detail: None,
             body_cache: detail::BodyCache::default(),
-            endpoints: endpoints::Editor::new(config),
+            endpoints: endpoints::Editor::new(config, engine_relay_key),
             notice: None,
             confirm_delete: None,
             confirm_any_host: None,
@@ -506,6 +507,7 @@ impl HookscopeApp {
                     self.run_pending_copy();
                 }
             }
+            Event::RelayKey(key) => self.endpoints.relay_key = Some(key),
             Event::ConfigSaved(file) => {
                 self.endpoints.saved(*file);
                 self.notice("endpoints saved", false);

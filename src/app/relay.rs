@@ -219,16 +219,22 @@ pub fn subscription(
         .token
         .clone()
         .filter(|t| !from_flags && !t.trim().is_empty());
+    // Each source is named as the user wrote it: a flag, or a key of `[relay]`.
+    let (env_words, file_words) = if from_flags {
+        ("--relay-token-env", "--relay-token-file")
+    } else {
+        ("[relay] token_env", "[relay] token_file")
+    };
     let token = match (env, file) {
         (None, None) if kept.is_some() => kept.unwrap_or_default(),
         (Some(name), _) => std::env::var(&name)
             .ok()
             .filter(|t| !t.trim().is_empty())
             .ok_or_else(|| {
-                AppError::Usage(format!("--relay-token-env {name}: the variable is not set"))
+                AppError::Usage(format!("{env_words} {name}: the variable is not set"))
             })?,
         (None, Some(path)) => std::fs::read_to_string(&path)
-            .map_err(|e| AppError::Usage(format!("--relay-token-file {}: {e}", path.display())))?,
+            .map_err(|e| AppError::Usage(format!("{file_words} {}: {e}", path.display())))?,
         (None, None) => {
             return Err(AppError::Usage(
                 "the relay needs its channel's token: --relay-token-env NAME or --relay-token-file FILE (or token_env, token_file or token in [relay])".to_string(),

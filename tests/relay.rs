@@ -1038,3 +1038,142 @@ fn a_channel_made_anew_starts_the_cursor_over() {
     let rows = wait_for(laptop.path(), 3, Duration::from_secs(20));
     assert_eq!(rows.iter().map(|r| r.0).collect::<Vec<_>>(), [1, 2, 1]);
 }
+
+/// `--tls-cert` and `--tls-key`: the relay serves https with its own certificate; a provider
+/// posts over TLS and a subscriber that trusts the certificate gets the stream.
+#[test]
+fn the_relay_serves_https_with_its_own_certificate() {
+    let (relay_dir, laptop) = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    let key = relay_key(laptop.path());
+    let token = add_channel(relay_dir.path(), "team", &[&key]);
+    let certified =
+        rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).expect("certificate");
+    let (cert, private) = (
+        relay_dir.path().join("cert.pem"),
+        relay_dir.path().join("key.pem"),
+    );
+    std::fs::write(&cert, certified.cert.pem()).expect("cert");
+    std::fs::write(&private, certified.signing_key.serialize_pem()).expect("key");
+    let relay = Relay::start(
+        relay_dir.path(),
+        &[
+            "--tls-cert",
+            &cert.display().to_string(),
+            "--tls-key",
+            &private.display().to_string(),
+        ],
+    );
+    assert!(relay.base.starts_with("https://"), "{}", relay.base);
+    hookscope::net::client::install_tls_provider();
+    let client = reqwest::Client::builder()
+        .add_root_certificate(
+            reqwest::Certificate::from_pem(certified.cert.pem().as_bytes()).expect("pem"),
+        )
+        .build()
+        .expect("client");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let posted = client
+            .post(relay.ingest("team", "/tls"))
+            .body("{}")
+            .send()
+            .await
+            .expect("https");
+        assert_eq!(posted.status().as_u16(), 202);
+        let mut stream = client
+            .get(relay.subscribe("team"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .expect("https");
+        assert_eq!(stream.status().as_u16(), 200);
+        let mut text = String::new();
+        while !text.contains("event: delivery") {
+            let chunk = tokio::time::timeout(Duration::from_secs(5), stream.chunk())
+                .await
+                .expect("in time")
+                .expect("reads")
+                .expect("a chunk");
+            text.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    });
+}
+
+/// `--offline-answer retry`: with no laptop the provider gets 503 with Retry-After, and the
+/// delivery is kept all the same.
+#[test]
+fn the_retry_offline_answer_asks_for_a_retry_and_keeps_the_delivery() {
+    let (relay_dir, laptop) = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    let key = relay_key(laptop.path());
+    let token = add_channel(relay_dir.path(), "team", &[&key]);
+    let relay = Relay::start(relay_dir.path(), &["--offline-answer", "retry"]);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (status, retry_after) = runtime.block_on(async {
+        let response = common::http_client()
+            .post(relay.ingest("team", "/later"))
+            .body("{}")
+            .send()
+            .await
+            .expect("answers");
+        let retry = response
+            .headers()
+            .get("retry-after")
+            .map(|v| v.to_str().expect("text").to_string());
+        (response.status().as_u16(), retry)
+    });
+    assert_eq!((status, retry_after.as_deref()), (503, Some("60")));
+    let _listener = listen_relayed(laptop.path(), &relay, "team", &token, &[]);
+    assert_eq!(
+        wait_for(laptop.path(), 1, Duration::from_secs(20)).len(),
+        1,
+        "kept, and taken"
+    );
+}
+
+/// A team: two laptops subscribed to one channel (sealed to both keys) each store every
+/// delivery; the provider gets one answer.
+#[test]
+fn every_subscriber_of_a_channel_gets_every_delivery() {
+    let relay_dir = tempfile::tempdir().expect("dir");
+    let (a, b) = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    let (key_a, key_b) = (relay_key(a.path()), relay_key(b.path()));
+    let token = add_channel(relay_dir.path(), "team", &[&key_a, &key_b]);
+    let relay = Relay::start(relay_dir.path(), &[]);
+    let _first = listen_relayed(a.path(), &relay, "team", &token, &[]);
+    let _second = listen_relayed(b.path(), &relay, "team", &token, &[]);
+    let probes = wait_until_live(&relay);
+    // Both caught up: each probe after the first live one is answered by one of them.
+    std::thread::sleep(Duration::from_millis(500));
+    for n in 0..5 {
+        let answered = post(
+            &relay.ingest("team", "/both"),
+            None,
+            &format!(r#"{{"n":{n}}}"#),
+        );
+        assert_eq!(answered.status, 200, "a laptop's answer");
+    }
+    let total = probes + 5;
+    assert_eq!(
+        wait_for(a.path(), total, Duration::from_secs(20)).len(),
+        total
+    );
+    assert_eq!(
+        wait_for(b.path(), total, Duration::from_secs(20)).len(),
+        total
+    );
+}

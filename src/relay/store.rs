@@ -45,7 +45,6 @@ CREATE TABLE IF NOT EXISTS deliveries (
     sealed BLOB NOT NULL,
     PRIMARY KEY (channel, seq)
 );
-CREATE INDEX IF NOT EXISTS deliveries_received ON deliveries(received_ms);
 ";
 
 /// Errors of the relay's store.
@@ -470,23 +469,73 @@ fn insert_one<'a>(
 /// [`KEEP_ACKNOWLEDGED`].
 fn retain(conn: &Connection, now_ms: i64) -> Result<u64, RelayStoreError> {
     let tx = conn.unchecked_transaction()?;
-    let acked_before = now_ms - KEEP_ACKNOWLEDGED.as_millis() as i64;
-    let dropped = tx.execute(
-        "DELETE FROM deliveries WHERE rowid IN (
-            SELECT d.rowid FROM deliveries d JOIN channels c ON c.name = d.channel
-            WHERE d.received_ms < ?1 - c.keep_days * 86400000
-               OR (d.seq <= c.acked_seq AND d.received_ms < ?2))",
-        params![now_ms, acked_before],
-    )?;
-    if dropped > 0 {
-        tx.execute(
-            "UPDATE channels SET stored_bytes = COALESCE(
-                (SELECT SUM(LENGTH(sealed)) FROM deliveries WHERE channel = channels.name), 0)",
-            [],
+    let mut dropped = 0;
+    for channel in channels(&tx)? {
+        let name = channel.name.as_str();
+        let by_age = seq_received_before(
+            &tx,
+            name,
+            now_ms - i64::from(channel.keep_days) * 86_400_000,
         )?;
+        let acked_before = now_ms - KEEP_ACKNOWLEDGED.as_millis() as i64;
+        let by_ack = channel
+            .acked_seq
+            .min(seq_received_before(&tx, name, acked_before)?);
+        let upto = by_age.max(by_ack) as i64;
+        if upto == 0 {
+            continue;
+        }
+        let (count, bytes): (i64, i64) = tx.query_row(
+            "SELECT COUNT(*), COALESCE(SUM(LENGTH(sealed)), 0) FROM deliveries WHERE channel = ?1 AND seq <= ?2",
+            params![name, upto],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        tx.execute(
+            "DELETE FROM deliveries WHERE channel = ?1 AND seq <= ?2",
+            params![name, upto],
+        )?;
+        tx.execute(
+            "UPDATE channels SET stored_bytes = MAX(stored_bytes - ?2, 0) WHERE name = ?1",
+            params![name, bytes],
+        )?;
+        dropped += count as u64;
     }
     tx.commit()?;
-    Ok(dropped as u64)
+    Ok(dropped)
+}
+
+/// The newest sequence number of `channel` received before `ms` (0: none), by bisection over
+/// the sequence numbers through the primary key (they follow the order the relay took its
+/// deliveries in): no index on the time, which every insert would pay for.
+fn seq_received_before(conn: &Connection, channel: &str, ms: i64) -> Result<u64, RelayStoreError> {
+    let at_or_after = |seq: i64| -> Result<Option<(i64, i64)>, RelayStoreError> {
+        Ok(conn
+            .prepare_cached(
+                "SELECT seq, received_ms FROM deliveries WHERE channel = ?1 AND seq >= ?2 ORDER BY seq LIMIT 1",
+            )?
+            .query_row(params![channel, seq], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?)
+    };
+    let (lowest, highest): (Option<i64>, Option<i64>) = conn.query_row(
+        "SELECT MIN(seq), MAX(seq) FROM deliveries WHERE channel = ?1",
+        [channel],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    let (Some(mut lo), Some(mut hi)) = (lowest, highest) else {
+        return Ok(0);
+    };
+    if at_or_after(lo)?.is_none_or(|(_, at)| at >= ms) {
+        return Ok(0);
+    }
+    // Invariant: the delivery at `lo` was received before `ms`; none after `hi` was.
+    while lo < hi {
+        let mid = lo + (hi - lo + 1) / 2;
+        match at_or_after(mid)? {
+            Some((seq, at)) if at < ms => lo = seq,
+            _ => hi = mid - 1,
+        }
+    }
+    Ok(lo as u64)
 }
 
 /// The store's path in `data_dir`.
@@ -553,6 +602,41 @@ mod tests {
         assert_eq!((a.last_seq, a.acked_seq, a.stored_bytes), (50, 50, 0));
         // A sequence number never goes back.
         assert_eq!(writer.insert("a", 0, 1, vec![1]).await.expect("stored"), 51);
+    }
+
+    /// The bisection finds the newest delivery received before a time, across gaps left by
+    /// deletes, through the primary key alone.
+    #[test]
+    fn the_newest_before_a_time_is_found_across_gaps() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let conn = open(dir.path()).expect("opens");
+        for seq in (1..=100).filter(|s| s % 7 != 0) {
+            conn.execute(
+                "INSERT INTO deliveries (channel, seq, received_ms, size, sealed) VALUES ('a', ?1, ?2, 1, x'00')",
+                params![seq, seq * 10],
+            )
+            .expect("row");
+        }
+        assert_eq!(seq_received_before(&conn, "a", 5).expect("reads"), 0);
+        assert_eq!(
+            seq_received_before(&conn, "a", 71).expect("reads"),
+            6,
+            "7 is a gap"
+        );
+        assert_eq!(
+            seq_received_before(&conn, "a", 701).expect("reads"),
+            69,
+            "70 is a gap"
+        );
+        assert_eq!(seq_received_before(&conn, "a", 555).expect("reads"), 55);
+        assert_eq!(
+            seq_received_before(&conn, "a", 1_000_000).expect("reads"),
+            100
+        );
+        assert_eq!(
+            seq_received_before(&conn, "b", 1_000_000).expect("reads"),
+            0
+        );
     }
 
     async fn futures_join<

@@ -16,6 +16,8 @@ struct Relay {
     child: Child,
     base: String,
     data_dir: PathBuf,
+    /// What it wrote on stderr so far.
+    log: std::sync::Arc<std::sync::Mutex<String>>,
 }
 
 impl Relay {
@@ -42,12 +44,15 @@ impl Relay {
             .strip_prefix("relay listening on ")
             .unwrap_or_else(|| panic!("not the relay's first line: {line}"))
             .to_string();
+        let log = std::sync::Arc::new(std::sync::Mutex::new(line));
+        let kept = std::sync::Arc::clone(&log);
         std::thread::Builder::new()
             .name("test-relay-stderr".into())
             .spawn(move || {
                 let mut sink = String::new();
                 while stderr.read_line(&mut sink).map(|n| n > 0).unwrap_or(false) {
                     eprint!("[relay] {sink}");
+                    kept.lock().expect("log").push_str(&sink);
                     sink.clear();
                 }
             })
@@ -56,6 +61,7 @@ impl Relay {
             child,
             base,
             data_dir: data_dir.to_path_buf(),
+            log,
         }
     }
 
@@ -496,6 +502,41 @@ fn the_relay_keeps_nothing_it_can_read() {
         requests,
     );
     assert!(statuses.iter().all(|s| *s == 202));
+    // Refusals are logged without the payload, the query or a token: a channel over its 1 MiB
+    // quota refuses its second 600 KiB delivery with 429, and says so.
+    let out = common::run(
+        relay_dir.path(),
+        &[
+            "relay",
+            "channel",
+            "add",
+            "tiny",
+            "--recipient",
+            &key,
+            "--keep-mib",
+            "1",
+        ],
+    );
+    assert!(out.status.success());
+    let big = format!(
+        r#"{{"secret":"{in_body}","pad":"{}"}}"#,
+        "p".repeat(600 * 1024)
+    );
+    let url = relay.ingest("tiny", "/hooks?token=QUERYMARKER-31d");
+    assert_eq!(post(&url, None, &big).status, 202);
+    assert_eq!(post(&url, None, &big).status, 429, "over the quota");
+    std::thread::sleep(Duration::from_millis(200));
+    let log = relay.log.lock().expect("log").clone();
+    assert!(
+        log.contains("429") && log.contains("quota"),
+        "the refusal is logged: {log}"
+    );
+    for marker in [in_body, in_header, "QUERYMARKER-31d", "hsr_"] {
+        assert!(
+            !log.contains(marker),
+            "the relay's log holds {marker}: {log}"
+        );
+    }
     let files = every_file(&relay.data_dir);
     assert!(
         files.iter().any(|(p, _)| p.ends_with("relay.sqlite-wal")),

@@ -260,20 +260,8 @@ pub fn endpoints_window(app: &mut HookscopeApp, ctx: &egui::Context) {
             super::send::switches_ui(app, ui);
         });
     app.endpoints.open = open;
-    match relay_asked {
-        Some(RelayAsk::MakeKey) => app.send(Command::MakeRelayKey),
-        Some(RelayAsk::CopyKey(key)) => {
-            ctx.copy_text(key.clone());
-            app.notice(format!("copied this laptop's relay key {key}"), false);
-        }
-        Some(RelayAsk::Connect) => {
-            save = app
-                .endpoints
-                .validate()
-                .map_err(|e| app.endpoints.error = Some(e))
-                .is_ok()
-        }
-        None => {}
+    if relay_asked.is_some_and(|asked| relay_asked_for(app, ctx, asked)) {
+        save = true;
     }
     if let Some(command) = pending_test {
         app.send(command);
@@ -749,6 +737,23 @@ fn retention_ui(ui: &mut egui::Ui, retention: &mut hookscope::config::RetentionS
             ui.weak("everything is kept");
         }
     });
+}
+
+/// Does what the *Relay* section asked; `true` when the config is to be saved (and the relay
+/// connected).
+fn relay_asked_for(app: &mut HookscopeApp, ctx: &egui::Context, asked: RelayAsk) -> bool {
+    match asked {
+        RelayAsk::MakeKey => app.send(Command::MakeRelayKey),
+        RelayAsk::CopyKey(key) => {
+            ctx.copy_text(key.clone());
+            app.notice(format!("copied this laptop's relay key {key}"), false);
+        }
+        RelayAsk::Connect => match app.endpoints.validate() {
+            Ok(()) => return true,
+            Err(e) => app.endpoints.error = Some(e),
+        },
+    }
+    false
 }
 
 /// What the *Relay* section asks of the window.

@@ -1885,3 +1885,122 @@ fn the_empty_state_sends_a_contracts_example_that_passes_its_schema() {
     let row = &harness.state().list.rows[0];
     assert_eq!(row.event_type.as_deref(), Some("job.completed"));
 }
+
+/// The window while `[relay]` catches up on a backlog (HOOKSCOPE_RELAY_BACKLOG, 100,000 by
+/// default): a relay server in this process holds the backlog, posted to it over loopback
+/// first; then the window opens on a fresh data dir whose config names the relay, and its
+/// frames are timed until every delivery is in its store. Prints the frame figures and the
+/// drain rate; asserts only that every delivery arrived, once.
+/// `cargo test --release --bin hookscope -- --ignored --nocapture bench_gui_while_catching_up`
+#[test]
+#[ignore = "benchmark: run by hand (BENCHMARKS.md, the relay)"]
+fn bench_gui_while_catching_up() {
+    let count: usize = std::env::var("HOOKSCOPE_RELAY_BACKLOG")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    let (relay_dir, laptop) = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    let key = hookscope::app::relay::key(laptop.path()).expect("key");
+    let keep = hookscope::app::relay::Keep { days: 7, mib: 4096 };
+    let channel =
+        hookscope::app::relay::add_channel(relay_dir.path(), "bench", &[key.recipient], keep)
+            .expect("channel");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let options = hookscope::relay::server::ServeOptions {
+        data_dir: relay_dir.path().to_path_buf(),
+        addr: "127.0.0.1:0".parse().expect("addr"),
+        tls: None,
+        answer_timeout: Duration::from_secs(8),
+        offline: hookscope::relay::server::OfflineAnswer::Accepted,
+        limits: hookscope::relay::server::Limits::default(),
+    };
+    let server = runtime
+        .block_on(hookscope::relay::server::Server::bind(options))
+        .expect("relay");
+    let addr = server.local_addr().expect("addr");
+    runtime.spawn(server.run(std::future::pending()));
+    let posted = runtime.block_on(post_backlog(addr, count));
+    assert_eq!(posted, count, "the backlog was acknowledged");
+    std::fs::write(
+        laptop.path().join("config.toml"),
+        format!(
+            "[relay]\nurl = \"http://{addr}/sub/bench\"\ntoken = \"{}\"\n",
+            channel.token
+        ),
+    )
+    .expect("config");
+    let started = Instant::now();
+    let mut harness = harness(laptop.path());
+    let mut frames = Vec::new();
+    while harness
+        .state()
+        .engine
+        .latest_id
+        .load(std::sync::atomic::Ordering::SeqCst)
+        < count as i64
+        && started.elapsed() < Duration::from_secs(600)
+    {
+        frames.push(timed_step(&mut harness));
+        std::thread::sleep(Duration::from_millis(16));
+    }
+    let took = started.elapsed();
+    println!(
+        "catch-up of {count} in the window: {:.1} s, {:.0}/s",
+        took.as_secs_f64(),
+        count as f64 / took.as_secs_f64()
+    );
+    println!(
+        "window while catching up, frames: {}",
+        frame_figures(frames)
+    );
+    let reader =
+        hookscope::store::Reader::open(&laptop.path().join("hookscope.sqlite")).expect("reader");
+    assert_eq!(
+        reader.count().expect("count"),
+        count as i64,
+        "every delivery, once"
+    );
+}
+
+/// Posts `count` small deliveries to the relay at `addr`, 32 at a time; answers how many got 202.
+async fn post_backlog(addr: SocketAddr, count: usize) -> usize {
+    hookscope::net::client::install_tls_provider();
+    let client = reqwest::Client::new();
+    let semaphore = std::sync::Arc::new(tokio::sync::Semaphore::new(32));
+    let mut tasks = Vec::with_capacity(count);
+    for n in 0..count {
+        let permit = std::sync::Arc::clone(&semaphore)
+            .acquire_owned()
+            .await
+            .expect("permit");
+        let (client, url) = (client.clone(), format!("http://{addr}/in/bench/hooks"));
+        tasks.push(tokio::spawn(async move {
+            let _permit = permit;
+            let body = format!(
+                r#"{{"id":"evt_{n}","type":"job.completed","data":{{"job_id":"job_{}"}}}}"#,
+                n / 3
+            );
+            let sent = client
+                .post(url)
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await;
+            sent.is_ok_and(|r| r.status().as_u16() == 202)
+        }));
+    }
+    let mut acknowledged = 0;
+    for task in tasks {
+        if task.await.unwrap_or(false) {
+            acknowledged += 1;
+        }
+    }
+    acknowledged
+}

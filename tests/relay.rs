@@ -552,9 +552,12 @@ fn the_relay_keeps_nothing_it_can_read() {
     }
     let conn = rusqlite::Connection::open(relay.data_dir.join("relay.sqlite")).expect("opens");
     let sealed: Vec<u8> = conn
-        .query_row("SELECT sealed FROM deliveries WHERE seq = 7", [], |r| {
-            r.get(0)
-        })
+        .query_row(
+            "SELECT h.header, d.sealed FROM deliveries d JOIN headers h ON h.id = d.header_id
+             WHERE d.channel = 'team' AND d.seq = 7",
+            [],
+            |r| Ok([r.get::<_, Vec<u8>>(0)?, r.get::<_, Vec<u8>>(1)?].concat()),
+        )
         .expect("seq 7");
     let file = laptop.path().join("seven.age");
     std::fs::write(&file, sealed).expect("writes");

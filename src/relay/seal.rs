@@ -204,6 +204,15 @@ fn fill_random(buf: &mut [u8]) {
     getrandom::fill(buf).expect("the operating system's random generator");
 }
 
+/// An age file cut after its header (the line `--- MAC`): the header, the same for every
+/// delivery sealed in one minute, and the rest (nonce and payload). `None` for bytes with no
+/// header.
+pub fn split_header(sealed: &[u8]) -> Option<(&[u8], &[u8])> {
+    let mac_line = sealed.windows(4).position(|w| w == b"\n---")? + 1;
+    let end = mac_line + sealed[mac_line..].iter().position(|&b| b == b'\n')? + 1;
+    Some(sealed.split_at(end))
+}
+
 /// A laptop's relay key: the age identity that opens what is sealed to its recipient.
 pub struct Identity(age::x25519::Identity);
 
@@ -308,6 +317,22 @@ mod tests {
         let header_end = one.windows(4).position(|w| w == b"\n---").expect("header") + 1;
         assert_eq!(one[..header_end], two[..header_end]);
         assert_ne!(one, two);
+    }
+
+    #[test]
+    fn a_sealed_delivery_is_its_header_then_the_rest() {
+        let a = Identity::generate();
+        let mut sealer = sealer_for(&[&a]);
+        let (one, two) = (sealer.seal(b"first"), sealer.seal(b"second"));
+        let (header, rest) = split_header(&one).expect("a header");
+        assert!(header.starts_with(b"age-encryption.org/v1\n") && header.ends_with(b"\n"));
+        assert_eq!(
+            split_header(&two).expect("a header").0,
+            header,
+            "one header a minute"
+        );
+        assert_eq!(rest.len(), 16 + 5 + 16, "nonce, payload, tag");
+        assert!(split_header(b"no header").is_none());
     }
 
     #[test]

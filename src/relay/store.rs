@@ -42,8 +42,14 @@ CREATE TABLE IF NOT EXISTS deliveries (
     seq INTEGER NOT NULL,
     received_ms INTEGER NOT NULL,
     size INTEGER NOT NULL,
+    header_id INTEGER,
     sealed BLOB NOT NULL,
     PRIMARY KEY (channel, seq)
+);
+CREATE TABLE IF NOT EXISTS headers (
+    id INTEGER PRIMARY KEY,
+    header BLOB NOT NULL,
+    created_ms INTEGER NOT NULL
 );
 ";
 
@@ -237,13 +243,16 @@ pub fn read_after(
     max_bytes: usize,
 ) -> Result<Vec<Sealed>, RelayStoreError> {
     let mut stmt = conn.prepare_cached(
-        "SELECT seq, received_ms, size, sealed FROM deliveries
-         WHERE channel = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+        "SELECT d.seq, d.received_ms, d.size, h.header, d.sealed
+         FROM deliveries d LEFT JOIN headers h ON h.id = d.header_id
+         WHERE d.channel = ?1 AND d.seq > ?2 ORDER BY d.seq LIMIT ?3",
     )?;
     let mut rows = stmt.query(params![channel, after as i64, limit as i64])?;
     let (mut out, mut bytes) = (Vec::new(), 0usize);
     while let Some(row) = rows.next()? {
-        let sealed: Vec<u8> = row.get(3)?;
+        // The minute's header, then the delivery's own nonce and payload: the age file whole.
+        let mut sealed: Vec<u8> = row.get::<_, Option<Vec<u8>>>(3)?.unwrap_or_default();
+        sealed.extend_from_slice(&row.get::<_, Vec<u8>>(4)?);
         bytes += sealed.len();
         out.push(Sealed {
             seq: row.get::<_, i64>(0)? as u64,
@@ -337,7 +346,30 @@ impl Writer {
     }
 }
 
+/// The age headers stored, by their bytes: a channel's header changes once a minute, so each
+/// is stored once and its deliveries keep only the rest.
+#[derive(Default)]
+struct Headers(std::collections::HashMap<Vec<u8>, i64>);
+
+impl Headers {
+    /// The id of `header`, stored now in the caller's transaction when it is new.
+    fn id(&mut self, tx: &Connection, header: &[u8], now_ms: i64) -> rusqlite::Result<i64> {
+        if let Some(id) = self.0.get(header) {
+            return Ok(*id);
+        }
+        tx.prepare_cached("INSERT INTO headers (header, created_ms) VALUES (?1, ?2)")?
+            .execute(params![header, now_ms])?;
+        let id = tx.last_insert_rowid();
+        if self.0.len() >= 256 {
+            self.0.clear();
+        }
+        self.0.insert(header.to_vec(), id);
+        Ok(id)
+    }
+}
+
 fn write_loop(conn: Connection, mut receiver: mpsc::Receiver<Job>) {
+    let mut headers = Headers::default();
     while let Some(job) = receiver.blocking_recv() {
         match job {
             Job::Insert(first) => {
@@ -353,19 +385,19 @@ fn write_loop(conn: Connection, mut receiver: mpsc::Receiver<Job>) {
                         Err(_) => break,
                     }
                 }
-                insert_batch(&conn, batch);
+                insert_batch(&conn, batch, &mut headers);
                 if let Some(job) = next {
-                    run_other(&conn, job);
+                    run_other(&conn, job, &mut headers);
                 }
             }
-            other => run_other(&conn, other),
+            other => run_other(&conn, other, &mut headers),
         }
     }
 }
 
-fn run_other(conn: &Connection, job: Job) {
+fn run_other(conn: &Connection, job: Job, headers: &mut Headers) {
     match job {
-        Job::Insert(insert) => insert_batch(conn, vec![insert]),
+        Job::Insert(insert) => insert_batch(conn, vec![insert], headers),
         Job::Ack { channel, seq } => {
             let acked = conn.execute(
                 "UPDATE channels SET acked_seq = MAX(acked_seq, MIN(?2, last_seq)) WHERE name = ?1",
@@ -376,6 +408,8 @@ fn run_other(conn: &Connection, job: Job) {
             }
         }
         Job::Retain { now_ms, reply } => {
+            // The retention drops headers no delivery needs: the ids kept here may go.
+            headers.0.clear();
             let _ = reply.send(retain(conn, now_ms));
         }
     }
@@ -383,7 +417,7 @@ fn run_other(conn: &Connection, job: Job) {
 
 /// Stores a batch in one transaction; each insert gets its sequence number, or its own refusal
 /// (no channel, over quota), or the transaction's failure.
-fn insert_batch(conn: &Connection, batch: Vec<Insert>) {
+fn insert_batch(conn: &Connection, batch: Vec<Insert>, headers: &mut Headers) {
     let mut outcomes: Vec<Result<u64, RelayStoreError>> = Vec::with_capacity(batch.len());
     let committed = (|| -> rusqlite::Result<()> {
         // IMMEDIATE: the sequence numbers are read and given under the write lock.
@@ -391,7 +425,7 @@ fn insert_batch(conn: &Connection, batch: Vec<Insert>) {
             rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)?;
         let mut seen: std::collections::HashMap<&str, (u64, u64, u64)> = Default::default();
         for insert in &batch {
-            outcomes.push(insert_one(&tx, insert, &mut seen)?);
+            outcomes.push(insert_one(&tx, insert, &mut seen, headers)?);
         }
         for (channel, (seq, bytes, _)) in &seen {
             tx.execute(
@@ -402,6 +436,8 @@ fn insert_batch(conn: &Connection, batch: Vec<Insert>) {
         tx.commit()
     })();
     if let Err(e) = &committed {
+        // A header stored in the rolled-back transaction is not there.
+        headers.0.clear();
         eprintln!(
             "relay: a batch of {} deliveries could not be stored: {e}",
             batch.len()
@@ -423,6 +459,7 @@ fn insert_one<'a>(
     tx: &Connection,
     insert: &'a Insert,
     seen: &mut std::collections::HashMap<&'a str, (u64, u64, u64)>,
+    headers: &mut Headers,
 ) -> rusqlite::Result<Result<u64, RelayStoreError>> {
     let state = match seen.get_mut(insert.channel.as_str()) {
         Some(state) => state,
@@ -441,7 +478,11 @@ fn insert_one<'a>(
                 .or_insert((seq as u64, bytes as u64, quota as u64))
         }
     };
-    let size = insert.sealed.len() as u64;
+    let (header_id, rest) = match crate::relay::seal::split_header(&insert.sealed) {
+        Some((header, rest)) => (Some(headers.id(tx, header, insert.received_ms)?), rest),
+        None => (None, insert.sealed.as_slice()),
+    };
+    let size = rest.len() as u64;
     if state.1 + size > state.2 {
         return Ok(Err(RelayStoreError::OverQuota {
             channel: insert.channel.clone(),
@@ -451,14 +492,15 @@ fn insert_one<'a>(
     }
     let seq = state.0 + 1;
     tx.prepare_cached(
-        "INSERT INTO deliveries (channel, seq, received_ms, size, sealed) VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO deliveries (channel, seq, received_ms, size, header_id, sealed) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?
     .execute(params![
         insert.channel,
         seq as i64,
         insert.received_ms,
         insert.size as i64,
-        insert.sealed
+        header_id,
+        rest
     ])?;
     state.0 = seq;
     state.1 += size;
@@ -500,6 +542,18 @@ fn retain(conn: &Connection, now_ms: i64) -> Result<u64, RelayStoreError> {
         )?;
         dropped += count as u64;
     }
+    // Headers no delivery needs: older than every channel's oldest delivery (each channel's
+    // first row, through the primary key), with two minutes of margin.
+    let oldest: Option<i64> = tx.query_row(
+        "SELECT MIN((SELECT received_ms FROM deliveries d WHERE d.channel = c.name ORDER BY d.seq LIMIT 1))
+         FROM channels c",
+        [],
+        |r| r.get(0),
+    )?;
+    tx.execute(
+        "DELETE FROM headers WHERE created_ms < ?1",
+        [oldest.unwrap_or(now_ms) - 120_000],
+    )?;
     tx.commit()?;
     Ok(dropped)
 }

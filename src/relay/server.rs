@@ -234,6 +234,7 @@ impl Server {
             return;
         };
         let _ = stream.set_nodelay(true);
+        notice_dead_peers(&stream);
         let (state, tls) = (Arc::clone(&self.state), self.tls.clone());
         tokio::spawn(async move {
             let _guard = guard;
@@ -250,6 +251,20 @@ impl Server {
             }
         });
     }
+}
+
+/// A subscriber that vanished (its laptop asleep, its network gone, no FIN) must not count as
+/// connected for long: TCP keepalive probes an idle connection every 15 s, and where the OS
+/// has `TCP_USER_TIMEOUT` data unacknowledged for 45 s ends it, so the stream's next heartbeat
+/// fails and providers get the offline answer again without waiting for an answer.
+fn notice_dead_peers(stream: &tokio::net::TcpStream) {
+    let socket = socket2::SockRef::from(stream);
+    let keepalive = socket2::TcpKeepalive::new()
+        .with_time(Duration::from_secs(15))
+        .with_interval(Duration::from_secs(10));
+    let _ = socket.set_tcp_keepalive(&keepalive);
+    #[cfg(any(target_os = "linux", target_os = "android", target_os = "fuchsia"))]
+    let _ = socket.set_tcp_user_timeout(Some(Duration::from_secs(45)));
 }
 
 /// One open connection, counted against the caps while it lives.

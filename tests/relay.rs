@@ -131,6 +131,30 @@ fn listen_relayed(
     Listener::start(laptop, &all)
 }
 
+/// `listen --relay` on channel `team`, its stderr kept in a file to read (what it said);
+/// answers the child and the file.
+fn listen_logged(laptop: &Path, relay: &Relay, token: &str) -> (Child, PathBuf) {
+    let token_file = laptop.join("token");
+    std::fs::write(&token_file, token).expect("token");
+    let stderr_file = laptop.join("listen.err");
+    let listen = Command::new(common::bin())
+        .args([
+            "listen",
+            "--port",
+            "0",
+            "--relay",
+            &relay.subscribe("team"),
+            "--relay-token-file",
+        ])
+        .arg(&token_file)
+        .env("HOOKSCOPE_DATA_DIR", laptop)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr_file).expect("file"))
+        .spawn()
+        .expect("listen");
+    (listen, stderr_file)
+}
+
 /// What the laptop's store holds: (relay seq, received_at_ms, sig, ts) in id order.
 fn stored(laptop: &Path) -> Vec<(i64, i64, String, String)> {
     let conn = rusqlite::Connection::open(laptop.join("hookscope.sqlite")).expect("opens");
@@ -723,24 +747,7 @@ fn a_delivery_sealed_to_another_key_is_said_once_and_passed() {
     for _ in 0..3 {
         assert_eq!(post(&relay.ingest("team", "/x"), None, "{}").status, 202);
     }
-    let token_file = laptop.path().join("token");
-    std::fs::write(&token_file, &token).expect("token");
-    let stderr_file = laptop.path().join("listen.err");
-    let mut listen = Command::new(common::bin())
-        .args([
-            "listen",
-            "--port",
-            "0",
-            "--relay",
-            &relay.subscribe("team"),
-            "--relay-token-file",
-        ])
-        .arg(&token_file)
-        .env("HOOKSCOPE_DATA_DIR", laptop.path())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&stderr_file).expect("file"))
-        .spawn()
-        .expect("listen");
+    let (mut listen, stderr_file) = listen_logged(laptop.path(), &relay, &token);
     let cursor = || -> i64 {
         rusqlite::Connection::open(laptop.path().join("hookscope.sqlite"))
             .ok()
@@ -1000,24 +1007,7 @@ fn a_dead_connection_is_noticed_and_the_stream_resumes() {
     let key = relay_key(laptop.path());
     let token = add_channel(relay_dir.path(), "team", &[&key]);
     let relay = Relay::start(relay_dir.path(), &[]);
-    let token_file = laptop.path().join("token");
-    std::fs::write(&token_file, &token).expect("token");
-    let stderr_file = laptop.path().join("listen.err");
-    let mut listen = Command::new(common::bin())
-        .args([
-            "listen",
-            "--port",
-            "0",
-            "--relay",
-            &relay.subscribe("team"),
-            "--relay-token-file",
-        ])
-        .arg(&token_file)
-        .env("HOOKSCOPE_DATA_DIR", laptop.path())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&stderr_file).expect("file"))
-        .spawn()
-        .expect("listen");
+    let (mut listen, stderr_file) = listen_logged(laptop.path(), &relay, &token);
     wait_until_live(&relay);
     let said = || std::fs::read_to_string(&stderr_file).unwrap_or_default();
     let signal = |name: &str| {

@@ -131,6 +131,30 @@ fn listen_relayed(
     Listener::start(laptop, &all)
 }
 
+/// A relay's data dir with channel `team` sealed to a laptop's key, and that laptop's data dir
+/// (the set-up of most tests here; the relay is started by the test, with its flags).
+struct Team {
+    relay_dir: tempfile::TempDir,
+    laptop: tempfile::TempDir,
+    key: String,
+    token: String,
+}
+
+fn team() -> Team {
+    let (relay_dir, laptop) = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    let key = relay_key(laptop.path());
+    let token = add_channel(relay_dir.path(), "team", &[&key]);
+    Team {
+        relay_dir,
+        laptop,
+        key,
+        token,
+    }
+}
+
 /// `listen --relay` on channel `team`, its stderr kept in a file to read (what it said);
 /// answers the child and the file.
 fn listen_logged(laptop: &Path, relay: &Relay, token: &str) -> (Child, PathBuf) {
@@ -292,12 +316,12 @@ fn what_came_while_the_laptop_was_away_is_stored_once_in_order() {
     let Some(requests) = signed_by_the_library(10_000) else {
         return;
     };
-    let (relay_dir, laptop) = (
-        tempfile::tempdir().expect("dir"),
-        tempfile::tempdir().expect("dir"),
-    );
-    let key = relay_key(laptop.path());
-    let token = add_channel(relay_dir.path(), "team", &[&key]);
+    let Team {
+        relay_dir,
+        laptop,
+        key: _,
+        token,
+    } = team();
     let relay = Relay::start(relay_dir.path(), &[]);
     let statuses = post_all(&relay.ingest("team", "/webhooks"), requests);
     assert!(
@@ -416,12 +440,12 @@ fn post(url: &str, signing: Option<(&str, &str)>, body: &str) -> Answered {
 /// answer.
 #[test]
 fn the_provider_gets_the_laptops_answer_through_the_relay() {
-    let (relay_dir, laptop) = (
-        tempfile::tempdir().expect("dir"),
-        tempfile::tempdir().expect("dir"),
-    );
-    let key = relay_key(laptop.path());
-    let token = add_channel(relay_dir.path(), "team", &[&key]);
+    let Team {
+        relay_dir,
+        laptop,
+        key: _,
+        token,
+    } = team();
     let relay = Relay::start(relay_dir.path(), &[]);
     std::fs::write(
         laptop.path().join("config.toml"),
@@ -688,12 +712,12 @@ fn only_the_channels_current_token_subscribes() {
 #[test]
 fn a_body_at_the_limit_is_relayed_byte_exact_and_one_byte_more_is_refused() {
     use sha2::Digest as _;
-    let (relay_dir, laptop) = (
-        tempfile::tempdir().expect("dir"),
-        tempfile::tempdir().expect("dir"),
-    );
-    let key = relay_key(laptop.path());
-    let token = add_channel(relay_dir.path(), "team", &[&key]);
+    let Team {
+        relay_dir,
+        laptop,
+        key: _,
+        token,
+    } = team();
     let relay = Relay::start(relay_dir.path(), &[]);
     let limit = 25 * 1024 * 1024;
     let body: Vec<u8> = (0..limit).map(|i| (i * 7 % 251) as u8).collect();
@@ -836,12 +860,12 @@ fn post_until(url: &str, count: usize, stop: &std::sync::atomic::AtomicBool) -> 
 /// for reaches the laptop once the relay is back.
 #[test]
 fn what_the_relay_acknowledged_survives_its_sigkill() {
-    let (relay_dir, laptop) = (
-        tempfile::tempdir().expect("dir"),
-        tempfile::tempdir().expect("dir"),
-    );
-    let key = relay_key(laptop.path());
-    let token = add_channel(relay_dir.path(), "team", &[&key]);
+    let Team {
+        relay_dir,
+        laptop,
+        key: _,
+        token,
+    } = team();
     let mut relay = Relay::start(relay_dir.path(), &[]);
     let port = relay.base.rsplit(':').next().expect("port").to_string();
     let url = relay.ingest("team", "/load");
@@ -885,12 +909,12 @@ fn what_the_relay_acknowledged_survives_its_sigkill() {
 /// once, in sequence order.
 #[test]
 fn a_catch_up_killed_midway_loses_and_repeats_nothing() {
-    let (relay_dir, laptop) = (
-        tempfile::tempdir().expect("dir"),
-        tempfile::tempdir().expect("dir"),
-    );
-    let key = relay_key(laptop.path());
-    let token = add_channel(relay_dir.path(), "team", &[&key]);
+    let Team {
+        relay_dir,
+        laptop,
+        key: _,
+        token,
+    } = team();
     let relay = Relay::start(relay_dir.path(), &[]);
     let requests = (0..3000)
         .map(|n| (vec![], format!(r#"{{"n":{n}}}"#)))
@@ -1000,12 +1024,12 @@ fn slow_clients_hold_nothing_up() {
 #[cfg(unix)]
 #[test]
 fn a_dead_connection_is_noticed_and_the_stream_resumes() {
-    let (relay_dir, laptop) = (
-        tempfile::tempdir().expect("dir"),
-        tempfile::tempdir().expect("dir"),
-    );
-    let key = relay_key(laptop.path());
-    let token = add_channel(relay_dir.path(), "team", &[&key]);
+    let Team {
+        relay_dir,
+        laptop,
+        key: _,
+        token,
+    } = team();
     let relay = Relay::start(relay_dir.path(), &[]);
     let (mut listen, stderr_file) = listen_logged(laptop.path(), &relay, &token);
     wait_until_live(&relay);
@@ -1050,12 +1074,12 @@ fn a_dead_connection_is_noticed_and_the_stream_resumes() {
 /// laptop's cursor starts over and its first delivery is stored, not skipped as a repeat.
 #[test]
 fn a_channel_made_anew_starts_the_cursor_over() {
-    let (relay_dir, laptop) = (
-        tempfile::tempdir().expect("dir"),
-        tempfile::tempdir().expect("dir"),
-    );
-    let key = relay_key(laptop.path());
-    let token = add_channel(relay_dir.path(), "team", &[&key]);
+    let Team {
+        relay_dir,
+        laptop,
+        key,
+        token,
+    } = team();
     let relay = Relay::start(relay_dir.path(), &[]);
     for _ in 0..2 {
         assert_eq!(post(&relay.ingest("team", "/old"), None, "{}").status, 202);
@@ -1077,12 +1101,12 @@ fn a_channel_made_anew_starts_the_cursor_over() {
 /// posts over TLS and a subscriber that trusts the certificate gets the stream.
 #[test]
 fn the_relay_serves_https_with_its_own_certificate() {
-    let (relay_dir, laptop) = (
-        tempfile::tempdir().expect("dir"),
-        tempfile::tempdir().expect("dir"),
-    );
-    let key = relay_key(laptop.path());
-    let token = add_channel(relay_dir.path(), "team", &[&key]);
+    let Team {
+        relay_dir,
+        laptop: _laptop,
+        key: _,
+        token,
+    } = team();
     let certified =
         rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).expect("certificate");
     let (cert, private) = (
@@ -1143,12 +1167,12 @@ fn the_relay_serves_https_with_its_own_certificate() {
 /// delivery is kept all the same.
 #[test]
 fn the_retry_offline_answer_asks_for_a_retry_and_keeps_the_delivery() {
-    let (relay_dir, laptop) = (
-        tempfile::tempdir().expect("dir"),
-        tempfile::tempdir().expect("dir"),
-    );
-    let key = relay_key(laptop.path());
-    let token = add_channel(relay_dir.path(), "team", &[&key]);
+    let Team {
+        relay_dir,
+        laptop,
+        key: _,
+        token,
+    } = team();
     let relay = Relay::start(relay_dir.path(), &["--offline-answer", "retry"]);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -131,6 +131,18 @@ fn listen_relayed(
     Listener::start(laptop, &all)
 }
 
+/// A runtime for a test's own requests: current-thread for 0 workers, else that many.
+fn runtime(workers: usize) -> tokio::runtime::Runtime {
+    let mut builder = if workers == 0 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        builder.worker_threads(workers);
+        builder
+    };
+    builder.enable_all().build().expect("runtime")
+}
+
 /// A relay's data dir with channel `team` sealed to a laptop's key, and that laptop's data dir
 /// (the set-up of most tests here; the relay is started by the test, with its flags).
 struct Team {
@@ -272,11 +284,7 @@ json.dump(out, sys.stdout)
 
 /// Posts each request to `url` with 32 at a time; answers each status in order.
 fn post_all(url: &str, requests: Vec<Request>) -> Vec<u16> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let runtime = runtime(2);
     runtime.block_on(async {
         let client = common::http_client();
         let semaphore = std::sync::Arc::new(tokio::sync::Semaphore::new(32));
@@ -397,10 +405,7 @@ struct Answered {
 /// Posts `body` to `url`, signed with a preset `scheme` under `secret` when one is given.
 fn post(url: &str, signing: Option<(&str, &str)>, body: &str) -> Answered {
     use hookscope::domain::scheme::{Scheme, Secret};
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let runtime = runtime(0);
     let client = common::http_client();
     let mut request = client
         .post(url)
@@ -531,12 +536,12 @@ fn holds(bytes: &[u8], marker: &str) -> bool {
 /// laptop's key, and reads as the request.
 #[test]
 fn the_relay_keeps_nothing_it_can_read() {
-    let (relay_dir, laptop) = (
-        tempfile::tempdir().expect("dir"),
-        tempfile::tempdir().expect("dir"),
-    );
-    let key = relay_key(laptop.path());
-    add_channel(relay_dir.path(), "team", &[&key]);
+    let Team {
+        relay_dir,
+        laptop,
+        key,
+        token: _,
+    } = team();
     let relay = Relay::start(relay_dir.path(), &[]);
     let (in_body, in_header) = ("BODYMARKER-7f3a91", "HEADERMARKER-9c1e55");
     let requests = (0..100)
@@ -639,10 +644,7 @@ fn the_relay_keeps_nothing_it_can_read() {
 
 /// The status and body of a subscribe attempt with `token`.
 fn subscribe_with(relay: &Relay, channel: &str, token: Option<&str>) -> (u16, String) {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let runtime = runtime(0);
     runtime.block_on(async {
         let mut request = common::http_client().get(relay.subscribe(channel));
         if let Some(token) = token {
@@ -722,10 +724,7 @@ fn a_body_at_the_limit_is_relayed_byte_exact_and_one_byte_more_is_refused() {
     let limit = 25 * 1024 * 1024;
     let body: Vec<u8> = (0..limit).map(|i| (i * 7 % 251) as u8).collect();
     let sent = sha2::Sha256::digest(&body);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let runtime = runtime(0);
     let client = common::http_client();
     let status = |body: Vec<u8>| {
         runtime.block_on(async {
@@ -812,11 +811,7 @@ fn a_delivery_sealed_to_another_key_is_said_once_and_passed() {
 /// Posts `count` small deliveries, 16 at a time, until done or `stop` says so; answers the
 /// relay's sequence numbers of those acknowledged 2xx.
 fn post_until(url: &str, count: usize, stop: &std::sync::atomic::AtomicBool) -> Vec<u64> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let runtime = runtime(2);
     runtime.block_on(async {
         let client = common::http_client();
         let semaphore = std::sync::Arc::new(tokio::sync::Semaphore::new(16));
@@ -944,23 +939,19 @@ fn a_catch_up_killed_midway_loses_and_repeats_nothing() {
 #[test]
 fn slow_clients_hold_nothing_up() {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let (relay_dir, laptop) = (
-        tempfile::tempdir().expect("dir"),
-        tempfile::tempdir().expect("dir"),
-    );
-    let key = relay_key(laptop.path());
-    add_channel(relay_dir.path(), "team", &[&key]);
+    let Team {
+        relay_dir,
+        laptop: _laptop,
+        key: _,
+        token: _,
+    } = team();
     let relay = Relay::start(relay_dir.path(), &[]);
     let addr: std::net::SocketAddr = relay
         .base
         .trim_start_matches("http://")
         .parse()
         .expect("addr");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let runtime = runtime(2);
     runtime.block_on(async {
         let mut slow = Vec::new();
         for n in 0..500u32 {
@@ -1132,10 +1123,7 @@ fn the_relay_serves_https_with_its_own_certificate() {
         )
         .build()
         .expect("client");
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let runtime = runtime(0);
     runtime.block_on(async {
         let posted = client
             .post(relay.ingest("team", "/tls"))
@@ -1174,10 +1162,7 @@ fn the_retry_offline_answer_asks_for_a_retry_and_keeps_the_delivery() {
         token,
     } = team();
     let relay = Relay::start(relay_dir.path(), &["--offline-answer", "retry"]);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let runtime = runtime(0);
     let (status, retry_after) = runtime.block_on(async {
         let response = common::http_client()
             .post(relay.ingest("team", "/later"))

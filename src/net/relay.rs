@@ -170,6 +170,9 @@ struct Event {
 #[derive(Default)]
 struct Events {
     buffer: Vec<u8>,
+    /// How far the buffer is known to hold no event's end: a large event (a 25 MiB body is
+    /// ~33 MiB of base64) is scanned once, not again with each chunk.
+    scanned: usize,
 }
 
 impl Events {
@@ -177,7 +180,14 @@ impl Events {
     fn push(&mut self, bytes: &[u8]) -> Vec<(String, String)> {
         self.buffer.extend_from_slice(bytes);
         let mut out = Vec::new();
-        while let Some(end) = self.buffer.windows(2).position(|w| w == b"\n\n") {
+        loop {
+            let from = self.scanned.saturating_sub(1);
+            let Some(at) = self.buffer[from..].windows(2).position(|w| w == b"\n\n") else {
+                self.scanned = self.buffer.len();
+                break;
+            };
+            let end = from + at;
+            self.scanned = 0;
             let block: Vec<u8> = self.buffer.drain(..end + 2).collect();
             let text = String::from_utf8_lossy(&block);
             let (mut kind, mut data) = ("message".to_string(), Vec::new());
@@ -254,6 +264,9 @@ struct Stream<'a> {
     channel: Option<String>,
     in_flight: Arc<tokio::sync::Semaphore>,
     stored_up_to: Arc<AtomicU64>,
+    /// Why a queued write failed: the stream ends and starts again from the cursor (every write
+    /// after a failed one is refused as a gap).
+    failed: Arc<Mutex<Option<String>>>,
 }
 
 impl<'a> Stream<'a> {
@@ -294,6 +307,7 @@ impl<'a> Stream<'a> {
             channel,
             in_flight: Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT)),
             stored_up_to: Arc::new(AtomicU64::new(cursor)),
+            failed: Arc::new(Mutex::new(None)),
         })
     }
 
@@ -318,6 +332,9 @@ impl<'a> Stream<'a> {
                 if let Err(reason) = self.on_event(&kind, &data).await {
                     return reason;
                 }
+            }
+            if let Some(reason) = lock(&self.failed).take() {
+                return reason;
             }
             if Instant::now() >= next_ack {
                 next_ack = Instant::now() + ACK_EVERY;
@@ -417,16 +434,15 @@ impl<'a> Stream<'a> {
             self.config.token.clone(),
         );
         let (status, stored_up_to) = (Arc::clone(self.status), Arc::clone(&self.stored_up_to));
+        let failed = Arc::clone(&self.failed);
         tokio::spawn(async move {
             let _permit = permit;
             let stored = match pending.await {
                 Ok(stored) => stored,
-                Err(StoreError::RelayRepeat(_)) => return,
+                Err(StoreError::RelayRepeat(_) | StoreError::RelayGap { .. }) => return,
                 Err(e) => {
-                    eprintln!(
-                        "hookscope: relayed delivery #{} was not stored: {e}",
-                        event.seq
-                    );
+                    let reason = format!("relayed delivery #{} was not stored: {e}", event.seq);
+                    lock(&failed).get_or_insert(reason);
                     return;
                 }
             };
@@ -463,8 +479,9 @@ impl<'a> Stream<'a> {
             .maintain(Maintenance::SkipRelayed(relayed))
             .await
             .map_err(|e| format!("the store refused to pass relayed delivery #{seq}: {e}"))?;
+        // Not acknowledged: another laptop of the team may be able to open it, and an
+        // acknowledgement lets the relay drop it.
         self.last = seq;
-        self.stored_up_to.fetch_max(seq, Ordering::SeqCst);
         Ok(())
     }
 
@@ -576,6 +593,18 @@ mod tests {
                 ("hello".to_string(), "x".to_string())
             ]
         );
+    }
+
+    #[test]
+    fn an_event_whose_end_is_cut_between_two_chunks_is_read() {
+        let mut events = Events::default();
+        assert!(events.push(b"event: delivery\ndata: ").is_empty());
+        assert!(events.push(&[b'a'; 100_000]).is_empty());
+        assert!(events.push(b"\n").is_empty());
+        let got = events.push(b"\nevent: hello\ndata: y\n\n");
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].1.len(), 100_000);
+        assert_eq!(got[1], ("hello".to_string(), "y".to_string()));
     }
 
     #[test]

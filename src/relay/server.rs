@@ -121,6 +121,8 @@ pub struct Answer {
 enum Slot {
     Waiting(oneshot::Sender<Answer>),
     Answered(Answer, Instant),
+    /// The provider got an answer: later ones are refused.
+    Done(Instant),
 }
 
 /// A channel as the running relay holds it.
@@ -267,6 +269,22 @@ fn notice_dead_peers(stream: &tokio::net::TcpStream) {
     let _ = socket.set_tcp_user_timeout(Some(Duration::from_secs(45)));
 }
 
+/// A delivery being stored, counted while it lives: the relay stops once none is left.
+struct InFlight<'a>(&'a AtomicUsize);
+
+impl<'a> InFlight<'a> {
+    fn count(state: &'a State) -> InFlight<'a> {
+        state.in_flight.fetch_add(1, Ordering::SeqCst);
+        InFlight(&state.in_flight)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// One open connection, counted against the caps while it lives.
 struct ConnectionGuard {
     state: Arc<State>,
@@ -277,13 +295,14 @@ impl ConnectionGuard {
     fn take(state: &Arc<State>, ip: IpAddr) -> Option<ConnectionGuard> {
         let limits = &state.options.limits;
         let mut by_address = lock(&state.connections);
-        let here = by_address.entry(ip).or_insert(0);
-        if *here >= limits.max_per_address
+        // Refused before any entry is made: a full relay keeps no entry for an address it refused.
+        let here = by_address.get(&ip).copied().unwrap_or(0);
+        if here >= limits.max_per_address
             || state.open.load(Ordering::SeqCst) >= limits.max_connections
         {
             return None;
         }
-        *here += 1;
+        by_address.insert(ip, here + 1);
         state.open.fetch_add(1, Ordering::SeqCst);
         Some(ConnectionGuard {
             state: Arc::clone(state),
@@ -353,10 +372,9 @@ async fn route(state: Arc<State>, peer: SocketAddr, request: Request<Body>) -> R
         (Some("in"), Some(name), rest) => {
             let name = name.to_string();
             let rest = format!("/{}", rest.unwrap_or(""));
-            state.in_flight.fetch_add(1, Ordering::SeqCst);
-            let response = ingest(&state, peer, request, &name, rest).await;
-            state.in_flight.fetch_sub(1, Ordering::SeqCst);
-            response
+            // Counted until it ends, answered or dropped (a provider that went away).
+            let _in_flight = InFlight::count(&state);
+            ingest(&state, peer, request, &name, rest).await
         }
         (Some("sub"), Some(name), None) if request.method() == Method::GET => {
             subscribe(&state, peer, request, name).await
@@ -385,9 +403,13 @@ impl State {
             return Some(Arc::clone(live));
         }
         let row = store::channel(&lock(&self.lookups), name).ok().flatten()?;
-        let live = Arc::new(Live::new(row)?);
-        lock(&self.channels).insert(name.to_string(), Arc::clone(&live));
-        Some(live)
+        let made = Live::new(row)?;
+        // One `Live` per channel, whoever made it first (a reload, or another request).
+        let mut channels = lock(&self.channels);
+        let live = channels
+            .entry(name.to_string())
+            .or_insert_with(|| Arc::new(made));
+        Some(Arc::clone(live))
     }
 
     /// Brings the channels in memory in line with the store: new ones, removed ones (their
@@ -411,10 +433,21 @@ impl State {
         });
         for row in rows {
             match channels.get(&row.name) {
-                Some(live) => live.update(row),
-                None => {
-                    if let Some(live) = Live::new(row.clone()) {
-                        channels.insert(row.name, Arc::new(live));
+                // The same channel: a new token or recipients.
+                Some(live) if lock(&live.row).uid == row.uid => live.update(row),
+                // New, or removed and made again under its name: a channel of its own, whose
+                // sequence numbers start over (the old one's streams end).
+                found => {
+                    if let Some(old) = found {
+                        old.revoked.send_modify(|n| *n += 1);
+                    }
+                    match Live::new(row.clone()) {
+                        Some(live) => {
+                            channels.insert(row.name, Arc::new(live));
+                        }
+                        None => {
+                            channels.remove(&row.name);
+                        }
                     }
                 }
             }
@@ -500,11 +533,19 @@ impl Live {
 
     /// Takes an answer for `seq`: the first one wins.
     fn answered(&self, seq: u64, answer: Answer) -> bool {
+        // Only for a delivery the channel has, or is about to say it has (not a number made up
+        // to fill memory).
+        if seq == 0 || seq > *self.latest.borrow() + 1024 {
+            return false;
+        }
         let mut slots = lock(&self.slots);
         match slots.remove(&seq) {
-            Some(Slot::Waiting(waiter)) => waiter.send(answer).is_ok(),
-            Some(answered @ Slot::Answered(..)) => {
-                slots.insert(seq, answered);
+            Some(Slot::Waiting(waiter)) => {
+                slots.insert(seq, Slot::Done(Instant::now()));
+                waiter.send(answer).is_ok()
+            }
+            Some(taken @ (Slot::Answered(..) | Slot::Done(_))) => {
+                slots.insert(seq, taken);
                 false
             }
             None => {
@@ -554,9 +595,10 @@ async fn housekeeping(state: Arc<State>) {
             lock(&live.sealer).expire();
             lock(&live.slots).retain(|_, slot| match slot {
                 Slot::Waiting(waiter) => !waiter.is_closed(),
-                Slot::Answered(_, at) => at.elapsed() < keep_answers,
+                Slot::Answered(_, at) | Slot::Done(at) => at.elapsed() < keep_answers,
             });
         }
+        lock(&state.failures).retain(|_, (_, since)| since.elapsed() < Duration::from_secs(600));
         if last_retention.elapsed() >= Duration::from_secs(60) {
             last_retention = Instant::now();
             match state.writer.retain(now_ms()).await {

@@ -316,9 +316,30 @@ pub struct EngineHandle {
     pub read_only: Option<String>,
     /// The relay subscription (`[relay]` in the config), once the engine started it: the top bar
     /// reads its state each frame.
-    pub relay: Arc<std::sync::Mutex<Option<RelayView>>>,
+    pub relay: Arc<RelaySlot>,
     /// This laptop's relay key (its public half), when one was made.
     pub relay_key: Option<String>,
+}
+
+/// Where the engine puts the relay subscription it started, for the window to read.
+#[derive(Default)]
+pub struct RelaySlot(std::sync::Mutex<Option<RelayView>>);
+
+impl RelaySlot {
+    /// The subscription now, when there is one.
+    pub fn get(&self) -> Option<RelayView> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    fn set(&self, view: Option<RelayView>) {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = view;
+    }
 }
 
 /// The relay as the window shows it.
@@ -375,7 +396,7 @@ struct Engine {
     waker: Waker,
     latest_id: Arc<AtomicI64>,
     test_counter: u64,
-    relay: Arc<std::sync::Mutex<Option<RelayView>>>,
+    relay: Arc<RelaySlot>,
 }
 
 /// Opens the config and the capture session, starts the engine thread and the receiver.
@@ -410,7 +431,7 @@ pub fn spawn(options: EngineOptions, waker: Waker) -> Result<EngineHandle, AppEr
         test_counter: 0,
         simulation: None,
         replay: None,
-        relay: Arc::new(std::sync::Mutex::new(None)),
+        relay: Arc::default(),
     };
     let relay = Arc::clone(&engine.relay);
     let relay_key = app::relay::existing_key(&options.data_dir);
@@ -997,10 +1018,7 @@ impl Engine {
     /// takes its deliveries, so it starts and stops with the receiver).
     fn start_relay(&mut self) {
         self.session.stop_relay();
-        *self
-            .relay
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+        self.relay.set(None);
         let relay = self.session.config().relay.clone();
         let flags = app::relay::RelayFlags::default();
         let subscription = match app::relay::subscription(&self.options.data_dir, &relay, &flags) {
@@ -1016,10 +1034,7 @@ impl Engine {
                     public_url: relay.public_url,
                     status,
                 };
-                *self
-                    .relay
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(view);
+                self.relay.set(Some(view));
                 (self.waker)();
             }
             Err(e) => self.emit(Event::Error(format!("relay: {e}"))),

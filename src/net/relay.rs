@@ -71,7 +71,6 @@ pub enum RelayState {
 #[derive(Debug)]
 pub struct RelayStatus {
     state: Mutex<RelayState>,
-    stored: AtomicU64,
     unreadable: AtomicU64,
     sentences: Mutex<Vec<String>>,
     said_unreadable: std::sync::atomic::AtomicBool,
@@ -81,7 +80,6 @@ impl Default for RelayStatus {
     fn default() -> RelayStatus {
         RelayStatus {
             state: Mutex::new(RelayState::Connecting),
-            stored: AtomicU64::new(0),
             unreadable: AtomicU64::new(0),
             sentences: Mutex::new(Vec::new()),
             said_unreadable: std::sync::atomic::AtomicBool::new(false),
@@ -99,11 +97,6 @@ impl RelayStatus {
     /// The state now.
     pub fn state(&self) -> RelayState {
         lock(&self.state).clone()
-    }
-
-    /// Deliveries stored from the relay since the start.
-    pub fn stored(&self) -> u64 {
-        self.stored.load(Ordering::SeqCst)
     }
 
     /// Deliveries this laptop's key could not open (sealed to another recipient, or damaged).
@@ -433,7 +426,7 @@ impl<'a> Stream<'a> {
             self.client.clone(),
             self.config.token.clone(),
         );
-        let (status, stored_up_to) = (Arc::clone(self.status), Arc::clone(&self.stored_up_to));
+        let stored_up_to = Arc::clone(&self.stored_up_to);
         let failed = Arc::clone(&self.failed);
         tokio::spawn(async move {
             let _permit = permit;
@@ -446,7 +439,6 @@ impl<'a> Stream<'a> {
                     return;
                 }
             };
-            status.stored.fetch_add(1, Ordering::SeqCst);
             stored_up_to.fetch_max(event.seq, Ordering::SeqCst);
             let settings = shared.settings.get();
             let endpoint = settings.endpoint_for(&stored.delivery.path);

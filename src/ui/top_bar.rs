@@ -177,12 +177,7 @@ fn start_controls(app: &mut HookscopeApp, ui: &mut egui::Ui, verb: &str) {
 /// The relay beside the local URL, when `[relay]` names one: its state (live, catching up with
 /// how many behind, reconnecting and why) and the public URL providers post to, with *Copy*.
 fn relay_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
-    let view = app
-        .engine
-        .relay
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .clone();
+    let view = app.engine.relay.get();
     let Some(view) = view else {
         return;
     };

@@ -857,6 +857,12 @@ fn response_ui(
                     .unwrap_or_else(|| "-".into()),
             );
             ui.end_row();
+            if let Some(relayed) = &stored.relayed {
+                ui.weak("via");
+                let words = hookscope::app::report::relay_words(relayed);
+                ui.monospace(words.trim_start_matches("via "));
+                ui.end_row();
+            }
             ui.weak("body");
             if stored.response_status == 413 {
                 ui.monospace(format!(

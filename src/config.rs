@@ -126,6 +126,10 @@ pub struct RelaySection {
     /// The public URL providers post to (`https://relay.example/in/CHANNEL`), shown to copy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub public_url: Option<String>,
+    /// Where `relay serve` and `relay channel …` keep channels and deliveries when not in the
+    /// data dir: a NATS JetStream cluster, `nats://HOST:PORT[,HOST:PORT…]` (`--store` wins).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<String>,
 }
 
 impl RelaySection {

@@ -1,12 +1,14 @@
-//! The relay's use cases: run the relay (`serve`), manage its channels, and the laptop's relay
-//! key (the age identity that opens what a channel seals to it), kept in the data dir with mode
-//! 0600.
+//! The relay's use cases: run the relay (`serve`), manage its channels (in the relay's data dir,
+//! or on the NATS JetStream cluster a team's relays share), and the laptop's relay key (the age
+//! identity that opens what a channel seals to it), kept in the data dir with mode 0600.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use crate::app::AppError;
 use crate::domain::clock::now_ms;
+use crate::relay::backing::StoreChoice;
+use crate::relay::jet::Jet;
 use crate::relay::seal::{self, Identity};
 use crate::relay::server::{ServeOptions, Server};
 use crate::relay::store::{self, Channel, RelayStoreError};
@@ -65,9 +67,23 @@ impl Default for Keep {
     }
 }
 
+/// Runs `work` on the cluster, in a runtime of its own (the channel commands are short).
+fn on_cluster<T>(
+    urls: &str,
+    replicas: Option<usize>,
+    work: impl AsyncFnOnce(&Jet) -> Result<T, RelayStoreError>,
+) -> Result<T, AppError> {
+    let runtime = crate::app::background::runtime(1)?;
+    let done = runtime.block_on(async {
+        let jet = Jet::connect(urls, replicas).await?;
+        work(&jet).await
+    });
+    Ok(done?)
+}
+
 /// Makes a channel sealed to `recipients` (`age1…` keys).
 pub fn add_channel(
-    data_dir: &Path,
+    store: &StoreChoice,
     name: &str,
     recipients: &[String],
     keep: Keep,
@@ -89,46 +105,77 @@ pub fn add_channel(
         stored_bytes: 0,
         acked_seq: 0,
     };
-    store::add_channel(&store::open(data_dir)?, &channel)?;
+    match store {
+        StoreChoice::Dir(data_dir) => store::add_channel(&store::open(data_dir)?, &channel)?,
+        StoreChoice::Cluster { urls, replicas } => {
+            on_cluster(urls, *replicas, async |jet| jet.add_channel(&channel).await)?;
+        }
+    }
     Ok(NewChannel::of(name, token))
 }
 
-/// Every channel.
-pub fn channels(data_dir: &Path) -> Result<Vec<Channel>, AppError> {
-    if !store::path(data_dir).exists() {
-        return Ok(Vec::new());
+/// Every channel, with its counters.
+pub fn channels(store: &StoreChoice) -> Result<Vec<Channel>, AppError> {
+    match store {
+        StoreChoice::Dir(data_dir) if !store::path(data_dir).exists() => Ok(Vec::new()),
+        StoreChoice::Dir(data_dir) => Ok(store::channels(&store::open(data_dir)?)?),
+        StoreChoice::Cluster { urls, replicas } => on_cluster(urls, *replicas, async |jet| {
+            jet.channels_with_counts().await
+        }),
     }
-    Ok(store::channels(&store::open(data_dir)?)?)
 }
 
 /// Removes a channel and what it kept; answers how many deliveries went.
-pub fn remove_channel(data_dir: &Path, name: &str) -> Result<u64, AppError> {
-    Ok(store::remove_channel(&store::open(data_dir)?, name)?)
+pub fn remove_channel(store: &StoreChoice, name: &str) -> Result<u64, AppError> {
+    match store {
+        StoreChoice::Dir(data_dir) => Ok(store::remove_channel(&store::open(data_dir)?, name)?),
+        StoreChoice::Cluster { urls, replicas } => {
+            on_cluster(urls, *replicas, async |jet| jet.remove_channel(name).await)
+        }
+    }
+}
+
+/// Changes a channel's token hash and recipients, as `change` makes them from the channel.
+fn update(
+    store: &StoreChoice,
+    name: &str,
+    change: impl FnOnce(&Channel) -> (Vec<u8>, Vec<String>),
+) -> Result<(), AppError> {
+    let missing = || RelayStoreError::NoChannel(name.into());
+    match store {
+        StoreChoice::Dir(data_dir) => {
+            let conn = store::open(data_dir)?;
+            let channel = store::channel(&conn, name)?.ok_or_else(missing)?;
+            let (hash, recipients) = change(&channel);
+            store::update_channel(&conn, name, &hash, &recipients)?;
+            Ok(())
+        }
+        StoreChoice::Cluster { urls, replicas } => on_cluster(urls, *replicas, async |jet| {
+            let channel = jet.channel(name).await?.ok_or_else(missing)?;
+            let (hash, recipients) = change(&channel);
+            jet.update_channel(name, &hash, &recipients).await
+        }),
+    }
 }
 
 /// A new token for a channel; the old one stops working at once (its open streams end within a
 /// second).
-pub fn rotate(data_dir: &Path, name: &str) -> Result<NewChannel, AppError> {
-    let conn = store::open(data_dir)?;
-    let channel =
-        store::channel(&conn, name)?.ok_or_else(|| RelayStoreError::NoChannel(name.into()))?;
+pub fn rotate(store: &StoreChoice, name: &str) -> Result<NewChannel, AppError> {
     let (token, hash) = token::generate();
-    store::update_channel(&conn, name, &hash, &channel.recipients)?;
+    update(store, name, |channel| (hash, channel.recipients.clone()))?;
     Ok(NewChannel::of(name, token))
 }
 
 /// Adds a recipient: deliveries stored from now are sealed to it as well.
-pub fn add_recipient(data_dir: &Path, name: &str, key: &str) -> Result<(), AppError> {
+pub fn add_recipient(store: &StoreChoice, name: &str, key: &str) -> Result<(), AppError> {
     seal::recipients(&[key.to_string()]).map_err(|e| AppError::Usage(e.to_string()))?;
-    let conn = store::open(data_dir)?;
-    let channel =
-        store::channel(&conn, name)?.ok_or_else(|| RelayStoreError::NoChannel(name.into()))?;
-    let mut recipients = channel.recipients;
-    if !recipients.iter().any(|r| r == key.trim()) {
-        recipients.push(key.trim().to_string());
-    }
-    store::update_channel(&conn, name, &channel.token_hash, &recipients)?;
-    Ok(())
+    update(store, name, |channel| {
+        let mut recipients = channel.recipients.clone();
+        if !recipients.iter().any(|r| r == key.trim()) {
+            recipients.push(key.trim().to_string());
+        }
+        (channel.token_hash.clone(), recipients)
+    })
 }
 
 /// The laptop's relay key.

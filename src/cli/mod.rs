@@ -169,7 +169,7 @@ pub fn run(common: &Common, command: Command) -> ExitCode {
 }
 
 /// Reads the config these options name, printing its warning (a world-readable file) once.
-fn load_config(paths: &Paths) -> Result<LoadedConfig, AppError> {
+pub(crate) fn load_config(paths: &Paths) -> Result<LoadedConfig, AppError> {
     let loaded = paths.load_config()?;
     if let Some(warning) = &loaded.warning {
         eprintln!("hookscope: {warning}");

@@ -9,6 +9,7 @@ use std::time::Duration;
 use clap::{Args, Subcommand, ValueEnum};
 use hookscope::app::AppError;
 use hookscope::app::relay::{self, Keep, NewChannel};
+use hookscope::relay::backing::StoreChoice;
 use hookscope::relay::server::{Limits, OfflineAnswer, ServeOptions};
 
 use super::Common;
@@ -21,6 +22,14 @@ const DEFAULT_PORT: u16 = 7880;
 pub struct RelayArgs {
     #[command(subcommand)]
     pub command: RelayCommand,
+    /// Keep channels and deliveries on a NATS JetStream cluster instead of the data dir, for
+    /// several relay instances (default: [relay] store in config.toml)
+    #[arg(long, global = true, value_name = "nats://HOST:PORT[,HOST:PORT…]")]
+    pub store: Option<String>,
+    /// The copies of each channel's stream on the cluster (default: 3 when it has 3 servers or
+    /// more, else 1)
+    #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=5))]
+    pub replicas: Option<u8>,
 }
 
 /// The relay's subcommands.
@@ -128,10 +137,30 @@ pub enum ChannelCommand {
 }
 
 pub fn run(common: &Common, args: RelayArgs) -> Result<ExitCode, AppError> {
-    let data_dir = common.paths()?.data_dir;
+    let paths = common.paths()?;
+    let data_dir = paths.data_dir.clone();
+    let store = match args.store {
+        Some(urls) => Some(urls),
+        None if !matches!(args.command, RelayCommand::Key { .. }) => {
+            super::load_config(&paths)?.file.relay.store
+        }
+        None => None,
+    };
+    let store = match store {
+        Some(urls) => StoreChoice::Cluster {
+            urls,
+            replicas: args.replicas.map(usize::from),
+        },
+        None if args.replicas.is_some() => {
+            return Err(AppError::Usage(
+                "--replicas is for a relay on a NATS cluster: add --store nats://HOST:PORT".into(),
+            ));
+        }
+        None => StoreChoice::Dir(data_dir.clone()),
+    };
     match args.command {
-        RelayCommand::Serve(args) => serve(data_dir, args),
-        RelayCommand::Channel { command } => channel(&data_dir, command),
+        RelayCommand::Serve(args) => serve(store, args),
+        RelayCommand::Channel { command } => channel(&store, command),
         RelayCommand::Key { json } => {
             let key = relay::key(&data_dir)?;
             if json {
@@ -150,7 +179,7 @@ pub fn run(common: &Common, args: RelayArgs) -> Result<ExitCode, AppError> {
     }
 }
 
-fn serve(data_dir: PathBuf, args: ServeArgs) -> Result<ExitCode, AppError> {
+fn serve(store: StoreChoice, args: ServeArgs) -> Result<ExitCode, AppError> {
     let mut limits = Limits::default();
     if let Some(limit) = args.body_limit {
         limits.body_limit = limit;
@@ -159,7 +188,7 @@ fn serve(data_dir: PathBuf, args: ServeArgs) -> Result<ExitCode, AppError> {
         limits.max_per_address = n.max(1);
     }
     let options = ServeOptions {
-        data_dir,
+        store,
         addr: SocketAddr::new(args.bind, args.port),
         tls: args.tls_cert.zip(args.tls_key),
         answer_timeout: Duration::from_secs(args.answer_timeout),
@@ -177,7 +206,7 @@ fn serve(data_dir: PathBuf, args: ServeArgs) -> Result<ExitCode, AppError> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn channel(data_dir: &std::path::Path, command: ChannelCommand) -> Result<ExitCode, AppError> {
+fn channel(store: &StoreChoice, command: ChannelCommand) -> Result<ExitCode, AppError> {
     match command {
         ChannelCommand::Add {
             name,
@@ -190,11 +219,11 @@ fn channel(data_dir: &std::path::Path, command: ChannelCommand) -> Result<ExitCo
                 days: keep_days,
                 mib: keep_mib,
             };
-            let made = relay::add_channel(data_dir, &name, &recipients, keep)?;
+            let made = relay::add_channel(store, &name, &recipients, keep)?;
             print_channel(&made, json, "made")?;
         }
         ChannelCommand::List { json } => {
-            for channel in relay::channels(data_dir)? {
+            for channel in relay::channels(store)? {
                 if json {
                     print_json(&serde_json::json!({
                         "channel": channel.name,
@@ -218,15 +247,15 @@ fn channel(data_dir: &std::path::Path, command: ChannelCommand) -> Result<ExitCo
             }
         }
         ChannelCommand::Remove { name } => {
-            let dropped = relay::remove_channel(data_dir, &name)?;
+            let dropped = relay::remove_channel(store, &name)?;
             eprintln!("hookscope: removed channel {name} and the {dropped} deliveries it kept");
         }
         ChannelCommand::Rotate { name, json } => {
-            let rotated = relay::rotate(data_dir, &name)?;
+            let rotated = relay::rotate(store, &name)?;
             print_channel(&rotated, json, "has a new token")?;
         }
         ChannelCommand::AddRecipient { name, key } => {
-            relay::add_recipient(data_dir, &name, &key)?;
+            relay::add_recipient(store, &name, &key)?;
             eprintln!("hookscope: channel {name} seals its new deliveries to {key} as well");
         }
     }

@@ -27,9 +27,10 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::domain::clock::now_ms;
 use crate::domain::delivery::Header;
+use crate::relay::backing::{Backing, StoreChoice};
 use crate::relay::envelope;
 use crate::relay::seal::Sealer;
-use crate::relay::store::{self, Channel, RelayStoreError, Writer};
+use crate::relay::store::{Channel, RelayStoreError};
 
 /// What the provider is answered when no subscriber answers in time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -71,8 +72,8 @@ impl Default for Limits {
 /// How the relay is run.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
-    /// Its data dir (the store).
-    pub data_dir: PathBuf,
+    /// Where it keeps channels and deliveries.
+    pub store: StoreChoice,
     /// The address and port to listen on.
     pub addr: SocketAddr,
     /// A certificate chain and key (PEM) to serve https.
@@ -134,15 +135,15 @@ struct Live {
     revoked: watch::Sender<u64>,
     /// Subscribers that have caught up (the ones that can answer in time).
     live_subscribers: Arc<AtomicUsize>,
+    /// The count said last on the cluster's presence subject.
+    said_present: std::sync::atomic::AtomicU64,
     slots: Mutex<HashMap<u64, Slot>>,
 }
 
 struct State {
     options: ServeOptions,
-    writer: Writer,
+    backing: Backing,
     channels: Mutex<HashMap<String, Arc<Live>>>,
-    /// For token checks and channel lookups: read where `relay channel …` writes.
-    lookups: Mutex<rusqlite::Connection>,
     connections: Mutex<HashMap<IpAddr, usize>>,
     open: AtomicUsize,
     failures: Mutex<HashMap<IpAddr, (u32, Instant)>>,
@@ -171,8 +172,20 @@ impl Server {
             }
             None => None,
         };
-        let writer = store::start_writer(&options.data_dir)?;
-        let lookups = store::open(&options.data_dir)?;
+        let backing = Backing::open(&options.store).await?;
+        let mut options = options;
+        if let Some(jet) = backing.cluster() {
+            let most = jet
+                .max_payload()
+                .saturating_sub(crate::relay::jet::OVERHEAD);
+            if options.limits.body_limit > most {
+                eprintln!(
+                    "relay: the cluster takes messages up to {} bytes (its max_payload): bodies over {most} bytes get 413 (raise max_payload in the servers' config to take more)",
+                    jet.max_payload()
+                );
+                options.limits.body_limit = most;
+            }
+        }
         let listener = tokio::net::TcpListener::bind(options.addr)
             .await
             .map_err(|source| ServeError::Bind {
@@ -181,15 +194,14 @@ impl Server {
             })?;
         let state = Arc::new(State {
             options,
-            writer,
+            backing,
             channels: Mutex::new(HashMap::new()),
-            lookups: Mutex::new(lookups),
             connections: Mutex::new(HashMap::new()),
             open: AtomicUsize::new(0),
             failures: Mutex::new(HashMap::new()),
             in_flight: AtomicUsize::new(0),
         });
-        state.reload_channels();
+        state.reload_channels().await;
         Ok(Server {
             listener,
             tls,
@@ -210,6 +222,10 @@ impl Server {
     /// Serves until `stop` completes, then lets the deliveries being stored finish (up to 10 s).
     pub async fn run(self, stop: impl std::future::Future<Output = ()>) {
         let housekeeping = tokio::spawn(housekeeping(Arc::clone(&self.state)));
+        let presence = self.state.backing.cluster().map(|jet| {
+            let jet = Arc::clone(jet);
+            tokio::spawn(async move { jet.hear_presence().await })
+        });
         tokio::pin!(stop);
         loop {
             tokio::select! {
@@ -224,6 +240,9 @@ impl Server {
             }
         }
         housekeeping.abort();
+        if let Some(presence) = presence {
+            presence.abort();
+        }
         let deadline = Instant::now() + Duration::from_secs(10);
         while self.state.in_flight.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -397,12 +416,26 @@ async fn route(state: Arc<State>, peer: SocketAddr, request: Request<Body>) -> R
 }
 
 impl State {
+    /// Each channel with subscribers caught up here, with how many (and those that had some a
+    /// second ago, with 0, so the other instances hear at once that they went).
+    fn caught_up(&self) -> Vec<(String, u64)> {
+        lock(&self.channels)
+            .iter()
+            .filter_map(|(name, live)| {
+                let now = live.live_subscribers.load(Ordering::SeqCst) as u64;
+                let before = live.said_present.swap(now, Ordering::SeqCst);
+                (now > 0 || before > 0).then(|| (name.clone(), now))
+            })
+            .collect()
+    }
+
     /// The channel, from memory or (made since the last reload) from the store.
-    fn live(&self, name: &str) -> Option<Arc<Live>> {
+    async fn live(&self, name: &str) -> Option<Arc<Live>> {
         if let Some(live) = lock(&self.channels).get(name) {
             return Some(Arc::clone(live));
         }
-        let row = store::channel(&lock(&self.lookups), name).ok().flatten()?;
+        let row = self.backing.channel(name).await.ok().flatten()?;
+        self.backing.prepare(&row).await;
         let made = Live::new(row)?;
         // One `Live` per channel, whoever made it first (a reload, or another request).
         let mut channels = lock(&self.channels);
@@ -414,14 +447,22 @@ impl State {
 
     /// Brings the channels in memory in line with the store: new ones, removed ones (their
     /// streams end), a rotated token (its streams end), recipients added.
-    fn reload_channels(&self) {
-        let rows = match store::channels(&lock(&self.lookups)) {
+    async fn reload_channels(&self) {
+        let rows = match self.backing.channels().await {
             Ok(rows) => rows,
             Err(e) => {
                 eprintln!("relay: the channels could not be read: {e}");
                 return;
             }
         };
+        for row in &rows {
+            let known = lock(&self.channels)
+                .get(&row.name)
+                .is_some_and(|live| lock(&live.row).uid == row.uid);
+            if !known {
+                self.backing.prepare(row).await;
+            }
+        }
         let mut channels = lock(&self.channels);
         let names: std::collections::HashSet<&str> = rows.iter().map(|r| r.name.as_str()).collect();
         channels.retain(|name, live| {
@@ -487,10 +528,11 @@ impl State {
             .and_then(|v| v.strip_prefix("Bearer "))
             .unwrap_or("");
         // The store's row, not the copy in memory: a rotated token stops working at once.
-        let row = store::channel(&lock(&self.lookups), name).ok().flatten();
-        let live = row
-            .filter(|row| crate::relay::token::matches(token, &row.token_hash))
-            .and_then(|_| self.live(name));
+        let row = self.backing.channel(name).await.ok().flatten();
+        let live = match row.filter(|row| crate::relay::token::matches(token, &row.token_hash)) {
+            Some(_) => self.live(name).await,
+            None => None,
+        };
         match live {
             Some(live) => Ok(live),
             None => {
@@ -514,6 +556,7 @@ impl Live {
             row: Mutex::new(row),
             sealer: Mutex::new(sealer),
             live_subscribers: Arc::new(AtomicUsize::new(0)),
+            said_present: std::sync::atomic::AtomicU64::new(0),
             slots: Mutex::new(HashMap::new()),
         })
     }
@@ -589,7 +632,10 @@ async fn housekeeping(state: Arc<State>) {
     let mut last_retention = Instant::now() - Duration::from_secs(3600);
     loop {
         tick.tick().await;
-        state.reload_channels();
+        state.reload_channels().await;
+        if let Some(jet) = state.backing.cluster() {
+            jet.say_present(&state.caught_up()).await;
+        }
         let keep_answers = state.options.answer_timeout * 2;
         for live in lock(&state.channels).values() {
             lock(&live.sealer).expire();
@@ -601,7 +647,7 @@ async fn housekeeping(state: Arc<State>) {
         lock(&state.failures).retain(|_, (_, since)| since.elapsed() < Duration::from_secs(600));
         if last_retention.elapsed() >= Duration::from_secs(60) {
             last_retention = Instant::now();
-            match state.writer.retain(now_ms()).await {
+            match state.backing.retain(now_ms()).await {
                 Ok(0) => {}
                 Ok(n) => eprintln!("relay: retention dropped {n} deliveries"),
                 Err(e) => eprintln!("relay: retention failed: {e}"),
@@ -686,7 +732,7 @@ async fn ingest(
     name: &str,
     path: String,
 ) -> Response<Body> {
-    let Some(live) = state.live(name) else {
+    let Some(live) = state.live(name).await else {
         return plain(StatusCode::NOT_FOUND, "not found");
     };
     let (parts, body) = request.into_parts();
@@ -718,7 +764,14 @@ async fn ingest(
     let sealed = lock(&live.sealer).seal(&plaintext);
     let size = plaintext.len() as u64;
     drop(plaintext);
-    let seq = match state.writer.insert(name, now_ms(), size, sealed).await {
+    if let Some(jet) = state.backing.cluster() {
+        return ingest_on_cluster(state, jet, &live, name, size, sealed).await;
+    }
+    let seq = match state
+        .backing
+        .insert(name, now_ms(), size, sealed, None)
+        .await
+    {
         Ok(seq) => seq,
         Err(e) => return refused_to_store(name, e),
     };
@@ -733,6 +786,43 @@ async fn ingest(
             return passed_through(answer);
         }
         lock(&live.slots).remove(&seq);
+    }
+    offline_answer(state.options.offline, seq)
+}
+
+/// A delivery on a cluster: when a laptop is caught up on any instance, this instance listens
+/// for its answer on an inbox the delivery names, so that the instance the laptop posts the
+/// answer to can send it here.
+async fn ingest_on_cluster(
+    state: &State,
+    jet: &crate::relay::jet::Jet,
+    live: &Live,
+    name: &str,
+    size: u64,
+    sealed: Vec<u8>,
+) -> Response<Body> {
+    let here = live.live_subscribers.load(Ordering::SeqCst) > 0;
+    let inbox = if here || jet.present(name) {
+        jet.answers_inbox().await.ok()
+    } else {
+        None
+    };
+    let reply = inbox.as_ref().map(|(subject, _)| subject.as_str());
+    let seq = match state
+        .backing
+        .insert(name, now_ms(), size, sealed, reply)
+        .await
+    {
+        Ok(seq) => seq,
+        Err(e) => return refused_to_store(name, e),
+    };
+    if let Some((_, subscriber)) = inbox
+        && let Some(bytes) = jet
+            .first_answer(subscriber, state.options.answer_timeout)
+            .await
+        && let Ok(answer) = serde_json::from_slice::<Answer>(&bytes)
+    {
+        return passed_through(answer);
     }
     offline_answer(state.options.offline, seq)
 }
@@ -835,7 +925,12 @@ async fn subscribe(
         .unwrap_or(0);
     let (sender, chunks) = mpsc::channel::<Bytes>(8);
     let stream = crate::relay::stream::Stream {
-        data_dir: state.options.data_dir.clone(),
+        source: match &state.backing {
+            Backing::Sqlite(sqlite) => {
+                crate::relay::stream::Source::Sqlite(sqlite.data_dir.clone())
+            }
+            Backing::Cluster(jet) => crate::relay::stream::Source::Cluster(Arc::clone(jet)),
+        },
         channel: name.to_string(),
         uid: lock(&live.row).uid.clone(),
         after,
@@ -878,7 +973,11 @@ async fn answer(
     };
     match serde_json::from_slice::<Answer>(&body) {
         Ok(answer) => {
-            if live.answered(seq, answer) {
+            let taken = match state.backing.cluster() {
+                Some(jet) => jet.answer(name, seq, body).await,
+                None => live.answered(seq, answer),
+            };
+            if taken {
                 plain(StatusCode::NO_CONTENT, "")
             } else {
                 plain(StatusCode::CONFLICT, "already answered")
@@ -907,7 +1006,7 @@ async fn acknowledge(
         .and_then(|v| v.get("seq")?.as_u64())
     {
         Some(seq) => {
-            state.writer.ack(name, seq).await;
+            state.backing.ack(name, seq).await;
             plain(StatusCode::NO_CONTENT, "")
         }
         None => plain(StatusCode::BAD_REQUEST, "expected {\"seq\": N}"),

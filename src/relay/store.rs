@@ -84,6 +84,9 @@ pub enum RelayStoreError {
     /// The writer thread is gone (the relay is stopping).
     #[error("the relay's store is closed")]
     Closed,
+    /// The NATS JetStream cluster failed or did not answer in time.
+    #[error("{0}")]
+    Cluster(String),
 }
 
 /// A channel as stored.

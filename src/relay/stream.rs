@@ -1,6 +1,8 @@
 //! One subscriber's stream: the channel's deliveries after its resume point, read from the
 //! store in batches, then each new one as it is stored, as Server-Sent Events; a comment every
-//! [`HEARTBEAT`] while there is nothing to send, so both ends notice a dead connection.
+//! [`HEARTBEAT`] while there is nothing to send, so both ends notice a dead connection. On a
+//! cluster, the deliveries come from an ordered consumer of the channel's stream, which sees
+//! what every instance stored.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -11,6 +13,7 @@ use base64::Engine as _;
 use tokio::sync::{mpsc, watch};
 
 use crate::domain::clock::now_ms;
+use crate::relay::jet::Jet;
 use crate::relay::store;
 
 /// The longest a stream stays silent.
@@ -22,8 +25,16 @@ const BATCH: usize = 256;
 const BATCH_BYTES: usize = 8 * 1024 * 1024;
 
 /// A subscriber's stream, before it runs.
+/// Where a stream reads the channel's deliveries.
+pub(crate) enum Source {
+    /// The SQLite store in this data dir.
+    Sqlite(PathBuf),
+    /// The cluster.
+    Cluster(Arc<Jet>),
+}
+
 pub(crate) struct Stream {
-    pub(crate) data_dir: PathBuf,
+    pub(crate) source: Source,
     pub(crate) channel: String,
     /// The channel's uid, said in the `hello` event.
     pub(crate) uid: String,
@@ -40,17 +51,23 @@ impl Stream {
     /// Sends the stream's events on `sender` until the subscriber goes, its token is rotated or
     /// its channel removed.
     pub(crate) async fn run(mut self, sender: mpsc::Sender<Bytes>) {
-        let conn = match store::open_reader(&self.data_dir) {
+        self.revoked.mark_unchanged();
+        let data_dir = match &self.source {
+            Source::Sqlite(data_dir) => data_dir.clone(),
+            Source::Cluster(jet) => {
+                let jet = Arc::clone(jet);
+                return self.run_on_cluster(&jet, sender).await;
+            }
+        };
+        let conn = match store::open_reader(&data_dir) {
             Ok(conn) => Arc::new(Mutex::new(conn)),
             Err(e) => {
                 eprintln!("relay: a subscriber's stream could not read the store: {e}");
                 return;
             }
         };
-        self.revoked.mark_unchanged();
-        let hello = serde_json::json!({"latest": *self.latest.borrow(), "channel": self.uid});
-        let hello = format!("event: hello\ndata: {hello}\n\n");
-        if sender.send(Bytes::from(hello)).await.is_err() {
+        let latest = *self.latest.borrow();
+        if !self.hello(&sender, latest).await {
             return;
         }
         let mut caught_up = false;
@@ -106,25 +123,99 @@ impl Stream {
         }
     }
 
+    /// The first event: the newest sequence number and the channel's uid.
+    async fn hello(&self, sender: &mpsc::Sender<Bytes>, latest: u64) -> bool {
+        let hello = serde_json::json!({"latest": latest, "channel": self.uid});
+        let hello = format!("event: hello\ndata: {hello}\n\n");
+        sender.send(Bytes::from(hello)).await.is_ok()
+    }
+
     /// Sends a batch; `false` once the subscriber is gone.
     async fn send(&self, sender: &mpsc::Sender<Bytes>, batch: &[store::Sealed]) -> bool {
         let latest = *self.latest.borrow();
-        let now = now_ms();
         for sealed in batch {
-            let data = serde_json::json!({
-                "seq": sealed.seq,
-                "received_at_ms": sealed.received_ms,
-                "size": sealed.size,
-                "latest": latest.max(sealed.seq),
-                "awaiting": now - sealed.received_ms <= self.answer_window_ms,
-                "sealed": base64::engine::general_purpose::STANDARD.encode(&sealed.sealed),
-            });
-            let event = format!("id: {}\nevent: delivery\ndata: {data}\n\n", sealed.seq);
+            let event = self.event(sealed, latest.max(sealed.seq));
             if sender.send(Bytes::from(event)).await.is_err() {
                 return false;
             }
         }
         true
+    }
+
+    /// A delivery as the subscriber reads it.
+    fn event(&self, sealed: &store::Sealed, latest: u64) -> String {
+        let data = serde_json::json!({
+            "seq": sealed.seq,
+            "received_at_ms": sealed.received_ms,
+            "size": sealed.size,
+            "latest": latest,
+            "awaiting": now_ms() - sealed.received_ms <= self.answer_window_ms,
+            "sealed": base64::engine::general_purpose::STANDARD.encode(&sealed.sealed),
+        });
+        format!("id: {}\nevent: delivery\ndata: {data}\n\n", sealed.seq)
+    }
+
+    /// The stream on a cluster: an ordered consumer from the resume point, made again from
+    /// the last delivery sent when it fails (the cluster electing a new leader, say).
+    async fn run_on_cluster(mut self, jet: &Jet, sender: mpsc::Sender<Bytes>) {
+        let latest = jet.latest(&self.channel).await;
+        if !self.hello(&sender, latest).await {
+            return;
+        }
+        let mut caught_up = Caught::new(&self.live_subscribers, jet, &self.channel);
+        if latest <= self.after {
+            caught_up.now().await;
+        }
+        let mut cursor = self.after;
+        loop {
+            let reading = match jet.read_after(&self.channel, cursor).await {
+                Ok(reading) => reading,
+                Err(e) => {
+                    eprintln!("relay: a subscriber's stream could not read the cluster: {e}");
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_secs(1)) => continue,
+                        _ = self.revoked.changed() => break,
+                        () = sender.closed() => break,
+                    }
+                }
+            };
+            tokio::pin!(reading);
+            loop {
+                tokio::select! {
+                    next = futures_util::StreamExt::next(&mut reading) => match next {
+                        Some(Ok(read)) => {
+                            let sealed = store::Sealed {
+                                seq: read.seq,
+                                received_ms: read.received_ms,
+                                size: read.size,
+                                sealed: read.sealed,
+                            };
+                            let event = self.event(&sealed, read.seq + read.pending);
+                            if sender.send(Bytes::from(event)).await.is_err() {
+                                return caught_up.gone().await;
+                            }
+                            cursor = read.seq;
+                            if read.pending == 0 {
+                                caught_up.now().await;
+                            }
+                        }
+                        Some(Err(e)) => {
+                            eprintln!("relay: a subscriber's stream: {e}; reading again from #{cursor}");
+                            break;
+                        }
+                        None => break,
+                    },
+                    _ = self.revoked.changed() => return caught_up.gone().await,
+                    () = sender.closed() => return caught_up.gone().await,
+                    () = tokio::time::sleep(HEARTBEAT) => {
+                        if sender.send(Bytes::from_static(b": ping\n\n")).await.is_err() {
+                            return caught_up.gone().await;
+                        }
+                    }
+                }
+            }
+        }
+        caught_up.gone().await;
     }
 
     /// Waits for a new delivery, sending a heartbeat each [`HEARTBEAT`]; `false` when the
@@ -156,5 +247,45 @@ impl futures_core::Stream for Chunks {
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Self::Item>> {
         self.0.poll_recv(cx).map(|chunk| chunk.map(Ok))
+    }
+}
+
+/// A cluster stream's place in the count of caught-up subscribers, said to the other
+/// instances as it changes.
+struct Caught<'a> {
+    count: &'a std::sync::atomic::AtomicUsize,
+    jet: &'a Jet,
+    channel: &'a str,
+    counted: bool,
+}
+
+impl<'a> Caught<'a> {
+    fn new(count: &'a Arc<std::sync::atomic::AtomicUsize>, jet: &'a Jet, channel: &'a str) -> Self {
+        Caught {
+            count,
+            jet,
+            channel,
+            counted: false,
+        }
+    }
+
+    async fn now(&mut self) {
+        if !self.counted {
+            self.counted = true;
+            let n = self.count.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            self.jet
+                .say_present(&[(self.channel.to_string(), n as u64)])
+                .await;
+        }
+    }
+
+    async fn gone(mut self) {
+        if self.counted {
+            self.counted = false;
+            let n = self.count.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) - 1;
+            self.jet
+                .say_present(&[(self.channel.to_string(), n as u64)])
+                .await;
+        }
     }
 }

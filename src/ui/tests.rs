@@ -1905,16 +1905,16 @@ fn bench_gui_while_catching_up() {
     );
     let key = hookscope::app::relay::key(laptop.path()).expect("key");
     let keep = hookscope::app::relay::Keep { days: 7, mib: 4096 };
-    let channel =
-        hookscope::app::relay::add_channel(relay_dir.path(), "bench", &[key.recipient], keep)
-            .expect("channel");
+    let store = hookscope::relay::backing::StoreChoice::Dir(relay_dir.path().to_path_buf());
+    let channel = hookscope::app::relay::add_channel(&store, "bench", &[key.recipient], keep)
+        .expect("channel");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()
         .expect("runtime");
     let options = hookscope::relay::server::ServeOptions {
-        data_dir: relay_dir.path().to_path_buf(),
+        store,
         addr: "127.0.0.1:0".parse().expect("addr"),
         tls: None,
         answer_timeout: Duration::from_secs(8),

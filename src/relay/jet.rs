@@ -1,0 +1,699 @@
+//! The relay's store on a NATS JetStream cluster, for a team: any number of relay instances in
+//! front of one cluster, each knowing every channel and every delivery.
+//!
+//! - Channels (name, uid, token hash, recipients, retention) are JSON values in the key-value
+//!   bucket [`CHANNELS`]; what subscribers acknowledged is in [`ACKS`].
+//! - Each channel's deliveries are a stream of its own, `hookscope-relay-NAME` on subject
+//!   `hookscope.relay.in.NAME`: its sequence numbers are the channel's (1, 2, 3 … with no gap
+//!   that another channel made), and its limits are the channel's retention (`max_age`,
+//!   `max_bytes` with new deliveries refused when full).
+//! - A delivery is acknowledged to its provider once JetStream acknowledged the publish: stored
+//!   on a quorum of the stream's replicas. What is published is the sealed age file, so the
+//!   cluster's operators cannot read it either.
+//! - A provider waiting for a laptop's answer is held by the instance that took its request: it
+//!   listens on an inbox named in the delivery's headers, and the instance a laptop posts the
+//!   answer to sends it there as a NATS request; the first answer is taken, later ones refused.
+//! - Whether a laptop is caught up somewhere (so a provider is worth holding) is said by each
+//!   instance every second on `hookscope.relay.presence.NAME`.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream::{self, consumer, kv, stream};
+use futures_util::StreamExt as _;
+
+use crate::relay::store::{Channel, RelayStoreError};
+
+/// The bucket of channels, by name.
+pub const CHANNELS: &str = "hookscope-relay-channels";
+/// The bucket of acknowledgements: the newest sequence number a subscriber stored, by channel.
+pub const ACKS: &str = "hookscope-relay-acks";
+/// The header with the time the relay took a delivery (ms since the epoch).
+const RECEIVED: &str = "Hookscope-Received-Ms";
+/// The header with the request's size before sealing.
+const SIZE: &str = "Hookscope-Size";
+/// The header naming the inbox where a waiting provider's instance takes the answer.
+const REPLY: &str = "Hookscope-Reply";
+/// How long a presence message counts.
+const PRESENCE_FOR: Duration = Duration::from_secs(3);
+/// The most a sealed delivery's envelope and age overhead add to a body, taken off the
+/// cluster's `max_payload` to find the largest body the relay can take.
+pub const OVERHEAD: usize = 64 * 1024;
+
+/// The stream that holds a channel's deliveries.
+pub fn stream_name(channel: &str) -> String {
+    format!("hookscope-relay-{channel}")
+}
+
+/// The subject a channel's deliveries are published on.
+pub fn subject(channel: &str) -> String {
+    format!("hookscope.relay.in.{channel}")
+}
+
+fn failed(what: &str, e: impl std::fmt::Display) -> RelayStoreError {
+    RelayStoreError::Cluster(format!("{what}: {e}"))
+}
+
+/// A channel as the bucket keeps it (the counters are the stream's).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Stored {
+    name: String,
+    uid: String,
+    token_hash: String,
+    recipients: Vec<String>,
+    created_ms: i64,
+    keep_days: u32,
+    keep_bytes: u64,
+}
+
+impl Stored {
+    fn of(channel: &Channel) -> Stored {
+        Stored {
+            name: channel.name.clone(),
+            uid: channel.uid.clone(),
+            token_hash: hex::encode(&channel.token_hash),
+            recipients: channel.recipients.clone(),
+            created_ms: channel.created_ms,
+            keep_days: channel.keep_days,
+            keep_bytes: channel.keep_bytes,
+        }
+    }
+
+    fn channel(self) -> Channel {
+        Channel {
+            name: self.name,
+            uid: self.uid,
+            token_hash: hex::decode(self.token_hash).unwrap_or_default(),
+            recipients: self.recipients,
+            created_ms: self.created_ms,
+            keep_days: self.keep_days,
+            keep_bytes: self.keep_bytes,
+            last_seq: 0,
+            stored_bytes: 0,
+            acked_seq: 0,
+        }
+    }
+}
+
+/// A sealed delivery as a subscriber's stream reads it from the cluster.
+pub struct Read {
+    /// Its sequence number in the channel.
+    pub seq: u64,
+    /// When the relay took it.
+    pub received_ms: i64,
+    /// The request's size before sealing.
+    pub size: u64,
+    /// The age file.
+    pub sealed: Vec<u8>,
+    /// Deliveries after it, as the cluster counts them now.
+    pub pending: u64,
+}
+
+/// The connection to the cluster, shared by the relay's tasks.
+pub struct Jet {
+    client: async_nats::Client,
+    js: jetstream::Context,
+    channels: kv::Store,
+    acks: kv::Store,
+    replicas: usize,
+    instance: String,
+    /// Caught-up subscribers per (instance, channel), as said on the presence subject.
+    presence: Mutex<HashMap<(String, String), (u64, Instant)>>,
+    /// Channels whose stream was checked (and said, when it differs).
+    checked: Mutex<std::collections::HashSet<String>>,
+}
+
+/// `nats://HOST:PORT[,HOST:PORT…]` as the client takes it (each with its scheme).
+pub fn servers(urls: &str) -> Vec<String> {
+    urls.split(',')
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .map(|u| {
+            if u.contains("://") {
+                u.to_string()
+            } else {
+                format!("nats://{u}")
+            }
+        })
+        .collect()
+}
+
+impl Jet {
+    /// Connects to the cluster and opens (making them when missing) the two buckets; streams
+    /// are made with `replicas` copies, or 3 when the cluster has 3 servers or more (else 1).
+    pub async fn connect(urls: &str, replicas: Option<usize>) -> Result<Jet, RelayStoreError> {
+        let servers = servers(urls);
+        if servers.is_empty() {
+            return Err(RelayStoreError::Cluster(
+                "--store nats://HOST:PORT[,HOST:PORT…] names no server".into(),
+            ));
+        }
+        let client = async_nats::ConnectOptions::new()
+            .name("hookscope-relay")
+            .connection_timeout(Duration::from_secs(3))
+            .max_reconnects(None)
+            .connect(servers.as_slice())
+            .await
+            .map_err(|e| failed(&format!("cannot reach the NATS cluster at {urls}"), e))?;
+        let info = client.server_info();
+        if !info.jetstream {
+            return Err(RelayStoreError::Cluster(format!(
+                "the NATS server at {urls} runs without JetStream (start it with -js, or jetstream {{}} in its config)"
+            )));
+        }
+        let known = info.connect_urls.len().max(servers.len());
+        let replicas = replicas.unwrap_or(if known >= 3 { 3 } else { 1 });
+        let js = jetstream::ContextBuilder::new()
+            .timeout(Duration::from_secs(5))
+            .build(client.clone());
+        let channels = bucket(&js, CHANNELS, replicas).await?;
+        let acks = bucket(&js, ACKS, replicas).await?;
+        let mut instance = [0u8; 8];
+        getrandom::fill(&mut instance).map_err(|e| failed("randomness", e))?;
+        Ok(Jet {
+            client,
+            js,
+            channels,
+            acks,
+            replicas,
+            instance: hex::encode(instance),
+            presence: Mutex::new(HashMap::new()),
+            checked: Mutex::new(Default::default()),
+        })
+    }
+
+    /// The largest message the cluster takes (its `max_payload`).
+    pub fn max_payload(&self) -> usize {
+        self.client.server_info().max_payload
+    }
+
+    /// The replicas new streams get.
+    pub fn replicas(&self) -> usize {
+        self.replicas
+    }
+
+    /// Every channel, by name (without the stream's counters).
+    pub async fn channels(&self) -> Result<Vec<Channel>, RelayStoreError> {
+        let mut keys = self
+            .channels
+            .keys()
+            .await
+            .map_err(|e| failed("listing the channels", e))?;
+        let mut names = Vec::new();
+        while let Some(key) = keys.next().await {
+            names.push(key.map_err(|e| failed("listing the channels", e))?);
+        }
+        names.sort();
+        let mut out = Vec::new();
+        for name in names {
+            if let Some(channel) = self.channel(&name).await? {
+                out.push(channel);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every channel with its counters: the newest sequence number, the bytes kept, the newest
+    /// acknowledged.
+    pub async fn channels_with_counts(&self) -> Result<Vec<Channel>, RelayStoreError> {
+        let mut out = self.channels().await?;
+        for channel in &mut out {
+            if let Ok(mut stream) = self.js.get_stream(stream_name(&channel.name)).await
+                && let Ok(info) = stream.info().await
+            {
+                channel.last_seq = info.state.last_sequence;
+                channel.stored_bytes = info.state.bytes;
+            }
+            channel.acked_seq = self.acked(&channel.name).await;
+        }
+        Ok(out)
+    }
+
+    /// One channel.
+    pub async fn channel(&self, name: &str) -> Result<Option<Channel>, RelayStoreError> {
+        let value = self
+            .channels
+            .get(name)
+            .await
+            .map_err(|e| failed("reading a channel", e))?;
+        Ok(value
+            .and_then(|bytes| serde_json::from_slice::<Stored>(&bytes).ok())
+            .map(Stored::channel))
+    }
+
+    /// Adds a channel, and makes its stream.
+    pub async fn add_channel(&self, channel: &Channel) -> Result<(), RelayStoreError> {
+        let value = serde_json::to_vec(&Stored::of(channel)).map_err(|e| failed("JSON", e))?;
+        self.channels
+            .create(&channel.name, value.into())
+            .await
+            .map_err(|e| match e.kind() {
+                kv::CreateErrorKind::AlreadyExists => RelayStoreError::Exists(channel.name.clone()),
+                _ => failed("adding the channel", e),
+            })?;
+        // A stream left by a channel removed while its cluster was down starts it over.
+        let _ = self.js.delete_stream(stream_name(&channel.name)).await;
+        self.ensure_stream(channel).await
+    }
+
+    /// Changes a channel's token hash or recipients.
+    pub async fn update_channel(
+        &self,
+        name: &str,
+        token_hash: &[u8],
+        recipients: &[String],
+    ) -> Result<(), RelayStoreError> {
+        let entry = self
+            .channels
+            .entry(name)
+            .await
+            .map_err(|e| failed("reading a channel", e))?
+            .filter(|e| e.operation == kv::Operation::Put)
+            .ok_or_else(|| RelayStoreError::NoChannel(name.to_string()))?;
+        let mut stored: Stored =
+            serde_json::from_slice(&entry.value).map_err(|e| failed("the channel's JSON", e))?;
+        stored.token_hash = hex::encode(token_hash);
+        stored.recipients = recipients.to_vec();
+        let value = serde_json::to_vec(&stored).map_err(|e| failed("JSON", e))?;
+        self.channels
+            .update(name, value.into(), entry.revision)
+            .await
+            .map_err(|e| failed("changing the channel (try again)", e))?;
+        Ok(())
+    }
+
+    /// Removes a channel, its stream and its acknowledgement; answers how many deliveries went.
+    pub async fn remove_channel(&self, name: &str) -> Result<u64, RelayStoreError> {
+        if self.channel(name).await?.is_none() {
+            return Err(RelayStoreError::NoChannel(name.to_string()));
+        }
+        let mut dropped = 0;
+        if let Ok(mut stream) = self.js.get_stream(stream_name(name)).await {
+            dropped = stream.info().await.map_or(0, |i| i.state.messages);
+            self.js
+                .delete_stream(stream_name(name))
+                .await
+                .map_err(|e| failed("removing the channel's stream", e))?;
+        }
+        self.channels
+            .purge(name)
+            .await
+            .map_err(|e| failed("removing the channel", e))?;
+        let _ = self.acks.purge(name).await;
+        Ok(dropped)
+    }
+
+    /// The stream configuration a channel asks for.
+    fn stream_config(&self, channel: &Channel) -> stream::Config {
+        stream::Config {
+            name: stream_name(&channel.name),
+            subjects: vec![subject(&channel.name)],
+            storage: stream::StorageType::File,
+            num_replicas: self.replicas,
+            max_age: Duration::from_secs(u64::from(channel.keep_days) * 86_400),
+            max_bytes: i64::try_from(channel.keep_bytes).unwrap_or(i64::MAX),
+            discard: stream::DiscardPolicy::New,
+            ..Default::default()
+        }
+    }
+
+    /// Makes a channel's stream when it has none; when one exists with other settings, says
+    /// so (once) and leaves it as it is.
+    pub async fn ensure_stream(&self, channel: &Channel) -> Result<(), RelayStoreError> {
+        let wanted = self.stream_config(channel);
+        match self.js.get_stream(&wanted.name).await {
+            Ok(mut found) => {
+                let info = found
+                    .info()
+                    .await
+                    .map_err(|e| failed("reading the stream", e))?;
+                let differs = differences(&info.config, &wanted);
+                let first = self
+                    .checked
+                    .lock()
+                    .map(|mut c| c.insert(wanted.name.clone()));
+                if !differs.is_empty() && first.unwrap_or(false) {
+                    eprintln!(
+                        "relay: stream {} exists with other settings ({}); it is left as it is (change it with `nats stream edit`, or remove the channel and make it again)",
+                        wanted.name,
+                        differs.join(", ")
+                    );
+                }
+                Ok(())
+            }
+            Err(e)
+                if matches!(e.kind(), jetstream::context::GetStreamErrorKind::JetStream(ref js)
+                    if js.error_code() == jetstream::ErrorCode::STREAM_NOT_FOUND) =>
+            {
+                self.js
+                    .create_stream(wanted)
+                    .await
+                    .map_err(|e| failed("making the channel's stream", e))?;
+                Ok(())
+            }
+            Err(e) => Err(failed("reading the stream", e)),
+        }
+    }
+
+    /// Publishes a sealed delivery; answers its sequence number once a quorum stored it.
+    pub async fn publish(
+        &self,
+        channel: &str,
+        received_ms: i64,
+        size: u64,
+        sealed: Vec<u8>,
+        reply: Option<&str>,
+    ) -> Result<u64, RelayStoreError> {
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert(RECEIVED, received_ms.to_string().as_str());
+        headers.insert(SIZE, size.to_string().as_str());
+        if let Some(reply) = reply {
+            headers.insert(REPLY, reply);
+        }
+        let ack = self
+            .js
+            .publish_with_headers(subject(channel), headers, sealed.into())
+            .await
+            .map_err(|e| failed("publishing", e))?
+            .await
+            .map_err(|e| {
+                let text = e.to_string();
+                if text.contains("maximum bytes") || text.contains("maximum messages") {
+                    RelayStoreError::OverQuota {
+                        channel: channel.to_string(),
+                        stored: -1,
+                        quota: -1,
+                    }
+                } else {
+                    failed("the cluster did not acknowledge the delivery", e)
+                }
+            })?;
+        Ok(ack.sequence)
+    }
+
+    /// A subscriber's reading of `channel` after `after`, in sequence order, from whichever
+    /// server holds the stream; it carries on across the cluster's own fail-overs.
+    pub async fn read_after(
+        &self,
+        channel: &str,
+        after: u64,
+    ) -> Result<
+        impl futures_util::Stream<Item = Result<Read, RelayStoreError>> + use<>,
+        RelayStoreError,
+    > {
+        let stream = self
+            .js
+            .get_stream(stream_name(channel))
+            .await
+            .map_err(|e| failed("reading the channel's stream", e))?;
+        let config = consumer::pull::OrderedConfig {
+            deliver_policy: if after == 0 {
+                consumer::DeliverPolicy::All
+            } else {
+                consumer::DeliverPolicy::ByStartSequence {
+                    start_sequence: after + 1,
+                }
+            },
+            filter_subject: subject(channel),
+            ..Default::default()
+        };
+        let messages = stream
+            .create_consumer(config)
+            .await
+            .map_err(|e| failed("reading the channel's stream", e))?
+            .messages()
+            .await
+            .map_err(|e| failed("reading the channel's stream", e))?;
+        Ok(messages.map(|message| {
+            let message = message.map_err(|e| failed("reading the channel's stream", e))?;
+            let info = message
+                .info()
+                .map_err(|e| failed("a delivery's metadata", e))?;
+            let (seq, pending) = (info.stream_sequence, info.pending);
+            let header = |name: &str| -> Option<i64> {
+                message
+                    .headers
+                    .as_ref()?
+                    .get(name)?
+                    .as_str()
+                    .parse::<i64>()
+                    .ok()
+            };
+            Ok(Read {
+                seq,
+                received_ms: header(RECEIVED).unwrap_or(0),
+                size: header(SIZE).unwrap_or(0).max(0) as u64,
+                sealed: message.payload.to_vec(),
+                pending,
+            })
+        }))
+    }
+
+    /// The newest sequence number of a channel's stream (0: none, or no stream).
+    pub async fn latest(&self, channel: &str) -> u64 {
+        match self.js.get_stream(stream_name(channel)).await {
+            Ok(mut stream) => stream.info().await.map_or(0, |i| i.state.last_sequence),
+            Err(_) => 0,
+        }
+    }
+
+    /// An inbox for a provider's instance to take a laptop's answer on.
+    pub async fn answers_inbox(&self) -> Result<(String, async_nats::Subscriber), RelayStoreError> {
+        let inbox = self.client.new_inbox();
+        let subscriber = self
+            .client
+            .subscribe(inbox.clone())
+            .await
+            .map_err(|e| failed("listening for an answer", e))?;
+        Ok((inbox, subscriber))
+    }
+
+    /// Takes the first answer sent to `subscriber` within `within` (telling its sender it was
+    /// taken).
+    pub async fn first_answer(
+        &self,
+        mut subscriber: async_nats::Subscriber,
+        within: Duration,
+    ) -> Option<Vec<u8>> {
+        let message = tokio::time::timeout(within, subscriber.next())
+            .await
+            .ok()??;
+        let _ = subscriber.unsubscribe().await;
+        if let Some(reply) = message.reply {
+            let _ = self.client.publish(reply, "taken".into()).await;
+        }
+        Some(message.payload.to_vec())
+    }
+
+    /// Sends a laptop's answer for `seq` to the instance holding its provider; `true` when it
+    /// was taken (the first answer, in time).
+    pub async fn answer(&self, channel: &str, seq: u64, answer: Vec<u8>) -> bool {
+        let Ok(stream) = self.js.get_stream_no_info(stream_name(channel)).await else {
+            return false;
+        };
+        let Ok(message) = stream.get_raw_message(seq).await else {
+            return false;
+        };
+        let Some(inbox) = message.headers.get(REPLY).map(|v| v.as_str().to_string()) else {
+            return false;
+        };
+        let request = self.client.request(inbox, answer.into());
+        matches!(
+            tokio::time::timeout(Duration::from_secs(2), request).await,
+            Ok(Ok(reply)) if reply.payload.as_ref() == b"taken"
+        )
+    }
+
+    /// Records that a subscriber stored `channel` up to `seq`.
+    pub async fn ack(&self, channel: &str, seq: u64) {
+        if self.acked(channel).await >= seq {
+            return;
+        }
+        if let Err(e) = self.acks.put(channel, seq.to_string().into()).await {
+            eprintln!("relay: an acknowledgement of channel {channel} was not recorded: {e}");
+        }
+    }
+
+    async fn acked(&self, channel: &str) -> u64 {
+        match self.acks.get(channel).await {
+            Ok(Some(bytes)) => std::str::from_utf8(&bytes)
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0),
+            _ => 0,
+        }
+    }
+
+    /// Drops deliveries acknowledged and older than `keep_acknowledged_ms` (the stream drops
+    /// those past the channel's age itself); answers how many went.
+    pub async fn retain(&self, before_ms: i64) -> Result<u64, RelayStoreError> {
+        let mut dropped = 0;
+        for channel in self.channels().await? {
+            let acked = self.acked(&channel.name).await;
+            if acked == 0 {
+                continue;
+            }
+            let Ok(stream) = self.js.get_stream(stream_name(&channel.name)).await else {
+                continue;
+            };
+            let before = received_before(&stream, &subject(&channel.name), before_ms).await;
+            let upto = acked.min(before);
+            if upto == 0 {
+                continue;
+            }
+            let purged = stream
+                .purge()
+                .sequence(upto + 1)
+                .await
+                .map_err(|e| failed("dropping acknowledged deliveries", e))?;
+            dropped += purged.purged;
+        }
+        Ok(dropped)
+    }
+
+    /// Says which channels have subscribers caught up on this instance; call every second and
+    /// whenever one catches up or goes.
+    pub async fn say_present(&self, counts: &[(String, u64)]) {
+        for (channel, count) in counts {
+            let text = format!("{} {count}", self.instance);
+            let _ = self
+                .client
+                .publish(format!("hookscope.relay.presence.{channel}"), text.into())
+                .await;
+        }
+    }
+
+    /// Listens to the other instances' presence until the connection ends.
+    pub async fn hear_presence(&self) {
+        let Ok(mut subscriber) = self.client.subscribe("hookscope.relay.presence.>").await else {
+            eprintln!("relay: cannot hear which laptops are connected to the other instances");
+            return;
+        };
+        while let Some(message) = subscriber.next().await {
+            let channel = message
+                .subject
+                .strip_prefix("hookscope.relay.presence.")
+                .unwrap_or_default()
+                .to_string();
+            let text = String::from_utf8_lossy(&message.payload).to_string();
+            let Some((instance, count)) = text.split_once(' ') else {
+                continue;
+            };
+            let count = count.parse().unwrap_or(0);
+            if let Ok(mut presence) = self.presence.lock() {
+                presence.retain(|_, (_, at)| at.elapsed() < PRESENCE_FOR);
+                presence.insert((instance.to_string(), channel), (count, Instant::now()));
+            }
+        }
+    }
+
+    /// Whether a subscriber of `channel` is caught up on any instance (said within the last
+    /// few seconds).
+    pub fn present(&self, channel: &str) -> bool {
+        self.presence.lock().is_ok_and(|presence| {
+            presence.iter().any(|((_, c), (count, at))| {
+                c == channel && *count > 0 && at.elapsed() < PRESENCE_FOR
+            })
+        })
+    }
+}
+
+/// Opens a key-value bucket, making it when missing. Its stream is made as the client's own
+/// `create_key_value` makes it, without that call's account query, whose answer Debian's
+/// nats-server (2.9) words in a way the client no longer reads.
+async fn bucket(
+    js: &jetstream::Context,
+    name: &str,
+    replicas: usize,
+) -> Result<kv::Store, RelayStoreError> {
+    if let Ok(store) = js.get_key_value(name).await {
+        return Ok(store);
+    }
+    let config = stream::Config {
+        name: format!("KV_{name}"),
+        subjects: vec![format!("$KV.{name}.>")],
+        max_messages_per_subject: 1,
+        storage: stream::StorageType::File,
+        num_replicas: replicas,
+        discard: stream::DiscardPolicy::New,
+        allow_rollup: true,
+        deny_delete: true,
+        allow_direct: true,
+        ..Default::default()
+    };
+    let made = js.create_stream(config).await;
+    // Another instance may have made it at the same moment.
+    match js.get_key_value(name).await {
+        Ok(store) => Ok(store),
+        Err(e) => Err(match made {
+            Err(made) => failed(&format!("making the key-value bucket {name}"), made),
+            Ok(_) => failed(&format!("opening the key-value bucket {name}"), e),
+        }),
+    }
+}
+
+/// What differs between a stream's settings and the ones hookscope asks for.
+fn differences(found: &stream::Config, wanted: &stream::Config) -> Vec<String> {
+    let mut out = Vec::new();
+    if found.num_replicas != wanted.num_replicas {
+        out.push(format!(
+            "{} replicas, not {}",
+            found.num_replicas, wanted.num_replicas
+        ));
+    }
+    if found.subjects != wanted.subjects {
+        out.push(format!("subjects {:?}", found.subjects));
+    }
+    if found.max_age != wanted.max_age {
+        out.push(format!(
+            "max_age {} s, not {} s",
+            found.max_age.as_secs(),
+            wanted.max_age.as_secs()
+        ));
+    }
+    if found.max_bytes != wanted.max_bytes {
+        out.push(format!(
+            "max_bytes {}, not {}",
+            found.max_bytes, wanted.max_bytes
+        ));
+    }
+    if found.discard != wanted.discard {
+        out.push("discard old, not new".to_string());
+    }
+    if found.storage != wanted.storage {
+        out.push("memory storage, not file".to_string());
+    }
+    out
+}
+
+/// The newest sequence number received before `ms` (0: none), by bisection over the stream's
+/// sequence numbers (its times follow them).
+async fn received_before(stream: &jetstream::stream::Stream, subject: &str, ms: i64) -> u64 {
+    let at_or_after = |seq: u64| async move {
+        let message = stream
+            .raw_message_builder()
+            .sequence(seq)
+            .next_by_subject(subject)
+            .send()
+            .await
+            .ok()?;
+        let at = (message.time.unix_timestamp_nanos() / 1_000_000) as i64;
+        Some((message.sequence, at))
+    };
+    let Ok(info) = stream.get_info().await else {
+        return 0;
+    };
+    let (mut lo, mut hi) = (info.state.first_sequence, info.state.last_sequence);
+    if lo == 0 || at_or_after(lo).await.is_none_or(|(_, at)| at >= ms) {
+        return 0;
+    }
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        match at_or_after(mid).await {
+            Some((seq, at)) if at < ms => lo = seq,
+            _ => hi = mid - 1,
+        }
+    }
+    lo
+}

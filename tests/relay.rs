@@ -2,7 +2,11 @@
 //! listen --relay` on another, real HTTP on loopback, deliveries signed by the Standard
 //! Webhooks library itself; what the relay keeps is opened with `age`.
 
+#[path = "relay/cluster.rs"]
+mod cluster;
 mod common;
+#[path = "relay/nats.rs"]
+mod nats;
 
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
@@ -37,14 +41,19 @@ impl Relay {
             .spawn()
             .expect("the relay starts");
         let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-        let mut line = String::new();
-        stderr.read_line(&mut line).expect("reads");
-        let base = line
-            .trim()
-            .strip_prefix("relay listening on ")
-            .unwrap_or_else(|| panic!("not the relay's first line: {line}"))
-            .to_string();
-        let log = std::sync::Arc::new(std::sync::Mutex::new(line));
+        // What it says before it listens (a cluster's limits, say) is kept in its log.
+        let mut said = String::new();
+        let base = loop {
+            let mut line = String::new();
+            let n = stderr.read_line(&mut line).expect("reads");
+            assert!(n > 0, "the relay stopped before it listened: {said}");
+            eprint!("[relay] {line}");
+            said.push_str(&line);
+            if let Some(base) = line.trim().strip_prefix("relay listening on ") {
+                break base.to_string();
+            }
+        };
+        let log = std::sync::Arc::new(std::sync::Mutex::new(said));
         let kept = std::sync::Arc::clone(&log);
         std::thread::Builder::new()
             .name("test-relay-stderr".into())
@@ -92,9 +101,56 @@ fn relay_key(laptop: &Path) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
+/// Where the relay under test keeps what it takes: its data dir (SQLite), or a JetStream
+/// server. The tests of both run from one body.
+enum Store {
+    Sqlite,
+    JetStream(nats::Nats),
+}
+
+impl Store {
+    /// A single `nats-server -js` (`None`, said skipped, where there is none).
+    fn jetstream() -> Option<Store> {
+        nats::available().then(|| Store::JetStream(nats::Nats::start(1)))
+    }
+
+    /// `extra`, then `--store URL` on JetStream.
+    fn args(&self, extra: &[&str]) -> Vec<String> {
+        let mut args: Vec<String> = extra.iter().map(|a| a.to_string()).collect();
+        if let Store::JetStream(nats) = self {
+            args.extend(nats.store_args());
+        }
+        args
+    }
+
+    /// Starts a relay on this store.
+    fn relay(&self, relay_dir: &Path, extra: &[&str]) -> Relay {
+        let args = self.args(extra);
+        Relay::start(
+            relay_dir,
+            &args.iter().map(String::as_str).collect::<Vec<_>>(),
+        )
+    }
+
+    /// Every file the store keeps (the SQLite file and its WAL, or the servers' store dirs).
+    fn files(&self, relay_dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+        match self {
+            Store::Sqlite => every_file(relay_dir),
+            Store::JetStream(nats) => nats::every_file_under(nats.store_dir()),
+        }
+    }
+}
+
 /// Makes a channel sealed to `recipients`; answers its token.
 fn add_channel(relay_dir: &Path, name: &str, recipients: &[&str]) -> String {
+    add_channel_on(&Store::Sqlite, relay_dir, name, recipients)
+}
+
+/// Makes a channel on `store`.
+fn add_channel_on(store: &Store, relay_dir: &Path, name: &str, recipients: &[&str]) -> String {
+    let store_args = store.args(&[]);
     let mut args = vec!["relay", "channel", "add", name, "--json"];
+    args.extend(store_args.iter().map(String::as_str));
     for r in recipients {
         args.extend(["--recipient", r]);
     }
@@ -153,12 +209,16 @@ struct Team {
 }
 
 fn team() -> Team {
+    team_on(&Store::Sqlite)
+}
+
+fn team_on(store: &Store) -> Team {
     let (relay_dir, laptop) = (
         tempfile::tempdir().expect("dir"),
         tempfile::tempdir().expect("dir"),
     );
     let key = relay_key(laptop.path());
-    let token = add_channel(relay_dir.path(), "team", &[&key]);
+    let token = add_channel_on(store, relay_dir.path(), "team", &[&key]);
     Team {
         relay_dir,
         laptop,
@@ -228,16 +288,57 @@ fn wait_for(laptop: &Path, n: usize, within: Duration) -> Vec<(i64, i64, String,
     }
 }
 
-/// The relay's own times, by sequence number.
-fn relay_times(relay_dir: &Path) -> Vec<(i64, i64)> {
-    let conn = rusqlite::Connection::open(relay_dir.join("relay.sqlite")).expect("opens");
-    let mut stmt = conn
-        .prepare("SELECT seq, received_ms FROM deliveries ORDER BY seq")
-        .expect("prepares");
-    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .expect("queries")
-        .collect::<Result<_, _>>()
-        .expect("rows")
+/// One delivery as the relay's own stream gives it.
+struct Event {
+    seq: i64,
+    received_ms: i64,
+    /// The age file.
+    sealed: Vec<u8>,
+}
+
+/// The first `n` deliveries of `channel`, read from the relay's stream as a subscriber reads
+/// them (whatever the store).
+fn relay_events(relay: &Relay, channel: &str, token: &str, n: usize) -> Vec<Event> {
+    use base64::Engine as _;
+    let runtime = runtime(0);
+    runtime.block_on(async {
+        let mut response = common::http_client()
+            .get(relay.subscribe(channel))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("subscribes");
+        assert_eq!(response.status().as_u16(), 200);
+        let (mut text, mut events) = (String::new(), Vec::new());
+        while events.len() < n {
+            let chunk = tokio::time::timeout(Duration::from_secs(30), response.chunk())
+                .await
+                .expect("the stream goes on")
+                .expect("reads")
+                .expect("not ended");
+            text.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = text.find("\n\n") {
+                let event: String = text.drain(..end + 2).collect();
+                if !event.contains("event: delivery") {
+                    continue;
+                }
+                let data = event
+                    .lines()
+                    .find_map(|l| l.strip_prefix("data: "))
+                    .expect("data");
+                let data: serde_json::Value = serde_json::from_str(data).expect("JSON");
+                events.push(Event {
+                    seq: data["seq"].as_i64().expect("seq"),
+                    received_ms: data["received_at_ms"].as_i64().expect("time"),
+                    sealed: base64::engine::general_purpose::STANDARD
+                        .decode(data["sealed"].as_str().expect("sealed"))
+                        .expect("base64"),
+                });
+            }
+        }
+        events.truncate(n);
+        events
+    })
 }
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -321,6 +422,18 @@ fn post_all(url: &str, requests: Vec<Request>) -> Vec<u16> {
 /// order, at the relay's time (so each passes its timestamp check), and a restart adds none.
 #[test]
 fn what_came_while_the_laptop_was_away_is_stored_once_in_order() {
+    laptop_away(&Store::Sqlite);
+}
+
+/// The same on JetStream.
+#[test]
+fn what_came_while_the_laptop_was_away_is_stored_once_in_order_on_jetstream() {
+    if let Some(store) = Store::jetstream() {
+        laptop_away(&store);
+    }
+}
+
+fn laptop_away(store: &Store) {
     let Some(requests) = signed_by_the_library(10_000) else {
         return;
     };
@@ -329,8 +442,8 @@ fn what_came_while_the_laptop_was_away_is_stored_once_in_order() {
         laptop,
         key: _,
         token,
-    } = team();
-    let relay = Relay::start(relay_dir.path(), &[]);
+    } = team_on(store);
+    let relay = store.relay(relay_dir.path(), &[]);
     let statuses = post_all(&relay.ingest("team", "/webhooks"), requests);
     assert!(
         statuses.iter().all(|s| *s == 202),
@@ -371,11 +484,11 @@ fn what_came_while_the_laptop_was_away_is_stored_once_in_order() {
         "{:?}",
         rows.iter().find(|r| r.2 != "pass" || r.3 != "pass")
     );
-    let times = relay_times(relay_dir.path());
+    let times = relay_events(&relay, "team", &token, 10_000);
     assert!(
         rows.iter()
             .zip(&times)
-            .all(|(row, (seq, at))| row.0 == *seq && row.1 == *at),
+            .all(|(row, event)| row.0 == event.seq && row.1 == event.received_ms),
         "the relay's receive time"
     );
     drop(listener);
@@ -536,13 +649,25 @@ fn holds(bytes: &[u8], marker: &str) -> bool {
 /// laptop's key, and reads as the request.
 #[test]
 fn the_relay_keeps_nothing_it_can_read() {
+    keeps_nothing_readable(&Store::Sqlite);
+}
+
+/// The same on JetStream: no file of the NATS server's store holds a marker.
+#[test]
+fn the_relay_keeps_nothing_it_can_read_on_jetstream() {
+    if let Some(store) = Store::jetstream() {
+        keeps_nothing_readable(&store);
+    }
+}
+
+fn keeps_nothing_readable(store: &Store) {
     let Team {
         relay_dir,
         laptop,
         key,
-        token: _,
-    } = team();
-    let relay = Relay::start(relay_dir.path(), &[]);
+        token,
+    } = team_on(store);
+    let relay = store.relay(relay_dir.path(), &[]);
     let (in_body, in_header) = ("BODYMARKER-7f3a91", "HEADERMARKER-9c1e55");
     let requests = (0..100)
         .map(|n| {
@@ -557,20 +682,25 @@ fn the_relay_keeps_nothing_it_can_read() {
     assert!(statuses.iter().all(|s| *s == 202));
     // Refusals are logged without the payload, the query or a token: a channel over its 1 MiB
     // quota refuses its second 600 KiB delivery with 429, and says so.
+    let args = store.args(&[
+        "relay",
+        "channel",
+        "add",
+        "tiny",
+        "--recipient",
+        &key,
+        "--keep-mib",
+        "1",
+    ]);
     let out = common::run(
         relay_dir.path(),
-        &[
-            "relay",
-            "channel",
-            "add",
-            "tiny",
-            "--recipient",
-            &key,
-            "--keep-mib",
-            "1",
-        ],
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
     );
-    assert!(out.status.success());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let big = format!(
         r#"{{"secret":"{in_body}","pad":"{}"}}"#,
         "p".repeat(600 * 1024)
@@ -590,11 +720,19 @@ fn the_relay_keeps_nothing_it_can_read() {
             "the relay's log holds {marker}: {log}"
         );
     }
-    let files = every_file(&relay.data_dir);
-    assert!(
-        files.iter().any(|(p, _)| p.ends_with("relay.sqlite-wal")),
-        "the WAL is there to look in"
-    );
+    let files = store.files(&relay.data_dir);
+    if matches!(store, Store::Sqlite) {
+        assert!(
+            files.iter().any(|(p, _)| p.ends_with("relay.sqlite-wal")),
+            "the WAL is there to look in"
+        );
+    } else {
+        let kept: usize = files.iter().map(|(_, b)| b.len()).sum();
+        assert!(
+            kept > 100 * 100,
+            "the server's store holds the deliveries: {kept} bytes"
+        );
+    }
     for (path, bytes) in &files {
         for marker in [in_body, in_header, "QUERYMARKER-31d"] {
             assert!(!holds(bytes, marker), "{} holds {marker}", path.display());
@@ -603,15 +741,10 @@ fn the_relay_keeps_nothing_it_can_read() {
     if !common::tool_runs(&["age", "--version"]) {
         return;
     }
-    let conn = rusqlite::Connection::open(relay.data_dir.join("relay.sqlite")).expect("opens");
-    let sealed: Vec<u8> = conn
-        .query_row(
-            "SELECT h.header, d.sealed FROM deliveries d JOIN headers h ON h.id = d.header_id
-             WHERE d.channel = 'team' AND d.seq = 7",
-            [],
-            |r| Ok([r.get::<_, Vec<u8>>(0)?, r.get::<_, Vec<u8>>(1)?].concat()),
-        )
-        .expect("seq 7");
+    let sealed = relay_events(&relay, "team", &token, 7)
+        .pop()
+        .expect("seq 7")
+        .sealed;
     let file = laptop.path().join("seven.age");
     std::fs::write(&file, sealed).expect("writes");
     let key_file = laptop.path().join("relay-key.txt");
@@ -670,21 +803,34 @@ fn subscribe_with(relay: &Relay, channel: &str, token: Option<&str>) -> (u16, St
 /// delivery; the new token works; an unknown channel's ingest is 404.
 #[test]
 fn only_the_channels_current_token_subscribes() {
+    current_token_only(&Store::Sqlite);
+}
+
+/// The same on JetStream.
+#[test]
+fn only_the_channels_current_token_subscribes_on_jetstream() {
+    if let Some(store) = Store::jetstream() {
+        current_token_only(&store);
+    }
+}
+
+fn current_token_only(store: &Store) {
     let (relay_dir, laptop) = (
         tempfile::tempdir().expect("dir"),
         tempfile::tempdir().expect("dir"),
     );
     let key = relay_key(laptop.path());
-    let team = add_channel(relay_dir.path(), "team", &[&key]);
-    let other = add_channel(relay_dir.path(), "other", &[&key]);
-    let relay = Relay::start(relay_dir.path(), &[]);
+    let team = add_channel_on(store, relay_dir.path(), "team", &[&key]);
+    let other = add_channel_on(store, relay_dir.path(), "other", &[&key]);
+    let relay = store.relay(relay_dir.path(), &[]);
     assert_eq!(post(&relay.ingest("team", "/x"), None, "{}").status, 202);
     let (status, stream) = subscribe_with(&relay, "team", Some(&team));
     assert_eq!(status, 200);
     assert!(stream.contains("event: delivery"), "{stream}");
+    let args = store.args(&["relay", "channel", "rotate", "team", "--json"]);
     let out = common::run(
         relay_dir.path(),
-        &["relay", "channel", "rotate", "team", "--json"],
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
     );
     assert!(out.status.success());
     let rotated: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
@@ -713,14 +859,26 @@ fn only_the_channels_current_token_subscribes() {
 /// is refused with 413.
 #[test]
 fn a_body_at_the_limit_is_relayed_byte_exact_and_one_byte_more_is_refused() {
+    body_at_the_limit(&Store::Sqlite);
+}
+
+/// The same on JetStream (its servers take 32 MiB messages).
+#[test]
+fn a_body_at_the_limit_is_relayed_byte_exact_and_one_byte_more_is_refused_on_jetstream() {
+    if let Some(store) = Store::jetstream() {
+        body_at_the_limit(&store);
+    }
+}
+
+fn body_at_the_limit(store: &Store) {
     use sha2::Digest as _;
     let Team {
         relay_dir,
         laptop,
         key: _,
         token,
-    } = team();
-    let relay = Relay::start(relay_dir.path(), &[]);
+    } = team_on(store);
+    let relay = store.relay(relay_dir.path(), &[]);
     let limit = 25 * 1024 * 1024;
     let body: Vec<u8> = (0..limit).map(|i| (i * 7 % 251) as u8).collect();
     let sent = sha2::Sha256::digest(&body);

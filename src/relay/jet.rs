@@ -122,6 +122,8 @@ pub struct Jet {
     presence: Mutex<HashMap<(String, String), (u64, Instant)>>,
     /// Channels whose stream was checked (and said, when it differs).
     checked: Mutex<std::collections::HashSet<String>>,
+    /// The channels as last listed, with the bucket's sequence number then.
+    listed: Mutex<Option<(u64, Vec<Channel>)>>,
 }
 
 /// `nats://HOST:PORT[,HOST:PORT…]` as the client takes it (each with its scheme).
@@ -180,6 +182,7 @@ impl Jet {
             instance: hex::encode(instance),
             presence: Mutex::new(HashMap::new()),
             checked: Mutex::new(Default::default()),
+            listed: Mutex::new(None),
         })
     }
 
@@ -193,8 +196,31 @@ impl Jet {
         self.replicas
     }
 
-    /// Every channel, by name (without the stream's counters).
+    /// Every channel, by name (without the stream's counters). The bucket is listed again only
+    /// when it changed since the last call (one request, where a listing makes a consumer).
     pub async fn channels(&self) -> Result<Vec<Channel>, RelayStoreError> {
+        let version = self
+            .js
+            .get_stream(format!("KV_{CHANNELS}"))
+            .await
+            .map_err(|e| failed("reading the channels", e))?
+            .cached_info()
+            .state
+            .last_sequence;
+        if let Ok(listed) = self.listed.lock()
+            && let Some((at, channels)) = listed.as_ref()
+            && *at == version
+        {
+            return Ok(channels.clone());
+        }
+        let channels = self.list_channels().await?;
+        if let Ok(mut listed) = self.listed.lock() {
+            *listed = Some((version, channels.clone()));
+        }
+        Ok(channels)
+    }
+
+    async fn list_channels(&self) -> Result<Vec<Channel>, RelayStoreError> {
         let mut keys = self
             .channels
             .keys()
@@ -371,25 +397,33 @@ impl Jet {
         if let Some(reply) = reply {
             headers.insert(REPLY, reply);
         }
-        let ack = self
+        let acked = self
             .js
             .publish_with_headers(subject(channel), headers, sealed.into())
             .await
             .map_err(|e| failed("publishing", e))?
-            .await
-            .map_err(|e| {
-                let text = e.to_string();
-                if text.contains("maximum bytes") || text.contains("maximum messages") {
-                    RelayStoreError::OverQuota {
-                        channel: channel.to_string(),
-                        stored: -1,
-                        quota: -1,
-                    }
-                } else {
-                    failed("the cluster did not acknowledge the delivery", e)
-                }
-            })?;
+            .await;
+        let ack = match acked {
+            Ok(ack) => ack,
+            Err(e) if e.to_string().contains("maximum bytes") => {
+                return Err(self.over_quota(channel).await);
+            }
+            Err(e) => return Err(failed("the cluster did not acknowledge the delivery", e)),
+        };
         Ok(ack.sequence)
+    }
+
+    /// The refusal of a delivery to a full channel, with what its stream holds.
+    async fn over_quota(&self, channel: &str) -> RelayStoreError {
+        let info = match self.js.get_stream(stream_name(channel)).await {
+            Ok(mut stream) => stream.info().await.ok().cloned(),
+            Err(_) => None,
+        };
+        RelayStoreError::OverQuota {
+            channel: channel.to_string(),
+            stored: info.as_ref().map_or(-1, |i| i.state.bytes as i64),
+            quota: info.as_ref().map_or(-1, |i| i.config.max_bytes),
+        }
     }
 
     /// A subscriber's reading of `channel` after `after`, in sequence order, from whichever

@@ -1,0 +1,267 @@
+//! Real `nats-server -js` processes on loopback for the relay's cluster store (Debian's package,
+//! installed by `.ci/run`), and a TCP balancer in front of relay instances.
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A free port on loopback (bound and released).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// Whether `nats-server` runs here; when it does not, the test says skipped (and fails under
+/// `.ci/run`, which installs it).
+pub fn available() -> bool {
+    if super::common::tool_runs(&["nats-server", "--version"]) {
+        return true;
+    }
+    super::common::skip("nats-server not found (apt-get install nats-server)");
+    false
+}
+
+/// A JetStream cluster of `nodes` servers (one: a single JetStream server), each with its own
+/// store dir; every server is killed when it is dropped.
+pub struct Nats {
+    dir: tempfile::TempDir,
+    client_ports: Vec<u16>,
+    children: Vec<Option<Child>>,
+}
+
+impl Nats {
+    /// Starts the servers and waits until JetStream answers on every one.
+    pub fn start(nodes: usize) -> Nats {
+        let dir = tempfile::tempdir().expect("dir");
+        let client_ports: Vec<u16> = (0..nodes).map(|_| free_port()).collect();
+        let route_ports: Vec<u16> = (0..nodes).map(|_| free_port()).collect();
+        for i in 0..nodes {
+            let routes: Vec<String> = (0..nodes)
+                .filter(|j| *j != i)
+                .map(|j| format!("nats-route://127.0.0.1:{}", route_ports[j]))
+                .collect();
+            let cluster = if nodes > 1 {
+                format!(
+                    "cluster {{ name: hookscope, listen: 127.0.0.1:{}, routes: [{}] }}\n",
+                    route_ports[i],
+                    routes.join(", ")
+                )
+            } else {
+                String::new()
+            };
+            // 32 MiB messages, so that the relay's 25 MiB bodies fit.
+            let config = format!(
+                "server_name: n{i}\nlisten: 127.0.0.1:{}\nmax_payload: 33554432\njetstream {{ store_dir: \"{}\" }}\n{cluster}",
+                client_ports[i],
+                dir.path().join(format!("n{i}")).display()
+            );
+            std::fs::write(dir.path().join(format!("n{i}.conf")), config).expect("config");
+        }
+        let mut nats = Nats {
+            dir,
+            client_ports,
+            children: (0..nodes).map(|_| None).collect(),
+        };
+        for i in 0..nodes {
+            nats.restart(i);
+        }
+        nats.wait_ready();
+        nats
+    }
+
+    /// A cluster started elsewhere (by the test, which kills and restarts its servers): the
+    /// same URL, and nothing to stop when dropped.
+    pub fn attach(url: &str) -> Nats {
+        let client_ports = url
+            .split(',')
+            .filter_map(|u| u.rsplit(':').next()?.parse().ok())
+            .collect();
+        Nats {
+            dir: tempfile::tempdir().expect("dir"),
+            client_ports,
+            children: Vec::new(),
+        }
+    }
+
+    /// The servers, as `--store` takes them.
+    pub fn url(&self) -> String {
+        self.client_ports
+            .iter()
+            .map(|p| format!("nats://127.0.0.1:{p}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// `--store URL`.
+    pub fn store_args(&self) -> Vec<String> {
+        vec!["--store".into(), self.url()]
+    }
+
+    /// Where the servers keep their streams (every file under it).
+    pub fn store_dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Kills server `i` with SIGKILL.
+    pub fn kill(&mut self, i: usize) {
+        if let Some(mut child) = self.children[i].take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts server `i` (again), on its port and store dir.
+    pub fn restart(&mut self, i: usize) {
+        self.kill(i);
+        let log = std::fs::File::create(self.dir.path().join(format!("n{i}.log"))).expect("log");
+        let child = Command::new("nats-server")
+            .arg("-c")
+            .arg(self.dir.path().join(format!("n{i}.conf")))
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("nats-server starts");
+        self.children[i] = Some(child);
+    }
+
+    /// The index of the server named `name` (`n0`, `n1` …).
+    pub fn index_of(&self, name: &str) -> usize {
+        name.trim_start_matches('n').parse().expect("a server name")
+    }
+
+    /// Waits until every running server has JetStream ready (a cluster has elected its meta
+    /// leader: a stream can be made).
+    pub fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async {
+            loop {
+                let ready = async {
+                    let client = async_nats::connect(format!("127.0.0.1:{}", self.client_ports[0]))
+                        .await
+                        .ok()?;
+                    let js = async_nats::jetstream::new(client);
+                    js.get_stream("hookscope-not-there")
+                        .await
+                        .err()
+                        .and_then(|e| {
+                            matches!(
+                                e.kind(),
+                                async_nats::jetstream::context::GetStreamErrorKind::JetStream(_)
+                            )
+                            .then_some(())
+                        })
+                };
+                if ready.await.is_some() {
+                    return;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "the NATS servers never became ready"
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        });
+    }
+
+    /// The server leading `stream` now.
+    pub fn leader_of(&self, stream: &str) -> String {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async {
+            let client = async_nats::connect(self.url().split(',').collect::<Vec<_>>().as_slice())
+                .await
+                .expect("connects");
+            let js = async_nats::jetstream::new(client);
+            let mut stream = js.get_stream(stream).await.expect("the stream");
+            let info = stream.info().await.expect("info");
+            info.cluster
+                .as_ref()
+                .and_then(|c| c.leader.clone())
+                .expect("a leader")
+        })
+    }
+}
+
+impl Drop for Nats {
+    fn drop(&mut self) {
+        for i in 0..self.children.len() {
+            self.kill(i);
+        }
+    }
+}
+
+/// A TCP balancer on loopback, as a team puts in front of its relay instances: each connection
+/// goes to the next backend that accepts it. It records where each went.
+pub struct Balancer {
+    pub addr: SocketAddr,
+    pub chosen: Arc<Mutex<Vec<SocketAddr>>>,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl Balancer {
+    pub fn start(backends: Vec<SocketAddr>) -> Balancer {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .expect("binds");
+        let addr = listener.local_addr().expect("addr");
+        let chosen = Arc::new(Mutex::new(Vec::new()));
+        let record = Arc::clone(&chosen);
+        runtime.spawn(async move {
+            let mut next = 0usize;
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                let mut outbound = None;
+                for k in 0..backends.len() {
+                    let backend = backends[(next + k) % backends.len()];
+                    if let Ok(stream) = tokio::net::TcpStream::connect(backend).await {
+                        next = (next + k + 1) % backends.len();
+                        record.lock().expect("record").push(backend);
+                        outbound = Some(stream);
+                        break;
+                    }
+                }
+                if let Some(mut outbound) = outbound {
+                    tokio::spawn(async move {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    });
+                }
+            }
+        });
+        Balancer {
+            addr,
+            chosen,
+            _runtime: runtime,
+        }
+    }
+}
+
+/// Every file under `dir`, recursively, as bytes.
+pub fn every_file_under(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("reads").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if let Ok(bytes) = std::fs::read(&path) {
+                out.push((path, bytes));
+            }
+        }
+    }
+    out
+}

@@ -169,7 +169,10 @@ fn a_team_relay_keeps_every_acknowledged_delivery_through_a_node_and_an_instance
     ];
     let load = {
         let progress = Arc::clone(&progress);
-        std::thread::spawn(move || provide(instances, COUNT, progress))
+        std::thread::Builder::new()
+            .name("test-providers".into())
+            .spawn(move || provide(instances, COUNT, progress))
+            .expect("spawns")
     };
     wait_until(&progress, 4_000);
     let leader = nats_cluster.leader_of("hookscope-relay-team");

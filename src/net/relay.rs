@@ -34,6 +34,11 @@ const MOST_BACKOFF: Duration = Duration::from_secs(30);
 /// Deliveries between their queued write and their answer at once.
 const IN_FLIGHT: usize = 512;
 
+/// Answers posted back at once: each is a request to the relay, which takes a bounded number
+/// of connections from one address (128 by default); a catch-up of young deliveries must not
+/// take them all.
+const ANSWERS_AT_ONCE: usize = 16;
+
 /// How often what is stored is acknowledged to the relay.
 const ACK_EVERY: Duration = Duration::from_secs(5);
 
@@ -256,6 +261,7 @@ struct Stream<'a> {
     /// The uid of the channel the stored cursor counts in.
     channel: Option<String>,
     in_flight: Arc<tokio::sync::Semaphore>,
+    answers: Arc<tokio::sync::Semaphore>,
     stored_up_to: Arc<AtomicU64>,
     /// Why a queued write failed: the stream ends and starts again from the cursor (every write
     /// after a failed one is refused as a gap).
@@ -299,6 +305,7 @@ impl<'a> Stream<'a> {
             last: cursor,
             channel,
             in_flight: Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT)),
+            answers: Arc::new(tokio::sync::Semaphore::new(ANSWERS_AT_ONCE)),
             stored_up_to: Arc::new(AtomicU64::new(cursor)),
             failed: Arc::new(Mutex::new(None)),
         })
@@ -428,6 +435,7 @@ impl<'a> Stream<'a> {
         );
         let stored_up_to = Arc::clone(&self.stored_up_to);
         let failed = Arc::clone(&self.failed);
+        let answers = Arc::clone(&self.answers);
         tokio::spawn(async move {
             let _permit = permit;
             let stored = match pending.await {
@@ -443,7 +451,9 @@ impl<'a> Stream<'a> {
             let settings = shared.settings.get();
             let endpoint = settings.endpoint_for(&stored.delivery.path);
             let response = receiver::finish(&shared, endpoint, &settings, stored, reply).await;
-            if let Some(url) = answer_to {
+            if let Some(url) = answer_to
+                && let Ok(_turn) = answers.acquire().await
+            {
                 post_answer(&client, &url, &token, response).await;
             }
         });

@@ -108,6 +108,8 @@ pub struct Read {
     pub sealed: Vec<u8>,
     /// Deliveries after it, as the cluster counts them now.
     pub pending: u64,
+    /// Whether an instance held its provider for an answer (it names an inbox).
+    pub held: bool,
 }
 
 /// The connection to the cluster, shared by the relay's tasks.
@@ -480,6 +482,10 @@ impl Jet {
                 size: header(SIZE).unwrap_or(0).max(0) as u64,
                 sealed: message.payload.to_vec(),
                 pending,
+                held: message
+                    .headers
+                    .as_ref()
+                    .is_some_and(|h| h.get(REPLY).is_some()),
             })
         }))
     }

@@ -134,7 +134,7 @@ impl Stream {
     async fn send(&self, sender: &mpsc::Sender<Bytes>, batch: &[store::Sealed]) -> bool {
         let latest = *self.latest.borrow();
         for sealed in batch {
-            let event = self.event(sealed, latest.max(sealed.seq));
+            let event = self.event(sealed, latest.max(sealed.seq), true);
             if sender.send(Bytes::from(event)).await.is_err() {
                 return false;
             }
@@ -142,14 +142,15 @@ impl Stream {
         true
     }
 
-    /// A delivery as the subscriber reads it.
-    fn event(&self, sealed: &store::Sealed, latest: u64) -> String {
+    /// A delivery as the subscriber reads it; `held`: its provider may be waiting for an
+    /// answer, if it is young enough.
+    fn event(&self, sealed: &store::Sealed, latest: u64, held: bool) -> String {
         let data = serde_json::json!({
             "seq": sealed.seq,
             "received_at_ms": sealed.received_ms,
             "size": sealed.size,
             "latest": latest,
-            "awaiting": now_ms() - sealed.received_ms <= self.answer_window_ms,
+            "awaiting": held && now_ms() - sealed.received_ms <= self.answer_window_ms,
             "sealed": base64::engine::general_purpose::STANDARD.encode(&sealed.sealed),
         });
         format!("id: {}\nevent: delivery\ndata: {data}\n\n", sealed.seq)
@@ -190,7 +191,7 @@ impl Stream {
                                 size: read.size,
                                 sealed: read.sealed,
                             };
-                            let event = self.event(&sealed, read.seq + read.pending);
+                            let event = self.event(&sealed, read.seq + read.pending, read.held);
                             if sender.send(Bytes::from(event)).await.is_err() {
                                 return caught_up.gone().await;
                             }

@@ -75,7 +75,9 @@ fn on_cluster<T>(
 ) -> Result<T, AppError> {
     let runtime = crate::app::background::runtime(1)?;
     let done = runtime.block_on(async {
-        let jet = Jet::connect(urls, replicas).await?;
+        // A command may wait longer than a provider: a cluster busy replicating a burst
+        // answers its API slowly.
+        let jet = Jet::connect(urls, replicas, std::time::Duration::from_secs(30)).await?;
         work(&jet).await
     });
     Ok(done?)

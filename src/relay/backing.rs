@@ -52,9 +52,10 @@ impl Backing {
     pub async fn open(choice: &StoreChoice) -> Result<Backing, RelayStoreError> {
         match choice {
             StoreChoice::Dir(data_dir) => Ok(Backing::Sqlite(Sqlite::open(data_dir)?)),
-            StoreChoice::Cluster { urls, replicas } => Ok(Backing::Cluster(Arc::new(
-                Jet::connect(urls, *replicas).await?,
-            ))),
+            StoreChoice::Cluster { urls, replicas } => {
+                let jet = Jet::connect(urls, *replicas, Duration::from_secs(5)).await?;
+                Ok(Backing::Cluster(Arc::new(jet)))
+            }
         }
     }
 

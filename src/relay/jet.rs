@@ -35,6 +35,11 @@ const RECEIVED: &str = "Hookscope-Received-Ms";
 const SIZE: &str = "Hookscope-Size";
 /// The header naming the inbox where a waiting provider's instance takes the answer.
 const REPLY: &str = "Hookscope-Reply";
+/// How long a provider is kept waiting while the cluster cannot take its delivery (a leader
+/// being elected), before it is refused.
+const PATIENCE: Duration = Duration::from_secs(8);
+/// How often a refused publish is tried again within [`PATIENCE`].
+const RETRY_EVERY: Duration = Duration::from_millis(250);
 /// How long a presence message counts.
 const PRESENCE_FOR: Duration = Duration::from_secs(3);
 /// The most a sealed delivery's envelope and age overhead add to a body, taken off the
@@ -65,10 +70,13 @@ struct Stored {
     created_ms: i64,
     keep_days: u32,
     keep_bytes: u64,
+    /// The copies its stream was made with (`relay channel add --replicas`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    replicas: Option<usize>,
 }
 
 impl Stored {
-    fn of(channel: &Channel) -> Stored {
+    fn of(channel: &Channel, replicas: usize) -> Stored {
         Stored {
             name: channel.name.clone(),
             uid: channel.uid.clone(),
@@ -77,6 +85,7 @@ impl Stored {
             created_ms: channel.created_ms,
             keep_days: channel.keep_days,
             keep_bytes: channel.keep_bytes,
+            replicas: Some(replicas),
         }
     }
 
@@ -126,6 +135,8 @@ pub struct Jet {
     checked: Mutex<std::collections::HashSet<String>>,
     /// The channels as last listed, with the bucket's sequence number then.
     listed: Mutex<Option<(u64, Vec<Channel>)>>,
+    /// The replicas each channel's stream was made with, as its entry says.
+    chosen: Mutex<HashMap<String, usize>>,
 }
 
 /// `nats://HOST:PORT[,HOST:PORT…]` as the client takes it (each with its scheme).
@@ -146,7 +157,14 @@ pub fn servers(urls: &str) -> Vec<String> {
 impl Jet {
     /// Connects to the cluster and opens (making them when missing) the two buckets; streams
     /// are made with `replicas` copies, or 3 when the cluster has 3 servers or more (else 1).
-    pub async fn connect(urls: &str, replicas: Option<usize>) -> Result<Jet, RelayStoreError> {
+    ///
+    /// `api_timeout` bounds each request to JetStream (a publish's acknowledgement included):
+    /// short for a relay answering providers, longer for a command.
+    pub async fn connect(
+        urls: &str,
+        replicas: Option<usize>,
+        api_timeout: Duration,
+    ) -> Result<Jet, RelayStoreError> {
         let servers = servers(urls);
         if servers.is_empty() {
             return Err(RelayStoreError::Cluster(
@@ -169,7 +187,7 @@ impl Jet {
         let known = info.connect_urls.len().max(servers.len());
         let replicas = replicas.unwrap_or(if known >= 3 { 3 } else { 1 });
         let js = jetstream::ContextBuilder::new()
-            .timeout(Duration::from_secs(5))
+            .timeout(api_timeout)
             .build(client.clone());
         let channels = bucket(&js, CHANNELS, replicas).await?;
         let acks = bucket(&js, ACKS, replicas).await?;
@@ -185,6 +203,7 @@ impl Jet {
             presence: Mutex::new(HashMap::new()),
             checked: Mutex::new(Default::default()),
             listed: Mutex::new(None),
+            chosen: Mutex::new(HashMap::new()),
         })
     }
 
@@ -222,15 +241,26 @@ impl Jet {
         Ok(channels)
     }
 
+    /// The channels, from the bucket's subjects (one request to its stream, where the client's
+    /// key listing makes a consumer, which a cluster busy replicating a burst is slow to make).
+    /// A removed channel's subject keeps its purge marker: reading it finds no channel.
     async fn list_channels(&self) -> Result<Vec<Channel>, RelayStoreError> {
-        let mut keys = self
-            .channels
-            .keys()
+        let prefix = format!("$KV.{CHANNELS}.");
+        let stream = self
+            .js
+            .get_stream(format!("KV_{CHANNELS}"))
+            .await
+            .map_err(|e| failed("listing the channels", e))?;
+        let mut subjects = stream
+            .info_with_subjects(format!("{prefix}>"))
             .await
             .map_err(|e| failed("listing the channels", e))?;
         let mut names = Vec::new();
-        while let Some(key) = keys.next().await {
-            names.push(key.map_err(|e| failed("listing the channels", e))?);
+        while let Some(subject) = subjects.next().await {
+            let (subject, _) = subject.map_err(|e| failed("listing the channels", e))?;
+            if let Some(name) = subject.strip_prefix(&prefix) {
+                names.push(name.to_string());
+            }
         }
         names.sort();
         let mut out = Vec::new();
@@ -265,14 +295,20 @@ impl Jet {
             .get(name)
             .await
             .map_err(|e| failed("reading a channel", e))?;
-        Ok(value
-            .and_then(|bytes| serde_json::from_slice::<Stored>(&bytes).ok())
-            .map(Stored::channel))
+        let Some(stored) = value.and_then(|bytes| serde_json::from_slice::<Stored>(&bytes).ok())
+        else {
+            return Ok(None);
+        };
+        if let (Some(replicas), Ok(mut chosen)) = (stored.replicas, self.chosen.lock()) {
+            chosen.insert(stored.name.clone(), replicas);
+        }
+        Ok(Some(stored.channel()))
     }
 
     /// Adds a channel, and makes its stream.
     pub async fn add_channel(&self, channel: &Channel) -> Result<(), RelayStoreError> {
-        let value = serde_json::to_vec(&Stored::of(channel)).map_err(|e| failed("JSON", e))?;
+        let value = serde_json::to_vec(&Stored::of(channel, self.replicas))
+            .map_err(|e| failed("JSON", e))?;
         self.channels
             .create(&channel.name, value.into())
             .await
@@ -332,13 +368,20 @@ impl Jet {
         Ok(dropped)
     }
 
-    /// The stream configuration a channel asks for.
+    /// The stream configuration a channel asks for: its replicas as it was made with, else
+    /// this relay's.
     fn stream_config(&self, channel: &Channel) -> stream::Config {
+        let replicas = self
+            .chosen
+            .lock()
+            .ok()
+            .and_then(|chosen| chosen.get(&channel.name).copied())
+            .unwrap_or(self.replicas);
         stream::Config {
             name: stream_name(&channel.name),
             subjects: vec![subject(&channel.name)],
             storage: stream::StorageType::File,
-            num_replicas: self.replicas,
+            num_replicas: replicas,
             max_age: Duration::from_secs(u64::from(channel.keep_days) * 86_400),
             max_bytes: i64::try_from(channel.keep_bytes).unwrap_or(i64::MAX),
             discard: stream::DiscardPolicy::New,
@@ -385,6 +428,12 @@ impl Jet {
     }
 
     /// Publishes a sealed delivery; answers its sequence number once a quorum stored it.
+    ///
+    /// While the stream has no leader (the cluster electing one after a server's loss, ~5 s
+    /// for nats-server 2.9) the publish is tried again every [`RETRY_EVERY`] for up to
+    /// [`PATIENCE`], so that the provider waits instead of being refused. Each try carries the
+    /// same `Nats-Msg-Id`, so that a try the cluster stored but did not get to acknowledge is
+    /// not stored twice (JetStream drops a repeated id within its two-minute window).
     pub async fn publish(
         &self,
         channel: &str,
@@ -393,26 +442,37 @@ impl Jet {
         sealed: Vec<u8>,
         reply: Option<&str>,
     ) -> Result<u64, RelayStoreError> {
+        let mut id = [0u8; 16];
+        getrandom::fill(&mut id).map_err(|e| failed("randomness", e))?;
         let mut headers = async_nats::HeaderMap::new();
+        headers.insert("Nats-Msg-Id", hex::encode(id).as_str());
         headers.insert(RECEIVED, received_ms.to_string().as_str());
         headers.insert(SIZE, size.to_string().as_str());
         if let Some(reply) = reply {
             headers.insert(REPLY, reply);
         }
-        let acked = self
-            .js
-            .publish_with_headers(subject(channel), headers, sealed.into())
-            .await
-            .map_err(|e| failed("publishing", e))?
-            .await;
-        let ack = match acked {
-            Ok(ack) => ack,
-            Err(e) if e.to_string().contains("maximum bytes") => {
-                return Err(self.over_quota(channel).await);
+        let payload = axum::body::Bytes::from(sealed);
+        let started = Instant::now();
+        loop {
+            let acked = match self
+                .js
+                .publish_with_headers(subject(channel), headers.clone(), payload.clone())
+                .await
+            {
+                Ok(pending) => pending.await,
+                Err(e) => Err(e),
+            };
+            match acked {
+                Ok(ack) => return Ok(ack.sequence),
+                Err(e) if e.to_string().contains("maximum bytes") => {
+                    return Err(self.over_quota(channel).await);
+                }
+                Err(e) if started.elapsed() + RETRY_EVERY >= PATIENCE => {
+                    return Err(failed("the cluster did not acknowledge the delivery", e));
+                }
+                Err(_) => tokio::time::sleep(RETRY_EVERY).await,
             }
-            Err(e) => return Err(failed("the cluster did not acknowledge the delivery", e)),
-        };
-        Ok(ack.sequence)
+        }
     }
 
     /// The refusal of a delivery to a full channel, with what its stream holds.

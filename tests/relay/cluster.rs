@@ -12,11 +12,21 @@ use std::time::{Duration, Instant};
 use super::nats::{self, Balancer, Nats};
 use super::{Relay, Store, Team, common, post, runtime, team_on, wait_until_live};
 
+/// A child process killed when dropped (a failed assertion leaves none behind).
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// `listen --relay URL` over `laptop`, its stdout dropped and its stderr in `listen.err`.
-fn listen_through(laptop: &Path, url: &str, token: &str) -> Child {
+fn listen_through(laptop: &Path, url: &str, token: &str) -> Killed {
     let token_file = laptop.join("token");
     std::fs::write(&token_file, token).expect("token");
-    Command::new(common::bin())
+    let child = Command::new(common::bin())
         .args([
             "listen",
             "--port",
@@ -30,7 +40,8 @@ fn listen_through(laptop: &Path, url: &str, token: &str) -> Child {
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(laptop.join("listen.err")).expect("file"))
         .spawn()
-        .expect("listen")
+        .expect("listen");
+    Killed(child)
 }
 
 /// What the laptop stored: (relay seq, the delivery's number from its body), in store order.
@@ -157,7 +168,7 @@ fn a_team_relay_keeps_every_acknowledged_delivery_through_a_node_and_an_instance
         .map(|p| SocketAddr::from(([127, 0, 0, 1], *p)))
         .collect();
     let balancer = Balancer::start(addrs.clone());
-    let mut listen = listen_through(
+    let listen = listen_through(
         laptop.path(),
         &format!("http://{}/sub/team", balancer.addr),
         &token,
@@ -207,8 +218,7 @@ fn a_team_relay_keeps_every_acknowledged_delivery_through_a_node_and_an_instance
         }
         std::thread::sleep(Duration::from_millis(250));
     }
-    let _ = listen.kill();
-    let _ = listen.wait();
+    drop(listen);
     let said = std::fs::read_to_string(laptop.path().join("listen.err")).unwrap_or_default();
     let mut copies: HashMap<u64, u32> = HashMap::new();
     for (_, n) in &rows {
@@ -341,4 +351,52 @@ fn without_a_quorum_ingest_refuses_and_resumes_by_itself() {
         Some(seq),
         "the delivery taken is kept"
     );
+}
+
+/// A channel's stream found with other settings than the channel's (edited by hand) is said
+/// once on stderr and left as it is.
+#[test]
+fn a_stream_with_other_settings_is_said_and_left_alone() {
+    if !nats::available() {
+        return;
+    }
+    let store = Store::JetStream(Nats::start(1));
+    let Team { relay_dir, .. } = team_on(&store);
+    let Store::JetStream(nats) = &store else {
+        unreachable!("made above")
+    };
+    let edited = Duration::from_secs(3600);
+    let runtime = runtime(0);
+    let stream_config = || {
+        runtime.block_on(async {
+            let client = async_nats::connect(nats.url()).await.expect("connects");
+            let js = async_nats::jetstream::new(client);
+            let mut stream = js.get_stream("hookscope-relay-team").await.expect("stream");
+            stream.info().await.expect("info").config.clone()
+        })
+    };
+    let mut config = stream_config();
+    assert_eq!(
+        config.max_age,
+        Duration::from_secs(7 * 86_400),
+        "the channel's retention"
+    );
+    config.max_age = edited;
+    runtime.block_on(async {
+        let client = async_nats::connect(nats.url()).await.expect("connects");
+        async_nats::jetstream::new(client)
+            .update_stream(config)
+            .await
+            .expect("edited by hand");
+    });
+    let relay = store.relay(relay_dir.path(), &[]);
+    assert_eq!(post(&relay.ingest("team", "/x"), None, "{}").status, 202);
+    let log = relay.log.lock().expect("log").clone();
+    assert!(
+        log.contains(
+            "hookscope-relay-team exists with other settings (max_age 3600 s, not 604800 s)"
+        ),
+        "{log}"
+    );
+    assert_eq!(stream_config().max_age, edited, "left as it is");
 }

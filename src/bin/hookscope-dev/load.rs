@@ -40,6 +40,18 @@ pub struct LoadReport {
     /// took longer than [`STALL`], by wall clock (to set beside other probes, such as
     /// `hookscope-dev disk-probe`). At most 100, the earliest.
     pub stalls: Vec<Stall>,
+    /// The moments requests were refused or unanswered: each 100 ms of scheduled sends with
+    /// one, by wall clock (how long a fault cost the senders). At most 100, the earliest.
+    pub failures: Vec<Failed>,
+}
+
+/// 100 ms of scheduled sends in which requests were refused or unanswered.
+#[derive(Debug, Clone, Serialize)]
+pub struct Failed {
+    /// The start of the 100 ms, milliseconds since the Unix epoch.
+    pub at_unix_ms: u64,
+    /// Requests in it answered otherwise than 2xx, or not at all.
+    pub count: u64,
 }
 
 /// An acknowledgement slower than this counts as a stall.
@@ -219,6 +231,8 @@ struct Tally {
     refused: u64,
     /// No answer.
     errors: u64,
+    /// When each refused or unanswered request was scheduled, since the start.
+    failed: Vec<Duration>,
     /// Requests sent.
     sent: u64,
 }
@@ -230,6 +244,7 @@ impl Tally {
         self.slow.extend(other.slow);
         self.refused += other.refused;
         self.errors += other.errors;
+        self.failed.extend(other.failed);
         self.sent += other.sent;
     }
 }
@@ -343,9 +358,13 @@ impl Connection {
                     }
                 } else {
                     tally.refused += 1;
+                    tally.failed.push(since_start);
                 }
             }
-            Err(_) => tally.errors += 1,
+            Err(_) => {
+                tally.errors += 1;
+                tally.failed.push(since_start);
+            }
         }
     }
 }
@@ -426,7 +445,30 @@ fn report(
         max_ms: at(1.0),
         visible,
         stalls: stalls(started_unix_ms, tally.slow),
+        failures: failures(started_unix_ms, tally.failed),
     }
+}
+
+/// Groups refused and unanswered requests (scheduled moment since the start) by 100 ms.
+fn failures(started_unix_ms: u64, mut failed: Vec<Duration>) -> Vec<Failed> {
+    failed.sort();
+    let mut out: Vec<Failed> = Vec::new();
+    for at in failed {
+        let at_unix_ms = started_unix_ms + (at.as_millis() as u64) / 100 * 100;
+        if let Some(last) = out.last_mut()
+            && last.at_unix_ms == at_unix_ms
+        {
+            last.count += 1;
+        } else if out.len() == 100 {
+            break;
+        } else {
+            out.push(Failed {
+                at_unix_ms,
+                count: 1,
+            });
+        }
+    }
+    out
 }
 
 /// Groups slow acknowledgements (scheduled moment since the start, how long) by 100 ms.

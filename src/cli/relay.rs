@@ -99,10 +99,10 @@ pub enum ChannelCommand {
         #[arg(long = "recipient", value_name = "KEY", required = true)]
         recipients: Vec<String>,
         /// Drop deliveries older than this many days
-        #[arg(long, default_value_t = 7, value_name = "DAYS")]
+        #[arg(long, default_value_t = 7, value_name = "DAYS", value_parser = clap::value_parser!(u32).range(1..))]
         keep_days: u32,
         /// Keep at most this many MiB no laptop acknowledged; past it, providers get 429
-        #[arg(long, default_value_t = 1024, value_name = "MIB")]
+        #[arg(long, default_value_t = 1024, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..))]
         keep_mib: u64,
         /// Print {"channel", "token", "ingest_path", "subscribe_path"}
         #[arg(long)]

@@ -89,22 +89,25 @@ impl Backing {
     /// answer, on a cluster.
     pub async fn insert(
         &self,
-        channel: &str,
+        channel: &Channel,
         received_ms: i64,
         size: u64,
         sealed: Vec<u8>,
         reply: Option<&str>,
     ) -> Result<u64, RelayStoreError> {
         match self {
-            Backing::Sqlite(s) => s.writer.insert(channel, received_ms, size, sealed).await,
+            Backing::Sqlite(s) => {
+                let name = channel.name.as_str();
+                s.writer.insert(name, received_ms, size, sealed).await
+            }
             Backing::Cluster(jet) => jet.publish(channel, received_ms, size, sealed, reply).await,
         }
     }
 
     /// Records a subscriber's acknowledgement.
-    pub async fn ack(&self, channel: &str, seq: u64) {
+    pub async fn ack(&self, channel: &Channel, seq: u64) {
         match self {
-            Backing::Sqlite(s) => s.writer.ack(channel, seq).await,
+            Backing::Sqlite(s) => s.writer.ack(&channel.name, seq).await,
             Backing::Cluster(jet) => jet.ack(channel, seq).await,
         }
     }

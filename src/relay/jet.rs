@@ -46,14 +46,19 @@ const PRESENCE_FOR: Duration = Duration::from_secs(3);
 /// cluster's `max_payload` to find the largest body the relay can take.
 pub const OVERHEAD: usize = 64 * 1024;
 
-/// The stream that holds a channel's deliveries.
-pub fn stream_name(channel: &str) -> String {
-    format!("hookscope-relay-{channel}")
+/// The stream that holds a channel's deliveries: named after the channel and its uid, so that
+/// a channel removed and made again under its name never finds the old one's stream.
+pub fn stream_name(name: &str, uid: &str) -> String {
+    format!("hookscope-relay-{name}-{}", short(uid))
 }
 
 /// The subject a channel's deliveries are published on.
-pub fn subject(channel: &str) -> String {
-    format!("hookscope.relay.in.{channel}")
+pub fn subject(name: &str, uid: &str) -> String {
+    format!("hookscope.relay.in.{name}.{}", short(uid))
+}
+
+fn short(uid: &str) -> &str {
+    uid.get(..12).unwrap_or(uid)
 }
 
 fn failed(what: &str, e: impl std::fmt::Display) -> RelayStoreError {
@@ -103,6 +108,16 @@ impl Stored {
             acked_seq: 0,
         }
     }
+}
+
+/// What became of a laptop's answer.
+pub enum Answered {
+    /// The provider's instance took it: the first answer, in time.
+    Taken,
+    /// No provider waits for it (answered already, or gone).
+    NotWaiting,
+    /// The cluster failed.
+    Failed(RelayStoreError),
 }
 
 /// A sealed delivery as a subscriber's stream reads it from the cluster.
@@ -184,8 +199,9 @@ impl Jet {
                 "the NATS server at {urls} runs without JetStream (start it with -js, or jetstream {{}} in its config)"
             )));
         }
-        let known = info.connect_urls.len().max(servers.len());
-        let replicas = replicas.unwrap_or(if known >= 3 { 3 } else { 1 });
+        // The servers named, not the client URLs the cluster advertises (one per interface of
+        // a server listening on 0.0.0.0).
+        let replicas = replicas.unwrap_or(if servers.len() >= 3 { 3 } else { 1 });
         let js = jetstream::ContextBuilder::new()
             .timeout(api_timeout)
             .build(client.clone());
@@ -277,13 +293,14 @@ impl Jet {
     pub async fn channels_with_counts(&self) -> Result<Vec<Channel>, RelayStoreError> {
         let mut out = self.channels().await?;
         for channel in &mut out {
-            if let Ok(mut stream) = self.js.get_stream(stream_name(&channel.name)).await
+            let name = stream_name(&channel.name, &channel.uid);
+            if let Ok(mut stream) = self.js.get_stream(name).await
                 && let Ok(info) = stream.info().await
             {
                 channel.last_seq = info.state.last_sequence;
                 channel.stored_bytes = info.state.bytes;
             }
-            channel.acked_seq = self.acked(&channel.name).await;
+            channel.acked_seq = self.acked(channel).await.map_or(0, |(seq, _)| seq);
         }
         Ok(out)
     }
@@ -295,10 +312,11 @@ impl Jet {
             .get(name)
             .await
             .map_err(|e| failed("reading a channel", e))?;
-        let Some(stored) = value.and_then(|bytes| serde_json::from_slice::<Stored>(&bytes).ok())
-        else {
+        let Some(bytes) = value else {
             return Ok(None);
         };
+        let stored: Stored = serde_json::from_slice(&bytes)
+            .map_err(|e| failed(&format!("channel {name}'s entry is not hookscope's"), e))?;
         if let (Some(replicas), Ok(mut chosen)) = (stored.replicas, self.chosen.lock()) {
             chosen.insert(stored.name.clone(), replicas);
         }
@@ -316,9 +334,13 @@ impl Jet {
                 kv::CreateErrorKind::AlreadyExists => RelayStoreError::Exists(channel.name.clone()),
                 _ => failed("adding the channel", e),
             })?;
-        // A stream left by a channel removed while its cluster was down starts it over.
-        let _ = self.js.delete_stream(stream_name(&channel.name)).await;
-        self.ensure_stream(channel).await
+        // Its stream is its own (named after its uid); when it cannot be made, the entry goes
+        // too, so that `channel add` can be run again.
+        if let Err(e) = self.ensure_stream(channel).await {
+            let _ = self.channels.purge(&channel.name).await;
+            return Err(e);
+        }
+        Ok(())
     }
 
     /// Changes a channel's token hash or recipients.
@@ -348,23 +370,36 @@ impl Jet {
     }
 
     /// Removes a channel, its stream and its acknowledgement; answers how many deliveries went.
+    /// The entry goes first: no instance makes the stream again once it is gone.
     pub async fn remove_channel(&self, name: &str) -> Result<u64, RelayStoreError> {
-        if self.channel(name).await?.is_none() {
-            return Err(RelayStoreError::NoChannel(name.to_string()));
-        }
-        let mut dropped = 0;
-        if let Ok(mut stream) = self.js.get_stream(stream_name(name)).await {
-            dropped = stream.info().await.map_or(0, |i| i.state.messages);
-            self.js
-                .delete_stream(stream_name(name))
-                .await
-                .map_err(|e| failed("removing the channel's stream", e))?;
-        }
+        let channel = self
+            .channel(name)
+            .await?
+            .ok_or_else(|| RelayStoreError::NoChannel(name.to_string()))?;
         self.channels
             .purge(name)
             .await
             .map_err(|e| failed("removing the channel", e))?;
         let _ = self.acks.purge(name).await;
+        let stream = stream_name(&channel.name, &channel.uid);
+        let mut dropped = 0;
+        match self.js.get_stream(&stream).await {
+            Ok(mut found) => {
+                dropped = found.info().await.map_or(0, |i| i.state.messages);
+                self.js.delete_stream(&stream).await.map_err(|e| {
+                    failed(&format!("the channel is removed, but its stream {stream} is not (remove it with `nats stream rm`)"), e)
+                })?;
+            }
+            Err(e) if !is_not_found(&e) => {
+                return Err(failed(
+                    &format!(
+                        "the channel is removed, but its stream {stream} could not be read (remove it with `nats stream rm`)"
+                    ),
+                    e,
+                ));
+            }
+            Err(_) => {}
+        }
         Ok(dropped)
     }
 
@@ -378,8 +413,8 @@ impl Jet {
             .and_then(|chosen| chosen.get(&channel.name).copied())
             .unwrap_or(self.replicas);
         stream::Config {
-            name: stream_name(&channel.name),
-            subjects: vec![subject(&channel.name)],
+            name: stream_name(&channel.name, &channel.uid),
+            subjects: vec![subject(&channel.name, &channel.uid)],
             storage: stream::StorageType::File,
             num_replicas: replicas,
             max_age: Duration::from_secs(u64::from(channel.keep_days) * 86_400),
@@ -413,10 +448,7 @@ impl Jet {
                 }
                 Ok(())
             }
-            Err(e)
-                if matches!(e.kind(), jetstream::context::GetStreamErrorKind::JetStream(ref js)
-                    if js.error_code() == jetstream::ErrorCode::STREAM_NOT_FOUND) =>
-            {
+            Err(e) if is_not_found(&e) => {
                 self.js
                     .create_stream(wanted)
                     .await
@@ -429,19 +461,22 @@ impl Jet {
 
     /// Publishes a sealed delivery; answers its sequence number once a quorum stored it.
     ///
-    /// While the stream has no leader (the cluster electing one after a server's loss, ~5 s
-    /// for nats-server 2.9) the publish is tried again every [`RETRY_EVERY`] for up to
-    /// [`PATIENCE`], so that the provider waits instead of being refused. Each try carries the
-    /// same `Nats-Msg-Id`, so that a try the cluster stored but did not get to acknowledge is
-    /// not stored twice (JetStream drops a repeated id within its two-minute window).
+    /// While the stream has no leader (the cluster electing one after a server's loss, 4 to
+    /// 9 s for nats-server 2.9) the publish is tried again every [`RETRY_EVERY`] within
+    /// [`PATIENCE`] in all, so that the provider waits instead of being refused. Each try
+    /// carries the same `Nats-Msg-Id`, so that a try the cluster stored but did not get to
+    /// acknowledge is not stored twice (JetStream drops a repeated id within two minutes). A
+    /// stream found missing is made (its channel's first delivery on a cluster that could not
+    /// make it before); a refusal that no retry can change is answered at once.
     pub async fn publish(
         &self,
-        channel: &str,
+        channel: &Channel,
         received_ms: i64,
         size: u64,
         sealed: Vec<u8>,
         reply: Option<&str>,
     ) -> Result<u64, RelayStoreError> {
+        use jetstream::context::PublishErrorKind as Kind;
         let mut id = [0u8; 16];
         getrandom::fill(&mut id).map_err(|e| failed("randomness", e))?;
         let mut headers = async_nats::HeaderMap::new();
@@ -452,37 +487,60 @@ impl Jet {
             headers.insert(REPLY, reply);
         }
         let payload = axum::body::Bytes::from(sealed);
+        let subject = subject(&channel.name, &channel.uid);
         let started = Instant::now();
         loop {
-            let acked = match self
-                .js
-                .publish_with_headers(subject(channel), headers.clone(), payload.clone())
-                .await
-            {
-                Ok(pending) => pending.await,
-                Err(e) => Err(e),
+            let left = PATIENCE.saturating_sub(started.elapsed());
+            let attempt = async {
+                self.js
+                    .publish_with_headers(subject.clone(), headers.clone(), payload.clone())
+                    .await?
+                    .await
             };
-            match acked {
-                Ok(ack) => return Ok(ack.sequence),
-                Err(e) if e.to_string().contains("maximum bytes") => {
-                    return Err(self.over_quota(channel).await);
+            let error = match tokio::time::timeout(left, attempt).await {
+                Ok(Ok(ack)) => return Ok(ack.sequence),
+                Ok(Err(e)) => e,
+                Err(_) => {
+                    return Err(failed(
+                        "the cluster did not acknowledge the delivery",
+                        "no answer in time",
+                    ));
                 }
-                Err(e) if started.elapsed() + RETRY_EVERY >= PATIENCE => {
-                    return Err(failed("the cluster did not acknowledge the delivery", e));
-                }
-                Err(_) => tokio::time::sleep(RETRY_EVERY).await,
+            };
+            if error.to_string().contains("maximum bytes") {
+                return Err(self.over_quota(channel).await);
             }
+            if matches!(
+                error.kind(),
+                Kind::MaxPayloadExceeded | Kind::WrongLastMessageId | Kind::WrongLastSequence
+            ) {
+                return Err(failed("the cluster refused the delivery", error));
+            }
+            if error.kind() == Kind::StreamNotFound {
+                let _ = self.ensure_stream(channel).await;
+            }
+            if started.elapsed() + RETRY_EVERY >= PATIENCE {
+                return Err(failed(
+                    "the cluster did not acknowledge the delivery",
+                    error,
+                ));
+            }
+            tokio::time::sleep(RETRY_EVERY).await;
         }
     }
 
     /// The refusal of a delivery to a full channel, with what its stream holds.
-    async fn over_quota(&self, channel: &str) -> RelayStoreError {
-        let info = match self.js.get_stream(stream_name(channel)).await {
+    async fn over_quota(&self, channel: &Channel) -> RelayStoreError {
+        let info = match self
+            .js
+            .get_stream(stream_name(&channel.name, &channel.uid))
+            .await
+        {
             Ok(mut stream) => stream.info().await.ok().cloned(),
             Err(_) => None,
         };
         RelayStoreError::OverQuota {
-            channel: channel.to_string(),
+            channel: channel.name.clone(),
             stored: info.as_ref().map_or(-1, |i| i.state.bytes as i64),
             quota: info.as_ref().map_or(-1, |i| i.config.max_bytes),
         }
@@ -493,6 +551,7 @@ impl Jet {
     pub async fn read_after(
         &self,
         channel: &str,
+        uid: &str,
         after: u64,
     ) -> Result<
         impl futures_util::Stream<Item = Result<Read, RelayStoreError>> + use<>,
@@ -500,7 +559,7 @@ impl Jet {
     > {
         let stream = self
             .js
-            .get_stream(stream_name(channel))
+            .get_stream(stream_name(channel, uid))
             .await
             .map_err(|e| failed("reading the channel's stream", e))?;
         let config = consumer::pull::OrderedConfig {
@@ -511,7 +570,7 @@ impl Jet {
                     start_sequence: after + 1,
                 }
             },
-            filter_subject: subject(channel),
+            filter_subject: subject(channel, uid),
             ..Default::default()
         };
         let messages = stream
@@ -551,8 +610,8 @@ impl Jet {
     }
 
     /// The newest sequence number of a channel's stream (0: none, or no stream).
-    pub async fn latest(&self, channel: &str) -> u64 {
-        match self.js.get_stream(stream_name(channel)).await {
+    pub async fn latest(&self, channel: &str, uid: &str) -> u64 {
+        match self.js.get_stream(stream_name(channel, uid)).await {
             Ok(mut stream) => stream.info().await.map_or(0, |i| i.state.last_sequence),
             Err(_) => 0,
         }
@@ -586,68 +645,99 @@ impl Jet {
         Some(message.payload.to_vec())
     }
 
-    /// Sends a laptop's answer for `seq` to the instance holding its provider; `true` when it
-    /// was taken (the first answer, in time).
-    pub async fn answer(&self, channel: &str, seq: u64, answer: Vec<u8>) -> bool {
-        let Ok(stream) = self.js.get_stream_no_info(stream_name(channel)).await else {
-            return false;
+    /// Sends a laptop's answer for `seq` to the instance holding its provider.
+    pub async fn answer(&self, channel: &Channel, seq: u64, answer: Vec<u8>) -> Answered {
+        let stream = stream_name(&channel.name, &channel.uid);
+        let message = match self.js.get_stream_no_info(&stream).await {
+            Ok(stream) => stream.get_raw_message(seq).await,
+            Err(e) => return Answered::Failed(failed("reading the delivery", e)),
         };
-        let Ok(message) = stream.get_raw_message(seq).await else {
-            return false;
+        let message = match message {
+            Ok(message) => message,
+            Err(e) if e.kind() == jetstream::stream::RawMessageErrorKind::NoMessageFound => {
+                return Answered::NotWaiting;
+            }
+            Err(e) => return Answered::Failed(failed("reading the delivery", e)),
         };
         let Some(inbox) = message.headers.get(REPLY).map(|v| v.as_str().to_string()) else {
-            return false;
+            return Answered::NotWaiting;
         };
         let request = self.client.request(inbox, answer.into());
-        matches!(
-            tokio::time::timeout(Duration::from_secs(2), request).await,
-            Ok(Ok(reply)) if reply.payload.as_ref() == b"taken"
-        )
-    }
-
-    /// Records that a subscriber stored `channel` up to `seq`.
-    pub async fn ack(&self, channel: &str, seq: u64) {
-        if self.acked(channel).await >= seq {
-            return;
-        }
-        if let Err(e) = self.acks.put(channel, seq.to_string().into()).await {
-            eprintln!("relay: an acknowledgement of channel {channel} was not recorded: {e}");
+        match tokio::time::timeout(Duration::from_secs(2), request).await {
+            Ok(Ok(reply)) if reply.payload.as_ref() == b"taken" => Answered::Taken,
+            Ok(Err(e)) if e.kind() == async_nats::RequestErrorKind::NoResponders => {
+                Answered::NotWaiting
+            }
+            Ok(Ok(_)) | Err(_) => Answered::NotWaiting,
+            Ok(Err(e)) => Answered::Failed(failed("passing the answer on", e)),
         }
     }
 
-    async fn acked(&self, channel: &str) -> u64 {
-        match self.acks.get(channel).await {
-            Ok(Some(bytes)) => std::str::from_utf8(&bytes)
-                .ok()
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(0),
-            _ => 0,
+    /// Records that a subscriber stored `channel` up to `seq`: never past the stream's newest
+    /// delivery, never backwards (compare and swap), and for this incarnation of the channel
+    /// only (its uid is kept with it).
+    pub async fn ack(&self, channel: &Channel, seq: u64) {
+        let seq = seq.min(self.latest(&channel.name, &channel.uid).await);
+        for _ in 0..3 {
+            let entry = match self.acks.entry(&channel.name).await {
+                Ok(entry) => entry.filter(|e| e.operation == kv::Operation::Put),
+                Err(_) => return,
+            };
+            let before = entry
+                .as_ref()
+                .and_then(|e| parse_ack(&e.value, &channel.uid));
+            if before.is_some_and(|(acked, _)| acked >= seq) || seq == 0 {
+                return;
+            }
+            let value = format!("{} {seq} {}", channel.uid, crate::domain::clock::now_ms());
+            let written = match &entry {
+                Some(entry) => self
+                    .acks
+                    .update(&channel.name, value.into(), entry.revision)
+                    .await
+                    .is_ok(),
+                None => self.acks.create(&channel.name, value.into()).await.is_ok(),
+            };
+            if written {
+                return;
+            }
         }
+        eprintln!(
+            "relay: an acknowledgement of channel {} was not recorded",
+            channel.name
+        );
     }
 
-    /// Drops deliveries acknowledged and older than `keep_acknowledged_ms` (the stream drops
-    /// those past the channel's age itself); answers how many went.
+    /// The newest sequence number acknowledged on this incarnation of `channel`, and when.
+    async fn acked(&self, channel: &Channel) -> Option<(u64, i64)> {
+        let value = self.acks.get(&channel.name).await.ok()??;
+        parse_ack(&value, &channel.uid)
+    }
+
+    /// Drops deliveries acknowledged and received before `before_ms` (the stream drops those
+    /// past the channel's age itself); answers how many went. A channel that fails is said and
+    /// passed.
     pub async fn retain(&self, before_ms: i64) -> Result<u64, RelayStoreError> {
         let mut dropped = 0;
         for channel in self.channels().await? {
-            let acked = self.acked(&channel.name).await;
-            if acked == 0 {
-                continue;
-            }
-            let Ok(stream) = self.js.get_stream(stream_name(&channel.name)).await else {
+            let Some((acked, _)) = self.acked(&channel).await else {
                 continue;
             };
-            let before = received_before(&stream, &subject(&channel.name), before_ms).await;
-            let upto = acked.min(before);
+            let name = stream_name(&channel.name, &channel.uid);
+            let Ok(stream) = self.js.get_stream(&name).await else {
+                continue;
+            };
+            let subject = subject(&channel.name, &channel.uid);
+            let upto = acked.min(received_before(&stream, &subject, before_ms).await);
             if upto == 0 {
                 continue;
             }
-            let purged = stream
-                .purge()
-                .sequence(upto + 1)
-                .await
-                .map_err(|e| failed("dropping acknowledged deliveries", e))?;
-            dropped += purged.purged;
+            match stream.purge().sequence(upto + 1).await {
+                Ok(purged) => dropped += purged.purged,
+                Err(e) => {
+                    eprintln!("relay: acknowledged deliveries of {name} were not dropped: {e}")
+                }
+            }
         }
         Ok(dropped)
     }
@@ -699,6 +789,20 @@ impl Jet {
     }
 }
 
+/// An acknowledgement as kept: `UID SEQ MS`; `None` for another incarnation's.
+fn parse_ack(value: &[u8], uid: &str) -> Option<(u64, i64)> {
+    let text = std::str::from_utf8(value).ok()?;
+    let mut parts = text.split(' ');
+    (parts.next()? == uid).then_some(())?;
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+}
+
+/// Whether the stream asked for does not exist (rather than the cluster failing to say).
+fn is_not_found(e: &jetstream::context::GetStreamError) -> bool {
+    matches!(e.kind(), jetstream::context::GetStreamErrorKind::JetStream(ref js)
+        if js.error_code() == jetstream::ErrorCode::STREAM_NOT_FOUND)
+}
+
 /// Opens a key-value bucket, making it when missing. Its stream is made as the client's own
 /// `create_key_value` makes it, without that call's account query, whose answer Debian's
 /// nats-server (2.9) words in a way the client no longer reads.
@@ -719,7 +823,9 @@ async fn bucket(
         discard: stream::DiscardPolicy::New,
         allow_rollup: true,
         deny_delete: true,
-        allow_direct: true,
+        // Read from the leader: a lagging follower's answer could be cached as the current
+        // channels (a rotated token still taken, a recipient not added).
+        allow_direct: false,
         ..Default::default()
     };
     let made = js.create_stream(config).await;

@@ -222,9 +222,21 @@ impl Server {
     /// Serves until `stop` completes, then lets the deliveries being stored finish (up to 10 s).
     pub async fn run(self, stop: impl std::future::Future<Output = ()>) {
         let housekeeping = tokio::spawn(housekeeping(Arc::clone(&self.state)));
+        // On a cluster: hearing the other instances' presence, and saying this one's every
+        // second in a task of its own (housekeeping may wait seconds on a busy cluster).
         let presence = self.state.backing.cluster().map(|jet| {
-            let jet = Arc::clone(jet);
-            tokio::spawn(async move { jet.hear_presence().await })
+            let (jet, state) = (Arc::clone(jet), Arc::clone(&self.state));
+            tokio::spawn(async move {
+                let hear = jet.hear_presence();
+                let say = async {
+                    let mut tick = tokio::time::interval(Duration::from_secs(1));
+                    loop {
+                        tick.tick().await;
+                        jet.say_present(&state.caught_up()).await;
+                    }
+                };
+                tokio::join!(hear, say);
+            })
         });
         tokio::pin!(stop);
         loop {
@@ -429,20 +441,25 @@ impl State {
             .collect()
     }
 
-    /// The channel, from memory or (made since the last reload) from the store.
-    async fn live(&self, name: &str) -> Option<Arc<Live>> {
+    /// The channel, from memory or (made since the last reload) from the store; `Err` when the
+    /// store cannot say.
+    async fn live(&self, name: &str) -> Result<Option<Arc<Live>>, RelayStoreError> {
         if let Some(live) = lock(&self.channels).get(name) {
-            return Some(Arc::clone(live));
+            return Ok(Some(Arc::clone(live)));
         }
-        let row = self.backing.channel(name).await.ok().flatten()?;
+        let Some(row) = self.backing.channel(name).await? else {
+            return Ok(None);
+        };
         self.backing.prepare(&row).await;
-        let made = Live::new(row)?;
+        let Some(made) = Live::new(row) else {
+            return Ok(None);
+        };
         // One `Live` per channel, whoever made it first (a reload, or another request).
         let mut channels = lock(&self.channels);
         let live = channels
             .entry(name.to_string())
             .or_insert_with(|| Arc::new(made));
-        Some(Arc::clone(live))
+        Ok(Some(Arc::clone(live)))
     }
 
     /// Brings the channels in memory in line with the store: new ones, removed ones (their
@@ -527,10 +544,11 @@ impl State {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
             .unwrap_or("");
-        // The store's row, not the copy in memory: a rotated token stops working at once.
-        let row = self.backing.channel(name).await.ok().flatten();
+        // The store's row, not the copy in memory: a rotated token stops working at once. A
+        // store that cannot say is not a refusal of the token.
+        let row = self.backing.channel(name).await.map_err(unavailable)?;
         let live = match row.filter(|row| crate::relay::token::matches(token, &row.token_hash)) {
-            Some(_) => self.live(name).await,
+            Some(_) => self.live(name).await.map_err(unavailable)?,
             None => None,
         };
         match live {
@@ -633,9 +651,6 @@ async fn housekeeping(state: Arc<State>) {
     loop {
         tick.tick().await;
         state.reload_channels().await;
-        if let Some(jet) = state.backing.cluster() {
-            jet.say_present(&state.caught_up()).await;
-        }
         let keep_answers = state.options.answer_timeout * 2;
         for live in lock(&state.channels).values() {
             lock(&live.sealer).expire();
@@ -732,8 +747,10 @@ async fn ingest(
     name: &str,
     path: String,
 ) -> Response<Body> {
-    let Some(live) = state.live(name).await else {
-        return plain(StatusCode::NOT_FOUND, "not found");
+    let live = match state.live(name).await {
+        Ok(Some(live)) => live,
+        Ok(None) => return plain(StatusCode::NOT_FOUND, "not found"),
+        Err(e) => return unavailable(e),
     };
     let (parts, body) = request.into_parts();
     let declared = parts
@@ -764,12 +781,13 @@ async fn ingest(
     let sealed = lock(&live.sealer).seal(&plaintext);
     let size = plaintext.len() as u64;
     drop(plaintext);
+    let row = lock(&live.row).clone();
     if let Some(jet) = state.backing.cluster() {
-        return ingest_on_cluster(state, jet, &live, name, size, sealed).await;
+        return ingest_on_cluster(state, jet, &live, &row, size, sealed).await;
     }
     let seq = match state
         .backing
-        .insert(name, now_ms(), size, sealed, None)
+        .insert(&row, now_ms(), size, sealed, None)
         .await
     {
         Ok(seq) => seq,
@@ -797,10 +815,11 @@ async fn ingest_on_cluster(
     state: &State,
     jet: &crate::relay::jet::Jet,
     live: &Live,
-    name: &str,
+    row: &Channel,
     size: u64,
     sealed: Vec<u8>,
 ) -> Response<Body> {
+    let name = row.name.as_str();
     let here = live.live_subscribers.load(Ordering::SeqCst) > 0;
     let inbox = if here || jet.present(name) {
         jet.answers_inbox().await.ok()
@@ -810,7 +829,7 @@ async fn ingest_on_cluster(
     let reply = inbox.as_ref().map(|(subject, _)| subject.as_str());
     let seq = match state
         .backing
-        .insert(name, now_ms(), size, sealed, reply)
+        .insert(row, now_ms(), size, sealed, reply)
         .await
     {
         Ok(seq) => seq,
@@ -839,16 +858,24 @@ fn refused_to_store(name: &str, e: RelayStoreError) -> Response<Body> {
         }
         e => {
             eprintln!("relay: a delivery to channel {name} could not be stored (503): {e}");
-            let mut response = plain(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the relay could not store this delivery",
-            );
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-            response
+            retry_later("the relay could not store this delivery")
         }
     }
+}
+
+/// `503` with `Retry-After: 5`.
+fn retry_later(text: &str) -> Response<Body> {
+    let mut response = plain(StatusCode::SERVICE_UNAVAILABLE, text);
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    response
+}
+
+/// The store could not answer (a cluster without a quorum, say): `503`, said on stderr.
+fn unavailable(e: RelayStoreError) -> Response<Body> {
+    eprintln!("relay: the store cannot answer (503): {e}");
+    retry_later("the relay's store cannot answer now")
 }
 
 fn offline_answer(offline: OfflineAnswer, seq: u64) -> Response<Body> {
@@ -974,7 +1001,14 @@ async fn answer(
     match serde_json::from_slice::<Answer>(&body) {
         Ok(answer) => {
             let taken = match state.backing.cluster() {
-                Some(jet) => jet.answer(name, seq, body).await,
+                Some(jet) => {
+                    let row = lock(&live.row).clone();
+                    match jet.answer(&row, seq, body).await {
+                        crate::relay::jet::Answered::Taken => true,
+                        crate::relay::jet::Answered::NotWaiting => false,
+                        crate::relay::jet::Answered::Failed(e) => return unavailable(e),
+                    }
+                }
                 None => live.answered(seq, answer),
             };
             if taken {
@@ -994,9 +1028,10 @@ async fn acknowledge(
     request: Request<Body>,
     name: &str,
 ) -> Response<Body> {
-    if let Err(refused) = state.authorised(peer, request.headers(), name).await {
-        return refused;
-    }
+    let live = match state.authorised(peer, request.headers(), name).await {
+        Ok(live) => live,
+        Err(refused) => return refused,
+    };
     let body = match read_body(&Limits::default(), request.into_body(), None).await {
         Ok(body) => body,
         Err(refused) => return refused,
@@ -1006,7 +1041,8 @@ async fn acknowledge(
         .and_then(|v| v.get("seq")?.as_u64())
     {
         Some(seq) => {
-            state.backing.ack(name, seq).await;
+            let row = lock(&live.row).clone();
+            state.backing.ack(&row, seq).await;
             plain(StatusCode::NO_CONTENT, "")
         }
         None => plain(StatusCode::BAD_REQUEST, "expected {\"seq\": N}"),

@@ -24,7 +24,6 @@ const BATCH: usize = 256;
 /// About the most bytes read from the store at a time.
 const BATCH_BYTES: usize = 8 * 1024 * 1024;
 
-/// A subscriber's stream, before it runs.
 /// Where a stream reads the channel's deliveries.
 pub(crate) enum Source {
     /// The SQLite store in this data dir.
@@ -33,6 +32,7 @@ pub(crate) enum Source {
     Cluster(Arc<Jet>),
 }
 
+/// A subscriber's stream, before it runs.
 pub(crate) struct Stream {
     pub(crate) source: Source,
     pub(crate) channel: String,
@@ -159,7 +159,7 @@ impl Stream {
     /// The stream on a cluster: an ordered consumer from the resume point, made again from
     /// the last delivery sent when it fails (the cluster electing a new leader, say).
     async fn run_on_cluster(mut self, jet: &Jet, sender: mpsc::Sender<Bytes>) {
-        let latest = jet.latest(&self.channel).await;
+        let latest = jet.latest(&self.channel, &self.uid).await;
         if !self.hello(&sender, latest).await {
             return;
         }
@@ -169,7 +169,7 @@ impl Stream {
         }
         let mut cursor = self.after;
         loop {
-            let reading = match jet.read_after(&self.channel, cursor).await {
+            let reading = match jet.read_after(&self.channel, &self.uid, cursor).await {
                 Ok(reading) => reading,
                 Err(e) => {
                     eprintln!("relay: a subscriber's stream could not read the cluster: {e}");

@@ -4,7 +4,6 @@
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A free port on loopback (bound and released).
@@ -133,42 +132,42 @@ impl Nats {
         name.trim_start_matches('n').parse().expect("a server name")
     }
 
-    /// Waits until every running server has JetStream ready (a cluster has elected its meta
-    /// leader: a stream can be made).
+    /// Waits until every running server answers JetStream's API (a cluster has elected its
+    /// meta leader).
     pub fn wait_ready(&self) {
         let deadline = Instant::now() + Duration::from_secs(30);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .expect("runtime");
+        let running = (0..self.client_ports.len()).filter(|i| self.children[*i].is_some());
+        for port in running.map(|i| self.client_ports[i]).collect::<Vec<_>>() {
+            runtime.block_on(wait_answering(port, deadline));
+        }
+    }
+
+    /// The name of the stream whose name starts with `prefix` (a channel's:
+    /// `hookscope-relay-NAME-` and its uid).
+    pub fn stream_named(&self, prefix: &str) -> String {
+        use futures_util::StreamExt as _;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
         runtime.block_on(async {
-            loop {
-                let ready = async {
-                    let client = async_nats::connect(format!("127.0.0.1:{}", self.client_ports[0]))
-                        .await
-                        .ok()?;
-                    let js = async_nats::jetstream::new(client);
-                    js.get_stream("hookscope-not-there")
-                        .await
-                        .err()
-                        .and_then(|e| {
-                            matches!(
-                                e.kind(),
-                                async_nats::jetstream::context::GetStreamErrorKind::JetStream(_)
-                            )
-                            .then_some(())
-                        })
-                };
-                if ready.await.is_some() {
-                    return;
+            let client = async_nats::connect(self.url().split(',').collect::<Vec<_>>().as_slice())
+                .await
+                .expect("connects");
+            let js = async_nats::jetstream::new(client);
+            let mut names = js.stream_names();
+            while let Some(name) = names.next().await {
+                let name = name.expect("a stream name");
+                if name.starts_with(prefix) {
+                    return name;
                 }
-                assert!(
-                    Instant::now() < deadline,
-                    "the NATS servers never became ready"
-                );
-                tokio::time::sleep(Duration::from_millis(200)).await;
             }
-        });
+            panic!("no stream named {prefix}…")
+        })
     }
 
     /// The server leading `stream` now.
@@ -192,6 +191,32 @@ impl Nats {
     }
 }
 
+/// Waits until the server on `port` answers JetStream's API.
+async fn wait_answering(port: u16, deadline: Instant) {
+    loop {
+        let ready = async {
+            let client = async_nats::connect(format!("127.0.0.1:{port}"))
+                .await
+                .ok()?;
+            let js = async_nats::jetstream::new(client);
+            let refused = js.get_stream("hookscope-not-there").await.err()?;
+            matches!(
+                refused.kind(),
+                async_nats::jetstream::context::GetStreamErrorKind::JetStream(_)
+            )
+            .then_some(())
+        };
+        if ready.await.is_some() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the NATS server on {port} never became ready"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 impl Drop for Nats {
     fn drop(&mut self) {
         for i in 0..self.children.len() {
@@ -201,10 +226,9 @@ impl Drop for Nats {
 }
 
 /// A TCP balancer on loopback, as a team puts in front of its relay instances: each connection
-/// goes to the next backend that accepts it. It records where each went.
+/// goes to the next backend that accepts it.
 pub struct Balancer {
     pub addr: SocketAddr,
-    pub chosen: Arc<Mutex<Vec<SocketAddr>>>,
     _runtime: tokio::runtime::Runtime,
 }
 
@@ -219,8 +243,6 @@ impl Balancer {
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
             .expect("binds");
         let addr = listener.local_addr().expect("addr");
-        let chosen = Arc::new(Mutex::new(Vec::new()));
-        let record = Arc::clone(&chosen);
         runtime.spawn(async move {
             let mut next = 0usize;
             while let Ok((mut inbound, _)) = listener.accept().await {
@@ -229,7 +251,6 @@ impl Balancer {
                     let backend = backends[(next + k) % backends.len()];
                     if let Ok(stream) = tokio::net::TcpStream::connect(backend).await {
                         next = (next + k + 1) % backends.len();
-                        record.lock().expect("record").push(backend);
                         outbound = Some(stream);
                         break;
                     }
@@ -243,7 +264,6 @@ impl Balancer {
         });
         Balancer {
             addr,
-            chosen,
             _runtime: runtime,
         }
     }

@@ -52,23 +52,32 @@ declare -a node_pid
 for i in 0 1 2; do start_node "$i"; done
 store="nats://127.0.0.1:${client[0]},127.0.0.1:${client[1]},127.0.0.1:${client[2]}"
 sleep 3
-# The server leading a stream, asked with NATS's own protocol (no CLI needed).
+# The server leading a channel's stream (hookscope-relay-NAME-UID), asked with NATS's own
+# protocol (no CLI needed).
 leader_of() {
   python3 - "${client[@]}" "$1" <<'PY'
 import json, socket, sys
-ports, stream = sys.argv[1:4], sys.argv[4]
+ports, prefix = sys.argv[1:4], "hookscope-relay-" + sys.argv[4] + "-"
+def ask(s, subject, n):
+    s.sendall(f"SUB _INBOX.{n} {n}\r\nPUB {subject} _INBOX.{n} 0\r\n\r\n".encode())
+    data = b""
+    while data.count(b"\r\n") < 2:
+        data += s.recv(65536)
+    head, rest = data.split(b"\r\n", 1)
+    size = int(head.split()[-1])
+    while len(rest) < size:
+        rest += s.recv(65536)
+    return json.loads(rest[:size])
 for port in ports:
     try:
-        s = socket.create_connection(("127.0.0.1", int(port)), timeout=3)
+        s = socket.create_connection(("127.0.0.1", int(port)), timeout=5)
     except OSError:
         continue
     s.recv(4096)
-    s.sendall(b'CONNECT {"verbose":false}\r\nSUB _INBOX.leader 1\r\nPUB $JS.API.STREAM.INFO.' + stream.encode() + b' _INBOX.leader 0\r\n\r\n')
-    data = b""
-    while b"\r\n" not in data.split(b"\r\n", 1)[-1] or data.count(b"\r\n") < 2:
-        data += s.recv(65536)
-    body = data.split(b"\r\n", 2)[1]
-    print(json.loads(body)["cluster"]["leader"])
+    s.sendall(b'CONNECT {"verbose":false}\r\n')
+    names = ask(s, "$JS.API.STREAM.NAMES", 1)["streams"]
+    stream = next(n for n in names if n.startswith(prefix))
+    print(ask(s, "$JS.API.STREAM.INFO." + stream, 2)["cluster"]["leader"])
     break
 PY
 }
@@ -146,7 +155,7 @@ $dev load --url "http://127.0.0.1:$port_a/in/loss/hooks" --connections 32 --seco
   --rate 500 --scheme standard-webhooks --secret "$secret" >"$work/loss.json" &
 load_pid=$!
 sleep 5
-leader=$(leader_of hookscope-relay-loss)
+leader=$(leader_of loss)
 killed_at=$(date +%s%3N)
 kill -9 "${node_pid[${leader#n}]}"
 wait "$load_pid"

@@ -9,41 +9,35 @@
 //! live ([`SharedSettings`]), and the switches the front end flips while capturing
 //! ([`Controls`]).
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use crate::config::Settings;
 use crate::domain::checks::{self, Evaluation};
 use crate::domain::delivery::Delivery;
 use crate::domain::endpoint::Endpoint;
 use crate::domain::handshake;
+use crate::domain::sync::Lock;
 use crate::store::{NewRecord, Routing};
 
 /// The settings every source reads for each request; the front end replaces them live (a saved
 /// config, a contract edited on disk), and the next request reads the new ones.
 #[derive(Debug, Clone, Default)]
-pub struct SharedSettings(Arc<RwLock<Arc<Settings>>>);
+pub struct SharedSettings(Arc<Lock<Arc<Settings>>>);
 
 impl SharedSettings {
     /// Settings to share.
     pub fn new(settings: Settings) -> SharedSettings {
-        SharedSettings(Arc::new(RwLock::new(Arc::new(settings))))
+        SharedSettings(Arc::new(Lock::new(Arc::new(settings))))
     }
 
     /// The settings as they are now.
     pub fn get(&self) -> Arc<Settings> {
-        match self.0.read() {
-            Ok(guard) => Arc::clone(&guard),
-            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
-        }
+        Arc::clone(&self.0.lock())
     }
 
     /// Replaces them, for the next request.
     pub fn replace(&self, settings: Settings) {
-        let settings = Arc::new(settings);
-        match self.0.write() {
-            Ok(mut guard) => *guard = settings,
-            Err(poisoned) => *poisoned.into_inner() = settings,
-        }
+        *self.0.lock() = Arc::new(settings);
     }
 }
 
@@ -51,7 +45,7 @@ impl SharedSettings {
 #[derive(Debug, Default)]
 pub struct Controls {
     /// Forward every delivery, byte-exact, to this URL.
-    pub forward_to: RwLock<Option<String>>,
+    pub forward_to: Lock<Option<String>>,
     /// Answer the sender with the forwarded handler's status instead of hookscope's own.
     pub mirror_response: std::sync::atomic::AtomicBool,
     /// Answer this many next deliveries with 500, to watch a sender's retries.
@@ -59,7 +53,7 @@ pub struct Controls {
     /// Accept any TLS certificate when forwarding (a self-signed development certificate).
     pub forward_insecure: std::sync::atomic::AtomicBool,
     /// Endpoints (by path) whose forwarding rules are switched off for now.
-    pub forwarding_off: RwLock<std::collections::BTreeSet<String>>,
+    pub forwarding_off: Lock<std::collections::BTreeSet<String>>,
 }
 
 impl Controls {
@@ -73,19 +67,13 @@ impl Controls {
             }
             None => None,
         };
-        match self.forward_to.write() {
-            Ok(mut guard) => *guard = url,
-            Err(poisoned) => *poisoned.into_inner() = url,
-        }
+        *self.forward_to.lock() = url;
         Ok(())
     }
 
     /// Switches an endpoint's forwarding rules on or off (the window's per-endpoint switch).
     pub fn set_endpoint_forwarding(&self, endpoint: &str, on: bool) {
-        let mut off = match self.forwarding_off.write() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut off = self.forwarding_off.lock();
         if on {
             off.remove(endpoint);
         } else {
@@ -95,18 +83,12 @@ impl Controls {
 
     /// Whether an endpoint's forwarding rules apply now.
     pub fn endpoint_forwarding(&self, endpoint: &str) -> bool {
-        match self.forwarding_off.read() {
-            Ok(off) => !off.contains(endpoint),
-            Err(poisoned) => !poisoned.into_inner().contains(endpoint),
-        }
+        !self.forwarding_off.lock().contains(endpoint)
     }
 
     /// The receiver-wide forwarding target, when one is set.
     pub fn forward_url(&self) -> Option<String> {
-        match self.forward_to.read() {
-            Ok(guard) => guard.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        self.forward_to.lock().clone()
     }
 
     /// Takes one from the fail-next counter; returns how many remain when one was taken.

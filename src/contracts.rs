@@ -5,7 +5,9 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
+
+use crate::domain::sync::Lock;
 use std::time::SystemTime;
 
 use serde_json::Value;
@@ -35,7 +37,7 @@ impl Entry {
 }
 
 /// Compiled contracts by path.
-type Cache = Mutex<HashMap<PathBuf, Entry>>;
+type Cache = Lock<HashMap<PathBuf, Entry>>;
 
 fn cache() -> &'static Cache {
     static CACHE: OnceLock<Cache> = OnceLock::new();
@@ -211,7 +213,7 @@ fn cached_or(
     compile: impl FnOnce(&Path) -> Result<(Contract, Vec<PathBuf>), ContractError>,
 ) -> Result<Arc<Contract>, ContractError> {
     let known: Vec<PathBuf> = {
-        let cache = cache().lock().map_err(|_| poisoned(key))?;
+        let cache = cache().lock();
         match cache.get(key) {
             Some(entry) => entry.paths(),
             None => vec![key.to_path_buf()],
@@ -219,7 +221,7 @@ fn cached_or(
     };
     let before = stamp_of(&known);
     {
-        let cache = cache().lock().map_err(|_| poisoned(key))?;
+        let cache = cache().lock();
         if let Some(entry) = cache.get(key) {
             if let Some((contract, stamp)) = &entry.good
                 && *stamp == before
@@ -234,7 +236,7 @@ fn cached_or(
         }
     }
     let compiled = compile(key);
-    let mut cache = cache().lock().map_err(|_| poisoned(key))?;
+    let mut cache = cache().lock();
     let entry = cache.entry(key.to_path_buf()).or_default();
     match compiled {
         Ok((contract, files)) => {
@@ -261,23 +263,13 @@ fn cached_or(
     }
 }
 
-fn poisoned(key: &Path) -> ContractError {
-    ContractError {
-        file: name_of(key),
-        pointer: String::new(),
-        reason: "the cache of compiled contracts was lost to a panic".into(),
-    }
-}
-
 /// Whether the contract at `path` is not the one in use: a file of it changed since it was
 /// compiled (and not into the state that failed last), or the cache holds another compile
 /// than `in_use` (someone loaded the change first). The receiver's settings are resolved
 /// again then.
 pub fn stale(path: &Path, in_use: &Arc<Contract>) -> bool {
     let path = absolute(path);
-    let Ok(cache) = cache().lock() else {
-        return false;
-    };
+    let cache = cache().lock();
     let Some(entry) = cache.get(&path) else {
         return true;
     };

@@ -11,6 +11,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
+
+use crate::domain::sync::Lock;
 use std::sync::mpsc::{Receiver as StdReceiver, RecvTimeoutError, SyncSender, sync_channel};
 use std::time::Duration;
 
@@ -323,22 +325,16 @@ pub struct EngineHandle {
 
 /// Where the engine puts the relay subscription it started, for the window to read.
 #[derive(Default)]
-pub struct RelaySlot(std::sync::Mutex<Option<RelayView>>);
+pub struct RelaySlot(Lock<Option<RelayView>>);
 
 impl RelaySlot {
     /// The subscription now, when there is one.
     pub fn get(&self) -> Option<RelayView> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        self.0.lock().clone()
     }
 
     fn set(&self, view: Option<RelayView>) {
-        *self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = view;
+        *self.0.lock() = view;
     }
 }
 
@@ -876,11 +872,9 @@ impl Engine {
                 let view =
                     |running: &app::simulate::Running,
                      scorecard: Option<Vec<crate::domain::sim::Check>>| {
-                        let recent = running
-                            .world
-                            .lock()
-                            .map(|w| w.recent.iter().rev().take(60).cloned().collect())
-                            .unwrap_or_default();
+                        let recent = (running.world.lock().recent.iter().rev().take(60))
+                            .cloned()
+                            .collect();
                         SimulationView {
                             api: api.clone(),
                             progress: running.progress(),

@@ -106,10 +106,8 @@ pub fn reload_if_changed(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    static SAID: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
-    let mut said = SAID
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    static SAID: crate::domain::sync::Lock<Option<String>> = crate::domain::sync::Lock::new(None);
+    let mut said = SAID.lock();
     match crate::config::Settings::resolve(file, overrides) {
         Ok(settings) => {
             shared.replace(settings);

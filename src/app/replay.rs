@@ -8,8 +8,10 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+
+use crate::domain::sync::Lock;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -274,7 +276,7 @@ pub struct Progress {
     succeeded: AtomicUsize,
     answered: AtomicUsize,
     stop: AtomicBool,
-    why_stopped: Mutex<Option<String>>,
+    why_stopped: Lock<Option<String>>,
     latency_sum_ms: AtomicU64,
 }
 
@@ -308,16 +310,15 @@ impl Progress {
             succeeded: AtomicUsize::new(0),
             answered: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
-            why_stopped: Mutex::new(None),
+            why_stopped: Lock::new(None),
             latency_sum_ms: AtomicU64::new(0),
         })
     }
 
     /// Asks the replay to stop: nothing new is sent, what is in flight is finished and stored.
     pub fn stop(&self, why: impl Into<String>) {
-        if let Ok(mut slot) = self.why_stopped.lock()
-            && slot.is_none()
-        {
+        let mut slot = self.why_stopped.lock();
+        if slot.is_none() {
             *slot = Some(why.into());
         }
         self.stop.store(true, Ordering::SeqCst);
@@ -634,7 +635,7 @@ pub async fn run(
         request.front,
     )?;
     let limit = Arc::new(tokio::sync::Semaphore::new(request.concurrency));
-    let outcomes = Arc::new(Mutex::new(Vec::with_capacity(ids.len())));
+    let outcomes = Arc::new(Lock::new(Vec::with_capacity(ids.len())));
     let mut tasks = tokio::task::JoinSet::new();
     let started = tokio::time::Instant::now();
     let mut first_received: Option<i64> = None;
@@ -754,12 +755,8 @@ pub async fn run(
         });
     }
     while tasks.join_next().await.is_some() {}
-    let outcomes = std::mem::take(
-        &mut *outcomes
-            .lock()
-            .map_err(|_| AppError::Failed("the replay's results were lost to a panic".into()))?,
-    );
-    let stopped = progress.why_stopped.lock().ok().and_then(|why| why.clone());
+    let outcomes = std::mem::take(&mut *outcomes.lock());
+    let stopped = progress.why_stopped.lock().clone();
     // Nothing could be sent, each for the same reason (no secret, no scheme): one refusal.
     if stopped.is_none()
         && !outcomes.is_empty()
@@ -808,7 +805,7 @@ fn unsent(id: i64, event_type: Option<String>, why: &str) -> Outcome {
     }
 }
 
-fn finish(progress: &Progress, outcomes: &Mutex<Vec<Outcome>>, outcome: Outcome) {
+fn finish(progress: &Progress, outcomes: &Lock<Vec<Outcome>>, outcome: Outcome) {
     if outcome.status.is_some() {
         progress.answered.fetch_add(1, Ordering::SeqCst);
         progress
@@ -818,9 +815,7 @@ fn finish(progress: &Progress, outcomes: &Mutex<Vec<Outcome>>, outcome: Outcome)
     if outcome.succeeded() {
         progress.succeeded.fetch_add(1, Ordering::SeqCst);
     }
-    if let Ok(mut all) = outcomes.lock() {
-        all.push(outcome);
-    }
+    outcomes.lock().push(outcome);
     progress.done.fetch_add(1, Ordering::SeqCst);
 }
 

@@ -4,8 +4,10 @@
 //! Simulate view both call [`prepare`] and [`start`].
 
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+
+use crate::domain::sync::Lock;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -468,7 +470,7 @@ pub struct Running {
     /// The handshake's check, when one went first.
     pub handshake: Option<Check>,
     /// The provider's state.
-    pub world: Arc<Mutex<World>>,
+    pub world: Arc<Lock<World>>,
     /// The job API's address.
     pub api_addr: std::net::SocketAddr,
     server: Option<ApiServer>,
@@ -478,15 +480,11 @@ pub struct Running {
     timeout: Duration,
 }
 
-fn lock(world: &Mutex<World>) -> std::sync::MutexGuard<'_, World> {
-    world.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl Running {
     /// Counts so far.
     pub fn progress(&self) -> Progress {
         let now = now_ms();
-        let world = lock(&self.world);
+        let world = self.world.lock();
         let mut p = Progress {
             jobs: world.jobs.len(),
             attempts: world.attempts,
@@ -511,7 +509,7 @@ impl Running {
 
     /// The scorecard of what was observed so far.
     pub fn scorecard(&self) -> Vec<Check> {
-        let mut observed = lock(&self.world).observed.clone();
+        let mut observed = self.world.lock().observed.clone();
         observed.timeout_ms = self.timeout.as_millis() as u64;
         self.handshake
             .iter()
@@ -535,7 +533,7 @@ impl Running {
         }
         loop {
             // Only whether it finished: the full counts are for the reports.
-            let finished = lock(&self.world).finished(now_ms());
+            let finished = self.world.lock().finished(now_ms());
             if finished && self.in_flight.load(Ordering::SeqCst) == 0 {
                 return;
             }
@@ -557,7 +555,7 @@ impl Running {
 pub async fn start(prepared: Prepared, writer: StoreWriter) -> Result<Running, AppError> {
     let mut settings = prepared.settings.clone();
     settings.api_url = String::new();
-    let world = Arc::new(Mutex::new(World::new(settings, prepared.seed)));
+    let world = Arc::new(Lock::new(World::new(settings, prepared.seed)));
     let confirmations = Arc::new(AtomicUsize::new(0));
     let api = Api {
         world: Arc::clone(&world),
@@ -601,7 +599,7 @@ pub async fn start(prepared: Prepared, writer: StoreWriter) -> Result<Running, A
         .as_ref()
         .is_none_or(|check| check.status != sim::Verdict::Fail);
     {
-        let mut w = lock(&world);
+        let mut w = world.lock();
         w.settings.api_url = format!("http://{api_addr}");
         if let (Some(target), true) = (&prepared.target, subscribed) {
             let now = now_ms();
@@ -647,14 +645,14 @@ struct Signer {
 
 /// The delivery loop: sends what is due, records every attempt, until stopped.
 async fn deliver(
-    world: Arc<Mutex<World>>,
+    world: Arc<Lock<World>>,
     signer: Arc<Signer>,
     writer: StoreWriter,
     mut stopped: tokio::sync::watch::Receiver<bool>,
     in_flight: Arc<AtomicUsize>,
 ) {
     let permits = Arc::new(tokio::sync::Semaphore::new(CONCURRENCY));
-    let records: Arc<Mutex<Vec<Attempt>>> = Arc::default();
+    let records: Arc<Lock<Vec<Attempt>>> = Arc::default();
     let mut last_flush = std::time::Instant::now();
     loop {
         if *stopped.borrow() {
@@ -662,7 +660,7 @@ async fn deliver(
         }
         let now = now_ms();
         let (work, next) = {
-            let mut w = lock(&world);
+            let mut w = world.lock();
             let mut work = w.due_work(now);
             work.extend(w.take_late());
             (work, w.next_due())
@@ -684,7 +682,7 @@ async fn deliver(
                 // delivery's (whether it verifies what the simulator signs).
                 let asked = match item.kind {
                     WorkKind::Tampered | WorkKind::Stale => true,
-                    WorkKind::Attempt => lock(&world).observed.receiver_verifies.is_none(),
+                    WorkKind::Attempt => world.lock().observed.receiver_verifies.is_none(),
                     WorkKind::Copy | WorkKind::LateRetry => false,
                 };
                 let recorded = match asked {
@@ -695,7 +693,7 @@ async fn deliver(
                     .error
                     .as_deref()
                     .is_some_and(|e| e.starts_with("no answer within"));
-                lock(&world).done(
+                world.lock().done(
                     &item,
                     attempt.status,
                     attempt.latency_ms,
@@ -703,10 +701,7 @@ async fn deliver(
                     now_ms(),
                     recorded,
                 );
-                records
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(attempt);
+                records.lock().push(attempt);
                 in_flight.fetch_sub(1, Ordering::SeqCst);
                 drop(permit);
             });
@@ -726,8 +721,8 @@ async fn deliver(
     flush(&records, &writer).await;
 }
 
-async fn flush(records: &Mutex<Vec<Attempt>>, writer: &StoreWriter) {
-    let batch = std::mem::take(&mut *records.lock().unwrap_or_else(|e| e.into_inner()));
+async fn flush(records: &Lock<Vec<Attempt>>, writer: &StoreWriter) {
+    let batch = std::mem::take(&mut *records.lock());
     if !batch.is_empty() {
         let _ = writer.maintain(Maintenance::RecordAttempts(batch)).await;
     }

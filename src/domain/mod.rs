@@ -23,4 +23,5 @@ pub mod pretty;
 pub mod reconcile;
 pub mod scheme;
 pub mod sim;
+pub mod sync;
 pub mod timeline;

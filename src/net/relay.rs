@@ -9,8 +9,10 @@
 //! skipped and a reconnect resumes after the cursor. Acknowledgements go back every few
 //! seconds, so the relay may drop what is stored here.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+
+use crate::domain::sync::Lock;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -75,33 +77,27 @@ pub enum RelayState {
 /// What the relay source reports: its state, counts, and sentences to say once.
 #[derive(Debug)]
 pub struct RelayStatus {
-    state: Mutex<RelayState>,
+    state: Lock<RelayState>,
     unreadable: AtomicU64,
-    sentences: Mutex<Vec<String>>,
+    sentences: Lock<Vec<String>>,
     said_unreadable: std::sync::atomic::AtomicBool,
 }
 
 impl Default for RelayStatus {
     fn default() -> RelayStatus {
         RelayStatus {
-            state: Mutex::new(RelayState::Connecting),
+            state: Lock::new(RelayState::Connecting),
             unreadable: AtomicU64::new(0),
-            sentences: Mutex::new(Vec::new()),
+            sentences: Lock::new(Vec::new()),
             said_unreadable: std::sync::atomic::AtomicBool::new(false),
         }
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 impl RelayStatus {
     /// The state now.
     pub fn state(&self) -> RelayState {
-        lock(&self.state).clone()
+        self.state.lock().clone()
     }
 
     /// Deliveries this laptop's key could not open (sealed to another recipient, or damaged).
@@ -112,11 +108,11 @@ impl RelayStatus {
     /// The sentences not taken yet (a change of state worth saying, the first unreadable
     /// delivery).
     pub fn take_sentences(&self) -> Vec<String> {
-        std::mem::take(&mut *lock(&self.sentences))
+        std::mem::take(&mut *self.sentences.lock())
     }
 
     fn set(&self, state: RelayState) {
-        let mut now = lock(&self.state);
+        let mut now = self.state.lock();
         if *now == state {
             return;
         }
@@ -139,14 +135,14 @@ impl RelayStatus {
         *now = state;
         drop(now);
         if let Some(sentence) = sentence {
-            lock(&self.sentences).push(sentence);
+            self.sentences.lock().push(sentence);
         }
     }
 
     fn unreadable_one(&self, seq: u64, why: &SealError) {
         let n = self.unreadable.fetch_add(1, Ordering::SeqCst) + 1;
         if !self.said_unreadable.swap(true, Ordering::SeqCst) {
-            lock(&self.sentences).push(format!(
+            self.sentences.lock().push(format!(
                 "relay: delivery #{seq} cannot be opened ({why}); it is skipped, and so is every other one this key cannot open ({n} so far): add this laptop's key to the channel with `hookscope relay channel add-recipient`"
             ));
         }
@@ -265,7 +261,7 @@ struct Stream<'a> {
     stored_up_to: Arc<AtomicU64>,
     /// Why a queued write failed: the stream ends and starts again from the cursor (every write
     /// after a failed one is refused as a gap).
-    failed: Arc<Mutex<Option<String>>>,
+    failed: Arc<Lock<Option<String>>>,
 }
 
 impl<'a> Stream<'a> {
@@ -307,7 +303,7 @@ impl<'a> Stream<'a> {
             in_flight: Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT)),
             answers: Arc::new(tokio::sync::Semaphore::new(ANSWERS_AT_ONCE)),
             stored_up_to: Arc::new(AtomicU64::new(cursor)),
-            failed: Arc::new(Mutex::new(None)),
+            failed: Arc::new(Lock::new(None)),
         })
     }
 
@@ -333,7 +329,7 @@ impl<'a> Stream<'a> {
                     return reason;
                 }
             }
-            if let Some(reason) = lock(&self.failed).take() {
+            if let Some(reason) = self.failed.lock().take() {
                 return reason;
             }
             if Instant::now() >= next_ack {
@@ -443,7 +439,7 @@ impl<'a> Stream<'a> {
                 Err(StoreError::RelayRepeat(_) | StoreError::RelayGap { .. }) => return,
                 Err(e) => {
                     let reason = format!("relayed delivery #{} was not stored: {e}", event.seq);
-                    lock(&failed).get_or_insert(reason);
+                    failed.lock().get_or_insert(reason);
                     return;
                 }
             };

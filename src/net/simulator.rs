@@ -3,7 +3,9 @@
 //! the shared [`World`] on a loopback port until told to stop.
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use crate::domain::sync::Lock;
 use std::time::Duration;
 
 use axum::body::Bytes;
@@ -21,7 +23,7 @@ use crate::domain::sim::world::World;
 #[derive(Clone)]
 pub struct Api {
     /// The provider's state.
-    pub world: Arc<Mutex<World>>,
+    pub world: Arc<Lock<World>>,
     /// Where webhooks go when a submit names no callback URL.
     pub default_callback: Option<String>,
     /// How long a submit is "being processed" (real), so a repeat can arrive in flight.
@@ -52,7 +54,7 @@ fn json_response(status: u16, value: Value) -> Response {
 }
 
 fn locked(api: &Api) -> std::sync::MutexGuard<'_, World> {
-    api.world.lock().unwrap_or_else(|e| e.into_inner())
+    api.world.lock()
 }
 
 async fn submit(State(api): State<Api>, headers: HeaderMap, body: Bytes) -> Response {

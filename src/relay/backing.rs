@@ -3,7 +3,9 @@
 //! instances for a team). The server asks the same questions of either.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use crate::domain::sync::Lock;
 use std::time::Duration;
 
 use crate::relay::jet::Jet;
@@ -30,7 +32,7 @@ pub struct Sqlite {
     pub data_dir: PathBuf,
     writer: Writer,
     /// For token checks and channel lookups: read where `relay channel …` writes.
-    lookups: Mutex<rusqlite::Connection>,
+    lookups: Lock<rusqlite::Connection>,
 }
 
 /// The store the server uses.
@@ -39,12 +41,6 @@ pub enum Backing {
     Sqlite(Sqlite),
     /// A JetStream cluster.
     Cluster(Arc<Jet>),
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Backing {
@@ -62,7 +58,7 @@ impl Backing {
     /// One channel.
     pub async fn channel(&self, name: &str) -> Result<Option<Channel>, RelayStoreError> {
         match self {
-            Backing::Sqlite(s) => store::channel(&lock(&s.lookups), name),
+            Backing::Sqlite(s) => store::channel(&s.lookups.lock(), name),
             Backing::Cluster(jet) => jet.channel(name).await,
         }
     }
@@ -70,7 +66,7 @@ impl Backing {
     /// Every channel.
     pub async fn channels(&self) -> Result<Vec<Channel>, RelayStoreError> {
         match self {
-            Backing::Sqlite(s) => store::channels(&lock(&s.lookups)),
+            Backing::Sqlite(s) => store::channels(&s.lookups.lock()),
             Backing::Cluster(jet) => jet.channels().await,
         }
     }
@@ -148,7 +144,7 @@ impl Sqlite {
         Ok(Sqlite {
             data_dir: data_dir.to_path_buf(),
             writer,
-            lookups: Mutex::new(lookups),
+            lookups: Lock::new(lookups),
         })
     }
 }

@@ -16,8 +16,8 @@
 //! - Whether a laptop is caught up somewhere (so a provider is worth holding) is said by each
 //!   instance every second on `hookscope.relay.presence.NAME`.
 
+use crate::domain::sync::Lock;
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::{self, consumer, kv, stream};
@@ -145,13 +145,13 @@ pub struct Jet {
     replicas: usize,
     instance: String,
     /// Caught-up subscribers per (instance, channel), as said on the presence subject.
-    presence: Mutex<HashMap<(String, String), (u64, Instant)>>,
+    presence: Lock<HashMap<(String, String), (u64, Instant)>>,
     /// Channels whose stream was checked (and said, when it differs).
-    checked: Mutex<std::collections::HashSet<String>>,
+    checked: Lock<std::collections::HashSet<String>>,
     /// The channels as last listed, with the bucket's sequence number then.
-    listed: Mutex<Option<(u64, Vec<Channel>)>>,
+    listed: Lock<Option<(u64, Vec<Channel>)>>,
     /// The replicas each channel's stream was made with, as its entry says.
-    chosen: Mutex<HashMap<String, usize>>,
+    chosen: Lock<HashMap<String, usize>>,
 }
 
 /// `nats://HOST:PORT[,HOST:PORT…]` as the client takes it (each with its scheme).
@@ -216,10 +216,10 @@ impl Jet {
             acks,
             replicas,
             instance: hex::encode(instance),
-            presence: Mutex::new(HashMap::new()),
-            checked: Mutex::new(Default::default()),
-            listed: Mutex::new(None),
-            chosen: Mutex::new(HashMap::new()),
+            presence: Lock::new(HashMap::new()),
+            checked: Lock::new(Default::default()),
+            listed: Lock::new(None),
+            chosen: Lock::new(HashMap::new()),
         })
     }
 
@@ -244,16 +244,13 @@ impl Jet {
             .cached_info()
             .state
             .last_sequence;
-        if let Ok(listed) = self.listed.lock()
-            && let Some((at, channels)) = listed.as_ref()
+        if let Some((at, channels)) = self.listed.lock().as_ref()
             && *at == version
         {
             return Ok(channels.clone());
         }
         let channels = self.list_channels().await?;
-        if let Ok(mut listed) = self.listed.lock() {
-            *listed = Some((version, channels.clone()));
-        }
+        *self.listed.lock() = Some((version, channels.clone()));
         Ok(channels)
     }
 
@@ -317,8 +314,8 @@ impl Jet {
         };
         let stored: Stored = serde_json::from_slice(&bytes)
             .map_err(|e| failed(&format!("channel {name}'s entry is not hookscope's"), e))?;
-        if let (Some(replicas), Ok(mut chosen)) = (stored.replicas, self.chosen.lock()) {
-            chosen.insert(stored.name.clone(), replicas);
+        if let Some(replicas) = stored.replicas {
+            self.chosen.lock().insert(stored.name.clone(), replicas);
         }
         Ok(Some(stored.channel()))
     }
@@ -406,12 +403,7 @@ impl Jet {
     /// The stream configuration a channel asks for: its replicas as it was made with, else
     /// this relay's.
     fn stream_config(&self, channel: &Channel) -> stream::Config {
-        let replicas = self
-            .chosen
-            .lock()
-            .ok()
-            .and_then(|chosen| chosen.get(&channel.name).copied())
-            .unwrap_or(self.replicas);
+        let replicas = (self.chosen.lock().get(&channel.name).copied()).unwrap_or(self.replicas);
         stream::Config {
             name: stream_name(&channel.name, &channel.uid),
             subjects: vec![subject(&channel.name, &channel.uid)],
@@ -435,11 +427,8 @@ impl Jet {
                     .await
                     .map_err(|e| failed("reading the stream", e))?;
                 let differs = differences(&info.config, &wanted);
-                let first = self
-                    .checked
-                    .lock()
-                    .map(|mut c| c.insert(wanted.name.clone()));
-                if !differs.is_empty() && first.unwrap_or(false) {
+                let first = self.checked.lock().insert(wanted.name.clone());
+                if !differs.is_empty() && first {
                     eprintln!(
                         "relay: stream {} exists with other settings ({}); it is left as it is (change it with `nats stream edit`, or remove the channel and make it again)",
                         wanted.name,
@@ -771,21 +760,19 @@ impl Jet {
                 continue;
             };
             let count = count.parse().unwrap_or(0);
-            if let Ok(mut presence) = self.presence.lock() {
-                presence.retain(|_, (_, at)| at.elapsed() < PRESENCE_FOR);
-                presence.insert((instance.to_string(), channel), (count, Instant::now()));
-            }
+            let mut presence = self.presence.lock();
+            presence.retain(|_, (_, at)| at.elapsed() < PRESENCE_FOR);
+            presence.insert((instance.to_string(), channel), (count, Instant::now()));
         }
     }
 
     /// Whether a subscriber of `channel` is caught up on any instance (said within the last
     /// few seconds).
     pub fn present(&self, channel: &str) -> bool {
-        self.presence.lock().is_ok_and(|presence| {
-            presence.iter().any(|((_, c), (count, at))| {
-                c == channel && *count > 0 && at.elapsed() < PRESENCE_FOR
-            })
-        })
+        let presence = self.presence.lock();
+        presence
+            .iter()
+            .any(|((_, c), (count, at))| c == channel && *count > 0 && at.elapsed() < PRESENCE_FOR)
     }
 }
 

@@ -15,8 +15,10 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+
+use crate::domain::sync::Lock;
 use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
@@ -128,8 +130,8 @@ enum Slot {
 
 /// A channel as the running relay holds it.
 struct Live {
-    row: Mutex<Channel>,
-    sealer: Mutex<Sealer>,
+    row: Lock<Channel>,
+    sealer: Lock<Sealer>,
     latest: watch::Sender<u64>,
     /// Bumped when the token changes or the channel goes: open streams end.
     revoked: watch::Sender<u64>,
@@ -137,16 +139,16 @@ struct Live {
     live_subscribers: Arc<AtomicUsize>,
     /// The count said last on the cluster's presence subject.
     said_present: std::sync::atomic::AtomicU64,
-    slots: Mutex<HashMap<u64, Slot>>,
+    slots: Lock<HashMap<u64, Slot>>,
 }
 
 struct State {
     options: ServeOptions,
     backing: Backing,
-    channels: Mutex<HashMap<String, Arc<Live>>>,
-    connections: Mutex<HashMap<IpAddr, usize>>,
+    channels: Lock<HashMap<String, Arc<Live>>>,
+    connections: Lock<HashMap<IpAddr, usize>>,
     open: AtomicUsize,
-    failures: Mutex<HashMap<IpAddr, (u32, Instant)>>,
+    failures: Lock<HashMap<IpAddr, (u32, Instant)>>,
     in_flight: AtomicUsize,
 }
 
@@ -155,12 +157,6 @@ pub struct Server {
     listener: tokio::net::TcpListener,
     tls: Option<tokio_rustls::TlsAcceptor>,
     state: Arc<State>,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Server {
@@ -195,10 +191,10 @@ impl Server {
         let state = Arc::new(State {
             options,
             backing,
-            channels: Mutex::new(HashMap::new()),
-            connections: Mutex::new(HashMap::new()),
+            channels: Lock::new(HashMap::new()),
+            connections: Lock::new(HashMap::new()),
             open: AtomicUsize::new(0),
-            failures: Mutex::new(HashMap::new()),
+            failures: Lock::new(HashMap::new()),
             in_flight: AtomicUsize::new(0),
         });
         state.reload_channels().await;
@@ -325,7 +321,7 @@ struct ConnectionGuard {
 impl ConnectionGuard {
     fn take(state: &Arc<State>, ip: IpAddr) -> Option<ConnectionGuard> {
         let limits = &state.options.limits;
-        let mut by_address = lock(&state.connections);
+        let mut by_address = state.connections.lock();
         // Refused before any entry is made: a full relay keeps no entry for an address it refused.
         let here = by_address.get(&ip).copied().unwrap_or(0);
         if here >= limits.max_per_address
@@ -344,7 +340,7 @@ impl ConnectionGuard {
 
 impl Drop for ConnectionGuard {
     fn drop(&mut self) {
-        let mut by_address = lock(&self.state.connections);
+        let mut by_address = self.state.connections.lock();
         if let Some(n) = by_address.get_mut(&self.ip) {
             *n -= 1;
             if *n == 0 {
@@ -431,7 +427,8 @@ impl State {
     /// Each channel with subscribers caught up here, with how many (and those that had some a
     /// second ago, with 0, so the other instances hear at once that they went).
     fn caught_up(&self) -> Vec<(String, u64)> {
-        lock(&self.channels)
+        self.channels
+            .lock()
             .iter()
             .filter_map(|(name, live)| {
                 let now = live.live_subscribers.load(Ordering::SeqCst) as u64;
@@ -444,7 +441,7 @@ impl State {
     /// The channel, from memory or (made since the last reload) from the store; `Err` when the
     /// store cannot say.
     async fn live(&self, name: &str) -> Result<Option<Arc<Live>>, RelayStoreError> {
-        if let Some(live) = lock(&self.channels).get(name) {
+        if let Some(live) = self.channels.lock().get(name) {
             return Ok(Some(Arc::clone(live)));
         }
         let Some(row) = self.backing.channel(name).await? else {
@@ -455,7 +452,7 @@ impl State {
             return Ok(None);
         };
         // One `Live` per channel, whoever made it first (a reload, or another request).
-        let mut channels = lock(&self.channels);
+        let mut channels = self.channels.lock();
         let live = channels
             .entry(name.to_string())
             .or_insert_with(|| Arc::new(made));
@@ -473,14 +470,16 @@ impl State {
             }
         };
         for row in &rows {
-            let known = lock(&self.channels)
+            let known = self
+                .channels
+                .lock()
                 .get(&row.name)
-                .is_some_and(|live| lock(&live.row).uid == row.uid);
+                .is_some_and(|live| live.row.lock().uid == row.uid);
             if !known {
                 self.backing.prepare(row).await;
             }
         }
-        let mut channels = lock(&self.channels);
+        let mut channels = self.channels.lock();
         let names: std::collections::HashSet<&str> = rows.iter().map(|r| r.name.as_str()).collect();
         channels.retain(|name, live| {
             let keep = names.contains(name.as_str());
@@ -492,7 +491,7 @@ impl State {
         for row in rows {
             match channels.get(&row.name) {
                 // The same channel: a new token or recipients.
-                Some(live) if lock(&live.row).uid == row.uid => live.update(row),
+                Some(live) if live.row.lock().uid == row.uid => live.update(row),
                 // New, or removed and made again under its name: a channel of its own, whose
                 // sequence numbers start over (the old one's streams end).
                 found => {
@@ -516,7 +515,7 @@ impl State {
     /// failing.
     async fn slow_down(&self, ip: IpAddr) {
         let failures = {
-            let mut failures = lock(&self.failures);
+            let mut failures = self.failures.lock();
             let entry = failures.entry(ip).or_insert((0, Instant::now()));
             if entry.1.elapsed() > Duration::from_secs(600) {
                 *entry = (0, Instant::now());
@@ -571,23 +570,23 @@ impl Live {
         Some(Live {
             latest: watch::Sender::new(row.last_seq),
             revoked: watch::Sender::new(0),
-            row: Mutex::new(row),
-            sealer: Mutex::new(sealer),
+            row: Lock::new(row),
+            sealer: Lock::new(sealer),
             live_subscribers: Arc::new(AtomicUsize::new(0)),
             said_present: std::sync::atomic::AtomicU64::new(0),
-            slots: Mutex::new(HashMap::new()),
+            slots: Lock::new(HashMap::new()),
         })
     }
 
     fn update(&self, row: Channel) {
-        let mut current = lock(&self.row);
+        let mut current = self.row.lock();
         if current.token_hash != row.token_hash {
             self.revoked.send_modify(|n| *n += 1);
         }
         if current.recipients != row.recipients
             && let Some(sealer) = sealer_for(&row)
         {
-            *lock(&self.sealer) = sealer;
+            *self.sealer.lock() = sealer;
         }
         *current = row;
     }
@@ -599,7 +598,7 @@ impl Live {
         if seq == 0 || seq > *self.latest.borrow() + 1024 {
             return false;
         }
-        let mut slots = lock(&self.slots);
+        let mut slots = self.slots.lock();
         match slots.remove(&seq) {
             Some(Slot::Waiting(waiter)) => {
                 slots.insert(seq, Slot::Done(Instant::now()));
@@ -619,7 +618,7 @@ impl Live {
     /// Waits for `seq`'s answer (one may have come already).
     fn wait_for(&self, seq: u64) -> oneshot::Receiver<Answer> {
         let (tx, rx) = oneshot::channel();
-        let mut slots = lock(&self.slots);
+        let mut slots = self.slots.lock();
         match slots.remove(&seq) {
             Some(Slot::Answered(answer, _)) => {
                 let _ = tx.send(answer);
@@ -652,14 +651,17 @@ async fn housekeeping(state: Arc<State>) {
         tick.tick().await;
         state.reload_channels().await;
         let keep_answers = state.options.answer_timeout * 2;
-        for live in lock(&state.channels).values() {
-            lock(&live.sealer).expire();
-            lock(&live.slots).retain(|_, slot| match slot {
+        for live in state.channels.lock().values() {
+            live.sealer.lock().expire();
+            live.slots.lock().retain(|_, slot| match slot {
                 Slot::Waiting(waiter) => !waiter.is_closed(),
                 Slot::Answered(_, at) | Slot::Done(at) => at.elapsed() < keep_answers,
             });
         }
-        lock(&state.failures).retain(|_, (_, since)| since.elapsed() < Duration::from_secs(600));
+        state
+            .failures
+            .lock()
+            .retain(|_, (_, since)| since.elapsed() < Duration::from_secs(600));
         if last_retention.elapsed() >= Duration::from_secs(60) {
             last_retention = Instant::now();
             match state.backing.retain(now_ms()).await {
@@ -778,10 +780,10 @@ async fn ingest(
     };
     let plaintext = request.encode();
     drop(request);
-    let sealed = lock(&live.sealer).seal(&plaintext);
+    let sealed = live.sealer.lock().seal(&plaintext);
     let size = plaintext.len() as u64;
     drop(plaintext);
-    let row = lock(&live.row).clone();
+    let row = live.row.lock().clone();
     if let Some(jet) = state.backing.cluster() {
         return ingest_on_cluster(state, jet, &live, &row, size, sealed).await;
     }
@@ -803,7 +805,7 @@ async fn ingest(
         if let Ok(Ok(answer)) = tokio::time::timeout(state.options.answer_timeout, waiting).await {
             return passed_through(answer);
         }
-        lock(&live.slots).remove(&seq);
+        live.slots.lock().remove(&seq);
     }
     offline_answer(state.options.offline, seq)
 }
@@ -959,7 +961,7 @@ async fn subscribe(
             Backing::Cluster(jet) => crate::relay::stream::Source::Cluster(Arc::clone(jet)),
         },
         channel: name.to_string(),
-        uid: lock(&live.row).uid.clone(),
+        uid: live.row.lock().uid.clone(),
         after,
         answer_window_ms: state.options.answer_timeout.as_millis() as i64,
         latest: live.latest.subscribe(),
@@ -1002,7 +1004,7 @@ async fn answer(
         Ok(answer) => {
             let taken = match state.backing.cluster() {
                 Some(jet) => {
-                    let row = lock(&live.row).clone();
+                    let row = live.row.lock().clone();
                     match jet.answer(&row, seq, body).await {
                         crate::relay::jet::Answered::Taken => true,
                         crate::relay::jet::Answered::NotWaiting => false,
@@ -1041,7 +1043,7 @@ async fn acknowledge(
         .and_then(|v| v.get("seq")?.as_u64())
     {
         Some(seq) => {
-            let row = lock(&live.row).clone();
+            let row = live.row.lock().clone();
             state.backing.ack(&row, seq).await;
             plain(StatusCode::NO_CONTENT, "")
         }

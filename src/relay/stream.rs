@@ -5,7 +5,9 @@
 //! what every instance stored.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use crate::domain::sync::Lock;
 use std::time::Duration;
 
 use axum::body::Bytes;
@@ -60,7 +62,7 @@ impl Stream {
             }
         };
         let conn = match store::open_reader(&data_dir) {
-            Ok(conn) => Arc::new(Mutex::new(conn)),
+            Ok(conn) => Arc::new(Lock::new(conn)),
             Err(e) => {
                 eprintln!("relay: a subscriber's stream could not read the store: {e}");
                 return;
@@ -102,14 +104,12 @@ impl Stream {
     /// The next batch after `cursor` (`None`: the store failed).
     async fn read(
         &self,
-        conn: &Arc<Mutex<rusqlite::Connection>>,
+        conn: &Arc<Lock<rusqlite::Connection>>,
         cursor: u64,
     ) -> Option<Vec<store::Sealed>> {
         let (conn, channel) = (Arc::clone(conn), self.channel.clone());
         let read = tokio::task::spawn_blocking(move || {
-            let conn = conn
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let conn = conn.lock();
             store::read_after(&conn, &channel, cursor, BATCH, BATCH_BYTES)
         })
         .await;

@@ -3,8 +3,8 @@
 //! vanished), every delivery is refused while it lasts (503 with `Retry-After`, never 2xx), and
 //! the first write that succeeds again ends it, without a restart.
 
+use crate::domain::sync::Lock;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use crate::domain::clock::now_ms;
 
@@ -73,7 +73,7 @@ pub struct HealthReport {
 /// Shared between the writer thread and the front ends: whether writes succeed.
 #[derive(Debug, Default)]
 pub struct Health {
-    state: Mutex<HealthReport>,
+    state: Lock<HealthReport>,
 }
 
 impl Health {
@@ -125,7 +125,7 @@ impl Health {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HealthReport> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock()
     }
 }
 

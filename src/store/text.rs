@@ -26,7 +26,9 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar};
+
+use crate::domain::sync::Lock;
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension as _, params};
@@ -386,14 +388,14 @@ pub(crate) struct Indexer {
 struct Shared {
     stop: AtomicBool,
     /// Set by the writer after each commit; the indexer waits on it.
-    kicked: Mutex<bool>,
+    kicked: Lock<bool>,
     kick: Condvar,
 }
 
 impl Shared {
     /// Waits for a kick, at most `timeout`.
     fn wait(&self, timeout: Duration) {
-        let guard = self.kicked.lock().unwrap_or_else(|e| e.into_inner());
+        let guard = self.kicked.lock();
         let (mut guard, _) = self
             .kick
             .wait_timeout_while(guard, timeout, |kicked| !*kicked)
@@ -421,7 +423,7 @@ impl Indexer {
 
     /// The writer committed deliveries.
     pub(crate) fn kick(&self) {
-        *self.shared.kicked.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        *self.shared.kicked.lock() = true;
         self.shared.kick.notify_one();
     }
 }

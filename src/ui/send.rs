@@ -408,7 +408,7 @@ pub fn switches_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
     }
     ui.horizontal(|ui| {
         ui.strong("Forward");
-        let mut on = controls.forward_to.read().map(|g| g.is_some()).unwrap_or(false);
+        let mut on = controls.forward_url().is_some();
         let label = ui.label("every delivery to");
         ui.add(egui::TextEdit::singleline(&mut app.forward_url).desired_width(260.0)).labelled_by(label.id);
         if ui.checkbox(&mut on, "on").changed()

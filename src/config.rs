@@ -943,7 +943,6 @@ pub fn build_scheme(config: &SchemeConfig) -> Result<Scheme, ConfigError> {
     Ok(scheme)
 }
 
-/// Reads a config file; a missing file is an empty configuration.
 /// The new config `fresh` written over the text `old`: values, tables and endpoints present in
 /// both keep their place, comments and formatting in `old`; what is new is appended; what is
 /// gone is removed. `None` when `old` does not parse as TOML (then the fresh text is written).
@@ -1002,6 +1001,7 @@ fn merge_item(old: &mut toml_edit::Item, new: &toml_edit::Item) {
     }
 }
 
+/// Reads a config file; a missing file is an empty configuration.
 pub fn load_file(path: &Path) -> Result<ConfigFile, ConfigError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,

@@ -62,7 +62,7 @@ fn open_window(common: &cli::Common) -> anyhow::Result<()> {
 /// Blocks of 256 KiB and more are mapped and unmapped on their own (glibc's `M_MMAP_THRESHOLD`,
 /// fixed). By default glibc raises that threshold to the size of each large block freed, so after
 /// one 10 MiB delivery the next copies of it came from the heap and stayed there: `listen` kept
-/// ~50 MiB more after a single 10 MiB body (issue 19, in BENCHMARKS.md's git history). Linux
+/// ~50 MiB more after a single 10 MiB body. Linux
 /// with glibc only; the
 /// binary's only other `unsafe` is the text index's thread priority (src/store/text.rs).
 #[allow(unsafe_code)]

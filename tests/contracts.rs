@@ -1,4 +1,4 @@
-//! Contracts (issue 38) over the test contracts in tests/fixtures/contracts, written in the
+//! Contracts over the test contracts in tests/fixtures/contracts, written in the
 //! shape of real providers' specs: an OpenAPI 3.1 file (three webhooks, `$ref`s into
 //! components and to a sibling file, an enum state, a `oneOf`, a date-time), an AsyncAPI 3
 //! file, a folder of JSON Schemas, and a broken `$ref`.

@@ -798,7 +798,7 @@ fn sigkill_during_the_migration_of_a_large_old_store_loses_nothing() {
     assert_eq!(jobs, 1000, "jobs back-filled");
 }
 
-/// Forwarding rules are decided in the delivery's own write transaction (issue 48): a delivery
+/// Forwarding rules are decided in the delivery's own write transaction: a delivery
 /// that meets none of them is marked unrouted there, and a mirrored handler's status is recorded
 /// with the forward's attempt, so each costs one synced commit fewer than a second round trip
 /// to the store would. Counted as fsyncs (the slow-disk shim's counter) over 6 deliveries of

@@ -568,7 +568,7 @@ fn an_unknown_scheme_says_why_on_its_line() {
     );
 }
 
-/// Issue 39.1: with nothing configured every path falls under the catch-all endpoint, yet a
+/// With nothing configured every path falls under the catch-all endpoint, yet a
 /// Slack delivery is never a duplicate of a Stripe one that happens to carry the same body id;
 /// a real retry (same path, same scheme) still is, and each sentence says the scope.
 #[test]

@@ -588,7 +588,7 @@ fn an_https_job_api_is_asked_with_the_projects_client() {
     assert_eq!(api.times("/v1/jobs/job_1").len(), 1);
 }
 
-/// Issue 39.2: `reconcile` with no job named asks about every job seen in the last 24 hours,
+/// `reconcile` with no job named asks about every job seen in the last 24 hours,
 /// finished or not. A job whose webhook says `failed` while the API says `completed` is found
 /// without `--job`; a job whose webhooks all arrived is listed as `ok`; `--limit` and `--since`
 /// bound the pass and say what they left out; `--quiet-only` is the background pass's choice.

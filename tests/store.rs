@@ -1082,7 +1082,7 @@ fn provider_delivery(
     }
 }
 
-/// Issue 39.1: a store written before duplicates were scoped holds a Slack delivery marked as a
+/// A store written before duplicates were scoped holds a Slack delivery marked as a
 /// duplicate of a Stripe one with the same body id. Opening it keeps that stored verdict,
 /// scopes the event id by its first delivery, and *Re-check* applies the new rule; the next
 /// Slack retry is then a duplicate of the Slack delivery, the next Stripe retry of the Stripe one.

@@ -1002,7 +1002,7 @@ mod tests {
     use super::*;
     use crate::app::Front;
 
-    /// Issue 39.6: a simulation aimed at the window's own receiver gets an endpoint for its
+    /// A simulation aimed at the window's own receiver gets an endpoint for its
     /// path with the simulator's scheme and secret, so the receiver verifies what it is sent.
     #[test]
     fn the_own_receiver_is_offered_an_endpoint_that_verifies_the_simulation() {
@@ -1078,7 +1078,7 @@ mod tests {
         assert!(own_receiver_endpoint(&fixed, target, 7878, "standard-webhooks", secret).is_none());
     }
 
-    /// Issue 39.5: every refusal the Simulate view can get names the window's fields, never a
+    /// Every refusal the Simulate view can get names the window's fields, never a
     /// command-line flag; the command line keeps its flags.
     #[test]
     fn the_window_is_refused_in_its_own_terms() {

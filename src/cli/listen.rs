@@ -282,8 +282,7 @@ fn render_delivery(stored: &StoredDelivery, json: bool, zone: &Zone, lines: &mut
 /// of about 64 KiB (under load, a write per line was most of the main thread's time), until none
 /// is left or [`PRINT_TURN`] were printed; answers whether none is left. Stopping after the first
 /// 64 KiB, then letting deliveries gather for [`LINES_GATHER`], held `listen` to 64 KiB of lines
-/// per 10 ms: ~6,000 deliveries/s with `--json`, ~16,000/s with failed timestamps (issue 19's
-/// seventh pass, in BENCHMARKS.md's git history).
+/// per 10 ms: ~6,000 deliveries/s with `--json`, ~16,000/s with failed timestamps.
 fn print_waiting<T>(
     first: T,
     mut next: impl FnMut() -> Option<T>,

@@ -177,7 +177,6 @@ pub(crate) fn load_config(paths: &Paths) -> Result<LoadedConfig, AppError> {
     Ok(loaded)
 }
 
-/// The bytes of a `--body-file`, or a usage error naming the file.
 /// The history for a command that only reads it (`list`, `jobs`, `export`), its `--filter`
 /// checked first: a bad filter is an error even when there is nothing to filter. `None`, after
 /// saying so on stderr, when nothing was ever captured.
@@ -196,6 +195,7 @@ fn captured_history(
     Ok(reader)
 }
 
+/// The bytes of a `--body-file`, or a usage error naming the file.
 fn body_file(path: Option<&std::path::Path>) -> Result<Option<Vec<u8>>, AppError> {
     path.map(|path| {
         std::fs::read(path).map_err(|e| {

@@ -533,7 +533,7 @@ mod tests {
         }
     }
 
-    /// Issue 39.3: advice looks inside a field already named like sensitive data, and flags a
+    /// Advice looks inside a field already named like sensitive data, and flags a
     /// field by its name and by its value, each item with its pointer and the kind of data.
     #[test]
     fn nested_fields_are_flagged_by_name_and_by_value_with_the_value_masked() {

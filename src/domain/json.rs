@@ -4,8 +4,7 @@
 //! JSON pointers (the event id and type, the job's id, state and time) and one walk for the
 //! payload advice. `serde_json::Value` (with `preserve_order`) copies every key and string and
 //! hashes every key into an index map: about half of the checks' time on a 1 KiB body of 48
-//! keys, and little on one of a few keys (`cargo bench --bench checks`; issue 19's twelfth
-//! pass, in BENCHMARKS.md's git history). [`Json`] keeps keys and strings as slices of the
+//! keys, and little on one of a few keys (`cargo bench --bench checks`). [`Json`] keeps keys and strings as slices of the
 //! body when they hold no escape, and an object as its entries in order.
 //!
 //! It reads what `serde_json::Value` reads, the same way: the same parser and nesting limit,

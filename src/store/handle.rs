@@ -202,12 +202,6 @@ impl StoreWriter {
         Ok(async move { answer.await.map_err(|_| StoreError::WriterGone)? })
     }
 
-    /// The same as [`StoreWriter::insert`], for code outside the async runtime.
-    pub fn insert_blocking(&self, record: NewRecord) -> Result<StoredDelivery, StoreError> {
-        let record = Box::new(record);
-        self.ask_blocking(|reply| WriteJob::Insert { record, reply })
-    }
-
     /// Writes many deliveries in one transaction (imports, seeding a store for benchmarks);
     /// returns their ids, in order.
     pub fn insert_many_blocking(&self, records: Vec<NewRecord>) -> Result<Vec<i64>, StoreError> {
@@ -274,3 +268,14 @@ impl StoreWriter {
 
 /// Where the writer answers a job.
 type Answer<T> = oneshot::Sender<Result<T, StoreError>>;
+
+/// Test support: the integration tests' way to store one delivery from a plain thread
+/// (`tests/*.rs` build against the library as a user's program does); nothing else calls it.
+#[doc(hidden)]
+impl StoreWriter {
+    /// The same as [`StoreWriter::insert`], for code outside the async runtime.
+    pub fn insert_blocking(&self, record: NewRecord) -> Result<StoredDelivery, StoreError> {
+        let record = Box::new(record);
+        self.ask_blocking(|reply| WriteJob::Insert { record, reply })
+    }
+}

@@ -432,7 +432,32 @@ impl Reader {
         let rows = stmt.query_map(params![job_id], attempt_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
+}
 
+/// An attempt from its row (the columns as the attempt queries select them).
+fn attempt_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Attempt> {
+    Ok(Attempt {
+        id: r.get(0)?,
+        delivery_id: r.get(1)?,
+        kind: AttemptKind::from_word(&r.get::<_, String>(2)?),
+        url: r.get(3)?,
+        sent_at_ms: r.get(4)?,
+        request_headers: decode_headers(&r.get::<_, Vec<u8>>(5)?).unwrap_or_default(),
+        request_body: r.get(6)?,
+        status: r.get(7)?,
+        response_headers: decode_headers(&r.get::<_, Vec<u8>>(8)?).unwrap_or_default(),
+        response_body: r.get(9)?,
+        latency_ms: r.get::<_, i64>(10)?.max(0) as u64,
+        error: r.get(11)?,
+        job_id: r.get(12)?,
+        attempt_number: r.get(13)?,
+    })
+}
+
+/// Test support: what the integration tests assert on (`tests/*.rs` build against the library
+/// as a user's program does, so these stay public); nothing else calls them.
+#[doc(hidden)]
+impl Reader {
     /// How many attempts of a kind are stored.
     pub fn count_attempts(&self, kind: AttemptKind) -> Result<i64, StoreError> {
         Ok(self.conn.query_row(
@@ -442,7 +467,7 @@ impl Reader {
         )?)
     }
 
-    /// How many deliveries have each duplicate status, for summaries and tests.
+    /// How many deliveries have each duplicate status.
     pub fn count_duplicates(&self, status: DuplicateStatus) -> Result<i64, StoreError> {
         Ok(self.conn.query_row(
             "SELECT COUNT(*) FROM deliveries WHERE dup_status = ?1",
@@ -465,24 +490,4 @@ impl Reader {
             })
         }
     }
-}
-
-/// An attempt from its row (the columns as the attempt queries select them).
-fn attempt_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Attempt> {
-    Ok(Attempt {
-        id: r.get(0)?,
-        delivery_id: r.get(1)?,
-        kind: AttemptKind::from_word(&r.get::<_, String>(2)?),
-        url: r.get(3)?,
-        sent_at_ms: r.get(4)?,
-        request_headers: decode_headers(&r.get::<_, Vec<u8>>(5)?).unwrap_or_default(),
-        request_body: r.get(6)?,
-        status: r.get(7)?,
-        response_headers: decode_headers(&r.get::<_, Vec<u8>>(8)?).unwrap_or_default(),
-        response_body: r.get(9)?,
-        latency_ms: r.get::<_, i64>(10)?.max(0) as u64,
-        error: r.get(11)?,
-        job_id: r.get(12)?,
-        attempt_number: r.get(13)?,
-    })
 }

@@ -3,8 +3,7 @@
 //!
 //! FTS5 writes a segment, and merges segments, at every commit that added rows. Inside the
 //! writer's transaction those pauses held the deliveries waiting for their answer: while the
-//! index caught up after a burst, p99 at 2,000 deliveries/s was 12–16 ms (issue 19 in
-//! BENCHMARKS.md's git history). In its own file, with its own lock, its own WAL and its own
+//! index caught up after a burst, p99 at 2,000 deliveries/s was 12–16 ms. In its own file, with its own lock, its own WAL and its own
 //! thread, the index never holds the writer: the writer does not even read it.
 //!
 //! The index is derived data. Its file names the store it was built from (`text_state.store_uid`
@@ -442,7 +441,7 @@ impl Drop for Indexer {
 /// it gets a core only when nothing else wants it, so catching up after a burst never takes CPU
 /// from answering deliveries: under wrk, `listen` answered 20.0–20.3k req/s with the indexer
 /// idle, 20.9–21.9k with no indexer at all, and 17.2–18.4k with it at normal priority or at
-/// nice 19 (issue 19, in BENCHMARKS.md's git history). It reads the store at normal priority
+/// nice 19. It reads the store at normal priority
 /// ([`index_pending`]): a read
 /// snapshot must not wait for a core. Elsewhere the thread keeps the default priority: its
 /// pauses still hold no one; it only shares the CPU. `unsafe` (one of two, with src/main.rs's

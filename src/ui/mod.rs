@@ -1057,13 +1057,14 @@ impl eframe::App for HookscopeApp {
     }
 }
 
+/// How long the window has to close after a signal before the process ends anyway.
+#[cfg(unix)]
+const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Closes the window the way its close button does when the process is asked to terminate
 /// (SIGTERM: a logout, `systemctl`, a task manager; SIGINT: Ctrl+C in the terminal that started
 /// it): eframe saves the window's state and [`run`] returns, so hookscope exits 0. Where there
 /// are no such signals (Windows), the system closes the window through its own messages.
-#[cfg(unix)]
-const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
-
 fn close_on_terminate(ctx: egui::Context) {
     #[cfg(unix)]
     {

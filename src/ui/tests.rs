@@ -453,7 +453,7 @@ fn the_empty_state_test_delivery_arrives_green() {
     );
 }
 
-/// Issue 39.1: a verdict stored under an older rule (here: a delivery marked as a duplicate of
+/// A verdict stored under an older rule (here: a delivery marked as a duplicate of
 /// another provider's event, written into the row as an older hookscope left it) changes when
 /// the user presses *Re-check* on its Checks tab.
 #[test]
@@ -504,7 +504,7 @@ fn re_check_decides_a_stored_verdict_again_under_todays_rules() {
     );
 }
 
-/// Issue 39.4: the status line counts what is stored in every view: deliveries that arrive
+/// The status line counts what is stored in every view: deliveries that arrive
 /// while the Jobs or Simulate view is open are counted there, not only once the list is back.
 #[test]
 fn the_status_line_counts_what_is_stored_in_every_view() {
@@ -539,7 +539,7 @@ fn the_status_line_counts_what_is_stored_in_every_view() {
     });
 }
 
-/// Issue 39.6: the Simulate view aimed at this window's own receiver offers the endpoint that
+/// The Simulate view aimed at this window's own receiver offers the endpoint that
 /// makes its deliveries verify; one click saves it, and a delivery signed as the simulator
 /// signs then passes instead of showing *sig skipped*.
 #[test]
@@ -572,7 +572,7 @@ fn simulating_against_the_own_receiver_offers_the_endpoint_that_verifies() {
     );
     assert_eq!(post_signed(addr, "/hooks/sim", "msg_sim", "{}", false), 200);
     // A run against it, as the form stands, ends with no failed check: the receiver answers
-    // every delivery by design, so its forgeries are judged by what it recorded (issue 49).
+    // every delivery by design, so its forgeries are judged by what it recorded.
     harness.get_by_label("Start").click();
     wait_until(&mut harness, "the scorecard", |h| {
         h.state()

@@ -7,7 +7,7 @@
 //! one thread appends every body waiting to `DIR/bare.log`, `fdatasync`s once and answers them
 //! all (a group commit). Nothing else.
 //!
-//! With `--sqlite DIR` it is the reference the store is measured against (issue 35): the same
+//! With `--sqlite DIR` it is the reference the store is measured against: the same
 //! check, then one thread takes every delivery waiting into one SQLite transaction (WAL,
 //! `synchronous = FULL`) of one small row each (id, time, the event id `UNIQUE`: a duplicate
 //! is ignored), and answers them all after `COMMIT`. No body, no headers, no checks, no

@@ -3,8 +3,8 @@
 
 Reads every `crate::a::b` path in `src/` (the library: not `ui/`, `cli/` or `bin/`), tests and
 comments aside, maps it to the module file it names, and looks for strongly connected
-components in that graph. A folder's `mod.rs` re-exporting its children is not an edge back:
-children import their siblings, never their folder."""
+components in that graph. An import of a module's own parent folder is not counted: a folder's
+`mod.rs` and its files are one unit (ARCHITECTURE.md, "The layers")."""
 import collections
 import os
 import re

@@ -4,10 +4,11 @@
 
 use hookscope::config;
 use hookscope::domain::checks;
-use hookscope::domain::delivery::{Delivery, Header, decode_headers, encode_headers};
+use hookscope::domain::delivery::{Delivery, Header};
 use hookscope::domain::endpoint::Endpoint;
 use hookscope::domain::filter::Filter;
 use hookscope::domain::scheme::{Family, Scheme, Secret, Verification, ed25519, presets};
+use hookscope::store::headers::{decode_headers, encode_headers};
 use proptest::prelude::*;
 use sha2::Digest as _;
 

@@ -1136,7 +1136,7 @@ fn an_old_store_keeps_its_verdicts_and_a_recheck_scopes_the_duplicate() {
                     id,
                     delivery.received_at_ms,
                     delivery.path,
-                    hookscope::domain::delivery::encode_headers(&delivery.headers),
+                    hookscope::store::headers::encode_headers(&delivery.headers),
                     delivery.body,
                     delivery.body_size as i64,
                     e.scheme,

@@ -13,7 +13,7 @@ use crate::domain::attempt::Attempt;
 use crate::domain::checks::{
     Checks, DuplicateCheck, SignatureCheck, SignatureStatus, TimestampCheck,
 };
-use crate::domain::delivery::encode_headers;
+use crate::store::headers::encode_headers;
 
 /// Stores an attempt; answers its id, or 0 when the delivery it was made from has been deleted
 /// meanwhile (a forward or a resend still in flight): its copy of the body goes with it.

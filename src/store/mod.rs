@@ -25,6 +25,7 @@
 
 pub mod error;
 pub mod handle;
+pub mod headers;
 pub mod health;
 pub mod legacy;
 pub mod lock;

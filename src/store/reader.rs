@@ -7,10 +7,10 @@ use rusqlite::{Connection, OptionalExtension as _, params};
 
 use crate::domain::attempt::{Attempt, AttemptKind};
 use crate::domain::checks::{DuplicateStatus, SignatureStatus, TimestampStatus};
-use crate::domain::delivery::decode_headers;
 use crate::domain::filter::Filter;
 use crate::domain::reconcile::Poll;
 use crate::store::error::StoreError;
+use crate::store::headers::decode_headers;
 use crate::store::query;
 use crate::store::records::{LIST_COLUMNS, list_row, read_row};
 use crate::store::records::{ListRow, StoredDelivery};

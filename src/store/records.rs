@@ -3,10 +3,11 @@
 
 use crate::domain::advice::AdviceCheck;
 use crate::domain::checks::{Checks, DuplicateCheck, Evaluation, SignatureCheck, TimestampCheck};
-use crate::domain::delivery::{Delivery, decode_headers};
+use crate::domain::delivery::Delivery;
 use crate::domain::handshake::Handshake;
 use crate::domain::job::JobRef;
 use crate::store::error::StoreError;
+use crate::store::headers::decode_headers;
 
 /// A delivery and its verdicts, ready to be written.
 #[derive(Debug, Clone)]

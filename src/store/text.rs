@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension as _, params};
 
-use crate::domain::delivery::decode_headers;
+use crate::store::headers::decode_headers;
 
 /// The index's table, in its file and in a reader's `temp` fallback alike: contentless (the text
 /// is not stored twice), and identifiers such as `job_8f3a` or `msg-12` are one token each.

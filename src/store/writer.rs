@@ -11,8 +11,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::domain::attempt::Attempt;
 use crate::domain::checks::{DuplicateCheck, SignatureStatus, duplicate_scope};
-use crate::domain::delivery::encode_headers;
 use crate::store::error::StoreError;
+use crate::store::headers::encode_headers;
 use crate::store::health::{self, Health, Identity, Trouble};
 use crate::store::maintain::{Maintenance, maintain, write_attempt};
 use crate::store::records::{NewRecord, Routed, StoredDelivery, Written};

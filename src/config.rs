@@ -718,83 +718,31 @@ pub fn preset_names() -> String {
 }
 
 fn resolve_endpoint(file: &ConfigFile, config: &EndpointConfig) -> Result<Endpoint, ConfigError> {
-    if !config.path.starts_with('/') {
-        return Err(ConfigError::InvalidEndpoint {
-            path: config.path.clone(),
-            reason: "the path must start with `/`".into(),
-        });
-    }
-    let mut scheme = match &config.scheme {
-        None => None,
-        Some(name) => Some(
-            find_scheme(file, name)?.ok_or_else(|| ConfigError::UnknownScheme {
-                path: config.path.clone(),
-                scheme: name.clone(),
-                presets: preset_names(),
-            })?,
-        ),
+    let invalid = |reason: String| ConfigError::InvalidEndpoint {
+        path: config.path.clone(),
+        reason,
     };
-    if let Some(url) = &config.public_url {
-        if !is_http_url(url) {
-            return Err(ConfigError::InvalidEndpoint {
-                path: config.path.clone(),
-                reason: format!(
-                    "public_url \"{url}\" is not an http:// or https:// URL with a host"
-                ),
-            });
-        }
-        if let Some(s) = scheme.as_mut() {
-            s.public_url = Some(url.clone());
-        }
+    if !config.path.starts_with('/') {
+        return Err(invalid("the path must start with `/`".into()));
     }
+    let scheme = endpoint_scheme(file, config)?;
     if config.secrets.iter().any(|s| s.expose().trim().is_empty()) {
-        return Err(ConfigError::InvalidEndpoint {
-            path: config.path.clone(),
-            reason: "a secret is empty".into(),
-        });
+        return Err(invalid("a secret is empty".into()));
     }
     let respond_status = config.respond_status.unwrap_or(200);
     if !(100..=599).contains(&respond_status) {
-        return Err(ConfigError::InvalidEndpoint {
-            path: config.path.clone(),
-            reason: format!("respond_status {respond_status} is not an HTTP status (100-599)"),
-        });
+        return Err(invalid(format!(
+            "respond_status {respond_status} is not an HTTP status (100-599)"
+        )));
     }
-    for (name, pointer) in [
-        ("job_id_pointer", &config.job_id_pointer),
-        ("status_pointer", &config.status_pointer),
-        ("created_at_pointer", &config.created_at_pointer),
-    ] {
-        if let Some(p) = pointer
-            && !p.is_empty()
-            && !p.starts_with('/')
-        {
-            return Err(ConfigError::InvalidEndpoint {
-                path: config.path.clone(),
-                reason: format!(
-                    "{name} \"{p}\" is not a JSON pointer (it starts with /, e.g. \"/data/job_id\")"
-                ),
-            });
-        }
-    }
+    check_pointers(config).map_err(invalid)?;
     let handshake = match &config.handshake {
         None => crate::domain::handshake::Accept::Any,
-        Some(text) => crate::domain::handshake::Accept::parse(text).map_err(|reason| {
-            ConfigError::InvalidEndpoint {
-                path: config.path.clone(),
-                reason,
-            }
-        })?,
+        Some(text) => crate::domain::handshake::Accept::parse(text).map_err(invalid)?,
     };
-    if config
-        .verify_token
-        .as_ref()
-        .is_some_and(|t| t.expose().trim().is_empty())
-    {
-        return Err(ConfigError::InvalidEndpoint {
-            path: config.path.clone(),
-            reason: "verify_token is empty".into(),
-        });
+    let token = config.verify_token.as_ref();
+    if token.is_some_and(|t| t.expose().trim().is_empty()) {
+        return Err(invalid("verify_token is empty".into()));
     }
     Ok(Endpoint {
         path: config.path.clone(),
@@ -823,6 +771,57 @@ fn resolve_endpoint(file: &ConfigFile, config: &EndpointConfig) -> Result<Endpoi
         contract: contract_of(file, config)?,
         other_secrets: std::sync::Arc::from(Vec::new()),
     })
+}
+
+/// An endpoint's scheme (a preset or one of the file's `[[scheme]]`s), with the endpoint's
+/// public URL when it gives one (Twilio signs the URL it posted to).
+fn endpoint_scheme(
+    file: &ConfigFile,
+    config: &EndpointConfig,
+) -> Result<Option<crate::domain::scheme::Scheme>, ConfigError> {
+    let mut scheme = match &config.scheme {
+        None => None,
+        Some(name) => Some(
+            find_scheme(file, name)?.ok_or_else(|| ConfigError::UnknownScheme {
+                path: config.path.clone(),
+                scheme: name.clone(),
+                presets: preset_names(),
+            })?,
+        ),
+    };
+    if let Some(url) = &config.public_url {
+        if !is_http_url(url) {
+            return Err(ConfigError::InvalidEndpoint {
+                path: config.path.clone(),
+                reason: format!(
+                    "public_url \"{url}\" is not an http:// or https:// URL with a host"
+                ),
+            });
+        }
+        if let Some(s) = scheme.as_mut() {
+            s.public_url = Some(url.clone());
+        }
+    }
+    Ok(scheme)
+}
+
+/// The endpoint's job pointers, each empty or a JSON pointer; `Err` says which is not.
+fn check_pointers(config: &EndpointConfig) -> Result<(), String> {
+    for (name, pointer) in [
+        ("job_id_pointer", &config.job_id_pointer),
+        ("status_pointer", &config.status_pointer),
+        ("created_at_pointer", &config.created_at_pointer),
+    ] {
+        if let Some(p) = pointer
+            && !p.is_empty()
+            && !p.starts_with('/')
+        {
+            return Err(format!(
+                "{name} \"{p}\" is not a JSON pointer (it starts with /, e.g. \"/data/job_id\")"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The answer headers of an endpoint, each a valid HTTP header; hop-by-hop and length headers
@@ -1113,6 +1112,39 @@ pub fn default_data_dir() -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_endpoint_with_a_bad_field_is_refused_naming_it() {
+        for (line, says) in [
+            (
+                "job_id_pointer = \"data.id\"",
+                "job_id_pointer \"data.id\" is not a JSON pointer",
+            ),
+            (
+                "status_pointer = \"x\"",
+                "status_pointer \"x\" is not a JSON pointer",
+            ),
+            (
+                "respond_status = 700",
+                "respond_status 700 is not an HTTP status (100-599)",
+            ),
+            ("secrets = [\" \"]", "a secret is empty"),
+            ("verify_token = \" \"", "verify_token is empty"),
+            (
+                "public_url = \"ftp://x\"",
+                "public_url \"ftp://x\" is not an http:// or https:// URL",
+            ),
+            ("scheme = \"nope\"", "nope"),
+        ] {
+            let file = parse(&format!("[[endpoint]]\npath = \"/x\"\n{line}\n")).expect("parses");
+            let refused = Settings::resolve(&file, &Overrides::default()).expect_err(line);
+            let said = refused.to_string();
+            assert!(said.contains(says) && said.contains("/x"), "{line}: {said}");
+        }
+        let fine =
+            parse("[[endpoint]]\npath = \"/x\"\njob_id_pointer = \"/data/id\"\n").expect("parses");
+        assert!(Settings::resolve(&fine, &Overrides::default()).is_ok());
+    }
 
     #[test]
     fn longest_prefix_wins_on_segment_boundaries() {

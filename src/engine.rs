@@ -113,6 +113,9 @@ pub enum Command {
     },
     /// Save the config (endpoints and secrets) and apply it to the receiver at once.
     SaveConfig(Box<ConfigFile>),
+    /// *Copy as curl*: the command for this delivery, its body written to a file in the data
+    /// dir when it is not text.
+    CopyAsCurl(Box<crate::store::StoredDelivery>),
     /// Make this laptop's relay key (kept in the data dir, mode 0600), or read the one made.
     MakeRelayKey,
     /// Re-run the checks of one delivery with the current endpoints.
@@ -237,7 +240,19 @@ pub enum Event {
     /// A whole delivery for [`Command::Load`].
     Loaded(Box<StoredDelivery>),
     /// The config was saved and applied.
-    ConfigSaved(Box<ConfigFile>),
+    ConfigSaved(Box<ConfigFile>, Arc<Settings>),
+    /// The config the window asked to save does not resolve: why, for the editor to show.
+    ConfigRefused(String),
+    /// Delivery `id` as a curl command to copy, and the file its body was written to (a body
+    /// that is not text).
+    CurlReady {
+        /// The delivery.
+        id: i64,
+        /// The command.
+        command: String,
+        /// The body's file, when one was written.
+        body: Option<PathBuf>,
+    },
     /// This laptop's relay key (its public half), for [`Command::MakeRelayKey`].
     RelayKey(String),
     /// A delivery's checks were re-run and stored.
@@ -262,7 +277,7 @@ pub enum Event {
         results: Vec<Result<bool, String>>,
     },
     /// A contract file changed and its endpoints now check against it: the sentence.
-    ContractChanged(String),
+    ContractChanged(String, Arc<Settings>),
     /// Something the user should read in the status line.
     Notice(String),
     /// Something went wrong; the sentence says what.
@@ -307,6 +322,9 @@ pub struct EngineHandle {
     pub controls: Arc<Controls>,
     /// The config as loaded at start.
     pub config: ConfigFile,
+    /// That config resolved (its schemes, its contracts read): the window never resolves one
+    /// itself, since resolving reads contract files.
+    pub settings: Arc<Settings>,
     /// The data directory.
     pub data_dir: PathBuf,
     /// The config file.
@@ -412,6 +430,7 @@ pub fn spawn(options: EngineOptions, waker: Waker) -> Result<EngineHandle, AppEr
     let controls = Arc::clone(session.controls());
     let health = session.writer().health_handle();
     let read_only = session.read_only().map(str::to_string);
+    let settings = session.settings().get();
     let (command_tx, command_rx) = sync_channel(256);
     let (event_tx, event_rx) = sync_channel(1024);
     if let Some(warning) = config::permission_warning(&options.config_path, &config) {
@@ -452,6 +471,7 @@ pub fn spawn(options: EngineOptions, waker: Waker) -> Result<EngineHandle, AppEr
         latest_id,
         controls,
         config,
+        settings,
         data_dir: options.data_dir,
         config_path: options.config_path,
         health,
@@ -490,7 +510,10 @@ impl Engine {
                 )));
             }
             Said::Health(_) => (self.waker)(),
-            Said::ContractApplied(sentence) => self.emit(Event::ContractChanged(sentence)),
+            Said::ContractApplied(sentence) => {
+                let settings = self.current_settings();
+                self.emit(Event::ContractChanged(sentence, settings));
+            }
         }
     }
 
@@ -566,6 +589,21 @@ impl Engine {
             }
             Command::Load { id } => self.load(id),
             Command::SaveConfig(file) => self.save_config(*file),
+            Command::CopyAsCurl(stored) => {
+                let dir = self.options.data_dir.join("exports");
+                match crate::export::curl_to_copy(&stored, &dir) {
+                    Ok((command, body)) => self.emit(Event::CurlReady {
+                        id: stored.id,
+                        command,
+                        body,
+                    }),
+                    Err(e) => self.emit(Event::Error(format!(
+                        "cannot write the body of delivery #{} in {}: {e}",
+                        stored.id,
+                        dir.display()
+                    ))),
+                }
+            }
             Command::MakeRelayKey => {
                 let key = app::relay::key(&self.options.data_dir);
                 self.emit_result(key, |key| Event::RelayKey(key.recipient));
@@ -1037,7 +1075,7 @@ impl Engine {
 
     fn save_config(&mut self, file: ConfigFile) {
         if let Err(e) = Settings::resolve(&file, &Overrides::default()) {
-            return self.emit(Event::Error(e.to_string()));
+            return self.emit(Event::ConfigRefused(e.to_string()));
         }
         if let Err(e) = config::save_file(&self.options.config_path, &file) {
             return self.emit(Event::Error(e.to_string()));
@@ -1048,7 +1086,8 @@ impl Engine {
                 if relay_changed && self.session.receiver_addr().is_some() {
                     self.start_relay();
                 }
-                self.emit(Event::ConfigSaved(Box::new(file)));
+                let settings = self.current_settings();
+                self.emit(Event::ConfigSaved(Box::new(file), settings));
                 if let Some(said) = said {
                     self.say(said);
                 }

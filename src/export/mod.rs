@@ -22,4 +22,4 @@ pub use har::{HarRequest, har, read_har};
 pub use import::import_records;
 pub use redact::redact;
 pub use snippets::snippets;
-pub use write::write_export;
+pub use write::{curl_to_copy, write_export};

@@ -106,3 +106,20 @@ pub fn write_export(
     }
     Ok(written)
 }
+
+/// One delivery as a curl command to copy: a text body inline; another body written to
+/// `body-ID.bin` in `dir`, which the command reads with `--data-binary @FILE`. Answers the
+/// command, and the file when one was written.
+pub fn curl_to_copy(
+    stored: &StoredDelivery,
+    dir: &std::path::Path,
+) -> Result<(String, Option<std::path::PathBuf>), std::io::Error> {
+    let body_path = dir.join(format!("body-{}.bin", stored.id));
+    let (command, needs_file) = curl(stored, &body_path.display().to_string());
+    if !needs_file {
+        return Ok((command, None));
+    }
+    std::fs::create_dir_all(dir)?;
+    std::fs::write(&body_path, &stored.delivery.body)?;
+    Ok((command, Some(body_path)))
+}

@@ -156,8 +156,7 @@ pub fn detail_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
                 }
             }
             if ui.button("Copy as curl").clicked() {
-                let ctx = ui.ctx().clone();
-                super::export::copy_as_curl(app, &ctx, &stored);
+                super::export::copy_as_curl(app, &stored);
             }
             if ui.button("Copy as JSON").on_hover_text("Ctrl+C").clicked() {
                 let json = delivery_json(&stored, app.attempts_of(stored.id));

@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 
 use eframe::egui::{self, RichText};
-use hookscope::config::{ConfigFile, EndpointConfig, Overrides, Settings};
+use hookscope::config::{ConfigFile, EndpointConfig, Settings};
 use hookscope::domain::scheme::generate_secret;
 use hookscope::domain::scheme::{Secret, presets};
 use hookscope::engine::Command;
@@ -20,7 +20,7 @@ pub struct Editor {
     /// Whether the window is open.
     pub open: bool,
     saved: ConfigFile,
-    saved_settings: Settings,
+    saved_settings: std::sync::Arc<Settings>,
     draft: ConfigFile,
     revealed: HashSet<(usize, usize)>,
     /// The answer-headers text of each endpoint, as typed.
@@ -51,18 +51,16 @@ fn choice<'a>(
     chosen
 }
 
-/// A saved config resolved; the engine refuses to save or start on one that does not resolve,
-/// so the default is only a guard.
-fn resolved(config: &ConfigFile) -> Settings {
-    Settings::resolve(config, &Overrides::default()).unwrap_or_default()
-}
-
 impl Editor {
-    /// An editor over the config as loaded.
-    pub fn new(config: ConfigFile, relay_key: Option<String>) -> Self {
+    /// An editor over the config as loaded, and resolved by the engine.
+    pub fn new(
+        config: ConfigFile,
+        settings: std::sync::Arc<Settings>,
+        relay_key: Option<String>,
+    ) -> Self {
         Self {
             open: false,
-            saved_settings: resolved(&config),
+            saved_settings: settings,
             saved: config.clone(),
             draft: config,
             revealed: HashSet::new(),
@@ -89,21 +87,32 @@ impl Editor {
         }
     }
 
-    /// Records a successful save (the engine's answer).
-    pub fn saved(&mut self, config: ConfigFile) {
+    /// Records a successful save (the engine's answer, with the config resolved).
+    pub fn saved(&mut self, config: ConfigFile, settings: std::sync::Arc<Settings>) {
         // Keep edits made since the save was sent only if they differ from what was saved.
         if self.draft == self.saved {
             self.draft = config.clone();
             self.header_text.clear();
         }
-        self.saved_settings = resolved(&config);
+        self.saved_settings = settings;
         self.saved = config;
         self.error = None;
     }
 
-    /// Resolves the saved config again: a contract file changed (its event types may have).
-    pub fn refresh(&mut self) {
-        self.saved_settings = resolved(&self.saved);
+    /// The saved config as the engine resolved it again: a contract file changed (its event
+    /// types may have).
+    pub fn refresh(&mut self, settings: std::sync::Arc<Settings>) {
+        self.saved_settings = settings;
+    }
+
+    /// The engine refused to save the draft: why, shown in the editor.
+    pub fn refused(&mut self, why: String) {
+        self.error = Some(why);
+    }
+
+    /// Why the draft was refused, as the editor shows it.
+    pub fn refusal(&self) -> Option<&str> {
+        self.error.as_deref()
     }
 
     /// The saved config resolved (endpoints with their schemes), resolved once per save rather
@@ -119,13 +128,6 @@ impl Editor {
 
     fn dirty(&self) -> bool {
         self.draft != self.saved
-    }
-
-    /// The draft as the config layer judges it: the same rules as a file loaded from disk.
-    fn validate(&self) -> Result<(), String> {
-        Settings::resolve(&self.draft, &Overrides::default())
-            .map(|_| ())
-            .map_err(|e| e.to_string())
     }
 }
 
@@ -237,11 +239,11 @@ pub fn endpoints_window(app: &mut HookscopeApp, ctx: &egui::Context) {
                 }
                 ui.separator();
                 let dirty = editor.dirty();
+                // The engine resolves the draft (reading its contract files) and saves it, or
+                // answers why not: the editor shows it.
                 if ui.add_enabled(dirty, egui::Button::new(RichText::new("Save").strong())).clicked() {
-                    match editor.validate() {
-                        Ok(()) => save = true,
-                        Err(e) => editor.error = Some(e),
-                    }
+                    editor.error = None;
+                    save = true;
                 }
                 if ui.add_enabled(dirty, egui::Button::new("Discard changes")).clicked() {
                     editor.draft = editor.saved.clone();
@@ -748,10 +750,7 @@ fn relay_asked_for(app: &mut HookscopeApp, ctx: &egui::Context, asked: RelayAsk)
             ctx.copy_text(key.clone());
             app.notice(format!("copied this laptop's relay key {key}"), false);
         }
-        RelayAsk::Connect => match app.endpoints.validate() {
-            Ok(()) => return true,
-            Err(e) => app.endpoints.error = Some(e),
-        },
+        RelayAsk::Connect => return true,
     }
     false
 }

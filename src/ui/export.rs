@@ -170,38 +170,23 @@ pub fn export_window(app: &mut HookscopeApp, ctx: &egui::Context) {
     }
 }
 
-/// "Copy as curl" for the delivery shown: text bodies inline; other bodies are written to a
-/// file in the data dir that the command reads with `--data-binary @FILE`.
-pub fn copy_as_curl(
+/// "Copy as curl" for the delivery shown: the engine makes the command (writing a body that is
+/// not text to a file in the data dir, which the command reads) and the window copies it when
+/// it answers ([`copied_curl`]).
+pub fn copy_as_curl(app: &mut HookscopeApp, stored: &hookscope::store::StoredDelivery) {
+    app.send(Command::CopyAsCurl(Box::new(stored.clone())));
+}
+
+/// The engine's curl command for delivery `id`, copied.
+pub fn copied_curl(
     app: &mut HookscopeApp,
-    ctx: &egui::Context,
-    stored: &hookscope::store::StoredDelivery,
+    id: i64,
+    command: String,
+    body: Option<std::path::PathBuf>,
 ) {
-    let body_path = app
-        .engine
-        .data_dir
-        .join("exports")
-        .join(format!("body-{}.bin", stored.id));
-    let (command, needs_file) = hookscope::export::curl(stored, &body_path.display().to_string());
-    if needs_file {
-        let written = body_path
-            .parent()
-            .map(std::fs::create_dir_all)
-            .unwrap_or(Ok(()))
-            .and_then(|_| std::fs::write(&body_path, &stored.delivery.body));
-        if let Err(e) = written {
-            app.notice(format!("cannot write {}: {e}", body_path.display()), true);
-            return;
-        }
-    }
-    ctx.copy_text(command);
-    let extra = if needs_file {
-        format!(" (the body is in {})", body_path.display())
-    } else {
-        String::new()
-    };
-    app.notice(
-        format!("copied delivery #{} as curl{extra}", stored.id),
-        false,
-    );
+    app.ctx.copy_text(command);
+    let extra = body
+        .map(|path| format!(" (the body is in {})", path.display()))
+        .unwrap_or_default();
+    app.notice(format!("copied delivery #{id} as curl{extra}"), false);
 }

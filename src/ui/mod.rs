@@ -305,6 +305,7 @@ impl HookscopeApp {
             .unwrap_or(hookscope::config::DEFAULT_PORT);
         let config = engine.config.clone();
         let engine_relay_key = engine.relay_key.clone();
+        let engine_settings = std::sync::Arc::clone(&engine.settings);
         let latest = engine.latest_id.load(Ordering::SeqCst);
         Ok(Self {
             ctx: ctx.clone(),
@@ -337,7 +338,7 @@ impl HookscopeApp {
             scroll_to_selected: false,
             detail: None,
             body_cache: detail::BodyCache::default(),
-            endpoints: endpoints::Editor::new(config, engine_relay_key),
+            endpoints: endpoints::Editor::new(config, engine_settings, engine_relay_key),
             notice: None,
             confirm_delete: None,
             confirm_any_host: None,
@@ -508,8 +509,8 @@ impl HookscopeApp {
                 }
             }
             Event::RelayKey(key) => self.endpoints.relay_key = Some(key),
-            Event::ConfigSaved(file) => {
-                self.endpoints.saved(*file);
+            Event::ConfigSaved(file, settings) => {
+                self.endpoints.saved(*file, settings);
                 self.notice("endpoints saved", false);
                 // A changed secret or scheme applies to the delivery being read at once.
                 if let Some(id) = self.selected {
@@ -561,9 +562,9 @@ impl HookscopeApp {
                 self.replay.view = Some(*view);
             }
             Event::RulesTested { id, results } => self.endpoints.rules_tested(id, results),
-            Event::ContractChanged(text) => {
+            Event::ContractChanged(text, settings) => {
                 self.notice(text, false);
-                self.endpoints.refresh();
+                self.endpoints.refresh(settings);
                 // As a changed secret: the delivery being read is checked again at once.
                 if let Some(id) = self.selected {
                     self.send(Command::Recheck { id });
@@ -571,6 +572,8 @@ impl HookscopeApp {
             }
             Event::Notice(text) => self.notice(text, false),
             Event::Error(text) => self.notice(text, true),
+            Event::ConfigRefused(why) => self.endpoints.refused(why),
+            Event::CurlReady { id, command, body } => export::copied_curl(self, id, command, body),
         }
     }
 
@@ -766,10 +769,7 @@ impl HookscopeApp {
                 self.ctx.copy_text(json.to_string());
                 self.notice(format!("copied delivery #{id} as JSON"), false);
             }
-            list::Copy::Curl => {
-                let ctx = self.ctx.clone();
-                export::copy_as_curl(self, &ctx, &stored);
-            }
+            list::Copy::Curl => export::copy_as_curl(self, &stored),
         }
     }
 

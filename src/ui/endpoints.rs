@@ -110,7 +110,8 @@ impl Editor {
         self.error = Some(why);
     }
 
-    /// Why the draft was refused, as the editor shows it.
+    /// Why the draft was refused, as the editor shows it (what the window tests read).
+    #[cfg(test)]
     pub fn refusal(&self) -> Option<&str> {
         self.error.as_deref()
     }

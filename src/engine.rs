@@ -589,21 +589,7 @@ impl Engine {
             }
             Command::Load { id } => self.load(id),
             Command::SaveConfig(file) => self.save_config(*file),
-            Command::CopyAsCurl(stored) => {
-                let dir = self.options.data_dir.join("exports");
-                match crate::export::curl_to_copy(&stored, &dir) {
-                    Ok((command, body)) => self.emit(Event::CurlReady {
-                        id: stored.id,
-                        command,
-                        body,
-                    }),
-                    Err(e) => self.emit(Event::Error(format!(
-                        "cannot write the body of delivery #{} in {}: {e}",
-                        stored.id,
-                        dir.display()
-                    ))),
-                }
-            }
+            Command::CopyAsCurl(stored) => self.copy_as_curl(&stored),
             Command::MakeRelayKey => {
                 let key = app::relay::key(&self.options.data_dir);
                 self.emit_result(key, |key| Event::RelayKey(key.recipient));
@@ -1070,6 +1056,23 @@ impl Engine {
                 (self.waker)();
             }
             Err(e) => self.emit(Event::Error(format!("relay: {e}"))),
+        }
+    }
+
+    /// *Copy as curl*: the command, a body that is not text written to `exports/` in the data dir.
+    fn copy_as_curl(&self, stored: &crate::store::StoredDelivery) {
+        let dir = self.options.data_dir.join("exports");
+        match crate::export::curl_to_copy(stored, &dir) {
+            Ok((command, body)) => self.emit(Event::CurlReady {
+                id: stored.id,
+                command,
+                body,
+            }),
+            Err(e) => self.emit(Event::Error(format!(
+                "cannot write the body of delivery #{} in {}: {e}",
+                stored.id,
+                dir.display()
+            ))),
         }
     }
 

@@ -443,7 +443,19 @@ fn what_came_while_the_laptop_was_away_is_stored_once_in_order_on_jetstream() {
     }
 }
 
+/// The tests that load this machine's two cores for a minute (10,000 or 20,000 deliveries)
+/// take turns: side by side, each starves the other's relay, and what they time (a stall, a
+/// provider's patience) then measures the starvation.
+static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn heavy() -> std::sync::MutexGuard<'static, ()> {
+    HEAVY
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn laptop_away(store: &Store) {
+    let _turn = heavy();
     let Some(requests) = signed_by_the_library(10_000) else {
         return;
     };

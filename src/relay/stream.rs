@@ -18,6 +18,11 @@ use crate::domain::clock::now_ms;
 use crate::relay::jet::Jet;
 use crate::relay::store;
 
+/// Deliveries a cluster stream may be behind and still count as caught up: past it, a provider
+/// would wait its whole answer timeout for an answer that comes only once the laptop catches
+/// up, so none is held for it until it has (providers get the offline answer at once).
+const FALLEN_BEHIND: u64 = 256;
+
 /// The longest a stream stays silent.
 pub const HEARTBEAT: Duration = Duration::from_secs(15);
 
@@ -198,6 +203,8 @@ impl Stream {
                             cursor = read.seq;
                             if read.pending == 0 {
                                 caught_up.now().await;
+                            } else if read.pending > FALLEN_BEHIND {
+                                caught_up.behind().await;
                             }
                         }
                         Some(Err(e)) => {
@@ -281,6 +288,11 @@ impl<'a> Caught<'a> {
     }
 
     async fn gone(mut self) {
+        self.behind().await;
+    }
+
+    /// No longer caught up (fallen behind, or gone): providers are not held for its answers.
+    async fn behind(&mut self) {
         if self.counted {
             self.counted = false;
             let n = self.count.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) - 1;

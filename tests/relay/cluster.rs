@@ -148,6 +148,7 @@ fn a_team_relay_keeps_every_acknowledged_delivery_through_a_node_and_an_instance
     if !nats::available() {
         return;
     }
+    let _turn = super::heavy();
     const COUNT: usize = 20_000;
     let mut nats_cluster = Nats::start(3);
     let url = nats_cluster.url();

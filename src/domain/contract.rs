@@ -923,75 +923,62 @@ impl Contract {
             .iter()
             .flat_map(|(s, b)| self.parts(s, b, 0))
             .collect();
-        // A fixed or listed value decides.
-        for (s, _) in &parts {
-            for key in ["const", "example", "default"] {
-                if let Some(v) = s.get(key) {
-                    return v.clone();
-                }
-            }
-            if let Some(v) = s
-                .get("examples")
-                .and_then(Value::as_array)
-                .and_then(|a| a.first())
-            {
-                return v.clone();
-            }
-            if let Some(v) = s
-                .get("enum")
-                .and_then(Value::as_array)
-                .and_then(|a| a.first())
-            {
-                return v.clone();
-            }
+        if let Some(fixed) = fixed_value(&parts) {
+            return fixed;
         }
-        let kind = parts
-            .iter()
-            .find_map(|(s, _)| match s.get("type")? {
-                Value::Array(types) => types
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .find(|t| *t != "null")
-                    .map(str::to_string),
-                Value::String(t) => Some(t.clone()),
-                _ => None,
-            })
-            .unwrap_or_default();
+        let kind = type_named(&parts);
         let is_object = kind == "object"
             || parts
                 .iter()
                 .any(|(s, _)| s.get("properties").is_some() || s.get("required").is_some());
         if is_object {
-            let required: Vec<&str> = parts
-                .iter()
-                .filter_map(|(s, _)| s.get("required").and_then(Value::as_array))
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
-            let mut names: Vec<&str> = Vec::new();
-            for (s, _) in &parts {
-                if let Some(props) = s.get("properties").and_then(Value::as_object) {
-                    for name in props.keys() {
-                        if required.contains(&name.as_str()) && !names.contains(&name.as_str()) {
-                            names.push(name);
-                        }
+            return self.synthesise_object(&parts, depth);
+        }
+        self.synthesise_scalar(&kind, &parts, depth)
+    }
+
+    /// An object with every required member the parts declare, each made from every part that
+    /// declares it.
+    fn synthesise_object<'a>(&'a self, parts: &[(&'a Value, &'a str)], depth: usize) -> Value {
+        let required: Vec<&str> = parts
+            .iter()
+            .filter_map(|(s, _)| s.get("required").and_then(Value::as_array))
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let mut names: Vec<&str> = Vec::new();
+        for (s, _) in parts {
+            if let Some(props) = s.get("properties").and_then(Value::as_object) {
+                for name in props.keys() {
+                    if required.contains(&name.as_str()) && !names.contains(&name.as_str()) {
+                        names.push(name);
                     }
                 }
             }
-            let mut map = serde_json::Map::new();
-            for name in names {
-                let member: Vec<(&Value, &str)> = parts
-                    .iter()
-                    .filter_map(|&(s, b)| {
-                        s.get("properties")
-                            .and_then(|p| p.get(name))
-                            .map(|p| (p, b))
-                    })
-                    .collect();
-                map.insert(name.to_string(), self.synthesise_all(&member, depth + 1));
-            }
-            return Value::Object(map);
         }
+        let mut map = serde_json::Map::new();
+        for name in names {
+            let member: Vec<(&Value, &str)> = parts
+                .iter()
+                .filter_map(|&(s, b)| {
+                    s.get("properties")
+                        .and_then(|p| p.get(name))
+                        .map(|p| (p, b))
+                })
+                .collect();
+            map.insert(name.to_string(), self.synthesise_all(&member, depth + 1));
+        }
+        Value::Object(map)
+    }
+
+    /// A value of `kind` (an array, a string, a number, a boolean) from the first part that
+    /// names a type.
+    fn synthesise_scalar<'a>(
+        &'a self,
+        kind: &str,
+        parts: &[(&'a Value, &'a str)],
+        depth: usize,
+    ) -> Value {
         let first = parts
             .iter()
             .find(|(s, _)| s.get("type").is_some())
@@ -999,7 +986,7 @@ impl Contract {
         let Some((first, first_base)) = first.cloned() else {
             return Value::Null;
         };
-        match kind.as_str() {
+        match kind {
             "array" => {
                 // One item shows the shape; deep down (a tree's children), as few as allowed.
                 let min = first.get("minItems").and_then(Value::as_u64).unwrap_or(0);
@@ -1023,6 +1010,40 @@ impl Contract {
             _ => Value::Null,
         }
     }
+}
+
+/// The value a part fixes or lists first (`const`, `example`, `default`, `examples`, `enum`),
+/// which decides.
+fn fixed_value(parts: &[(&Value, &str)]) -> Option<Value> {
+    for (s, _) in parts {
+        for key in ["const", "example", "default"] {
+            if let Some(v) = s.get(key) {
+                return Some(v.clone());
+            }
+        }
+        for key in ["examples", "enum"] {
+            if let Some(v) = s.get(key).and_then(Value::as_array).and_then(|a| a.first()) {
+                return Some(v.clone());
+            }
+        }
+    }
+    None
+}
+
+/// The first type the parts name (of a list, the first that is not `null`); empty for none.
+fn type_named(parts: &[(&Value, &str)]) -> String {
+    parts
+        .iter()
+        .find_map(|(s, _)| match s.get("type")? {
+            Value::Array(types) => types
+                .iter()
+                .filter_map(Value::as_str)
+                .find(|t| *t != "null")
+                .map(str::to_string),
+            Value::String(t) => Some(t.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
 }
 
 /// Schemas with the URI each is in, as the walks over a contract collect them.

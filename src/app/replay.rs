@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-use crate::domain::sync::Lock;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -22,6 +21,7 @@ use crate::config::{ConfigFile, Overrides, Settings};
 use crate::domain::attempt::{AttemptKind, percentile};
 use crate::domain::clock::now_ms;
 use crate::domain::fmt::rfc3339_ms;
+use crate::domain::sync::Lock;
 use crate::net::client::Tls;
 use crate::store::{Reader, StoreWriter};
 
@@ -80,6 +80,22 @@ pub struct ReplayRequest {
 pub const DEFAULT_CONCURRENCY: usize = 8;
 
 impl ReplayRequest {
+    /// The resend of delivery `id` this replay makes.
+    fn one(&self, id: i64) -> ResendRequest {
+        ResendRequest {
+            delivery_id: id,
+            url: self.url.clone(),
+            resign: self.resign,
+            scheme: self.scheme.clone(),
+            secrets: self.secrets.clone(),
+            new_id: self.new_ids,
+            body: None,
+            timeout: self.timeout,
+            insecure: self.insecure,
+            front: self.front,
+        }
+    }
+
     /// A replay to `url` as captured, as fast as the default concurrency allows.
     pub fn to(url: impl Into<String>) -> Self {
         Self {
@@ -662,34 +678,14 @@ pub async fn run(
                 break;
             }
         };
-        let offset = match request.pace {
-            Pace::Asap => 0.0,
-            Pace::Rate(rate) => n as f64 / rate,
-            Pace::Speed(speed) => {
-                let received = stored.delivery.received_at_ms;
-                let first = *first_received.get_or_insert(received);
-                (received - first).max(0) as f64 / 1000.0 / speed
-            }
-        };
+        let offset = pace_offset(request.pace, n, &stored, &mut first_received);
         // `check` bounds the rate and the speed, so this is a real duration.
         let due = started + Duration::try_from_secs_f64(offset).unwrap_or(Duration::MAX / 4);
         if !wait_until(due, &progress).await {
             break;
         }
-        let one = ResendRequest {
-            delivery_id: id,
-            url: request.url.clone(),
-            resign: request.resign,
-            scheme: request.scheme.clone(),
-            secrets: request.secrets.clone(),
-            new_id: request.new_ids,
-            body: None,
-            timeout: request.timeout,
-            insecure: request.insecure,
-            front: request.front,
-        };
         let event_type = stored.event_type.clone();
-        let prepared = match resend::build(file, &settings, &stored, &one) {
+        let prepared = match resend::build(file, &settings, &stored, &request.one(id)) {
             Ok(prepared) => prepared,
             // This delivery cannot be sent (no secret or scheme to re-sign it with): counted
             // as not sent; when none could be, the run is refused below.
@@ -713,43 +709,8 @@ pub async fn run(
             shown_url.clone(),
         );
         tasks.spawn(async move {
-            let outcome =
-                match resend::send_unrecorded(&client, &prepared, AttemptKind::Replay).await {
-                    Ok(attempt) => {
-                        let mut outcome = Outcome {
-                            delivery_id: id,
-                            event_type,
-                            attempt_id: 0,
-                            sent: true,
-                            status: attempt.status,
-                            error: attempt.error.clone(),
-                            latency_ms: attempt.latency_ms,
-                            sent_at_ms: attempt.sent_at_ms,
-                        };
-                        // The handler's answer stands even when the store cannot keep it.
-                        match writer.attempt(attempt).await {
-                            Ok(stored) => outcome.attempt_id = stored,
-                            Err(e) => {
-                                let kept = outcome
-                                    .error
-                                    .take()
-                                    .map(|e| format!("{e}; "))
-                                    .unwrap_or_default();
-                                outcome.error = Some(format!("{kept}not stored: {e}"));
-                            }
-                        }
-                        outcome
-                    }
-                    Err(e) => unsent(id, event_type, &e.to_string()),
-                };
-            if outcome.sent
-                && outcome.status.is_none()
-                && progress.answered.load(Ordering::SeqCst) == 0
-            {
-                // Nothing has answered yet: the handler is not there, so stop rather than fail
-                // every delivery one by one.
-                progress.stop(format!("nothing answered at {url}: {}", outcome.result()));
-            }
+            let outcome = send_one(&client, &writer, &prepared, id, event_type).await;
+            stop_if_nobody_answers(&progress, &outcome, &url);
             finish(&progress, &outcomes, outcome);
             drop(permit);
         });
@@ -757,16 +718,10 @@ pub async fn run(
     while tasks.join_next().await.is_some() {}
     let outcomes = std::mem::take(&mut *outcomes.lock());
     let stopped = progress.why_stopped.lock().clone();
-    // Nothing could be sent, each for the same reason (no secret, no scheme): one refusal.
     if stopped.is_none()
-        && !outcomes.is_empty()
-        && outcomes.iter().all(|o| !o.sent)
-        && let Some(first) = outcomes.first().and_then(|o| o.error.clone())
-        && outcomes
-            .iter()
-            .all(|o| o.error.as_deref() == Some(first.as_str()))
+        && let Some(refused) = refused_whole(&outcomes)
     {
-        return Err(AppError::Usage(first));
+        return Err(refused);
     }
     Ok(Summary {
         url: shown_url,
@@ -775,6 +730,80 @@ pub async fn run(
         stopped,
         elapsed: started.elapsed(),
     })
+}
+
+/// How long after the start delivery `n` (`stored`) is due, at `pace`; `first_received` keeps
+/// the first delivery's receive time, which a replay at its original speed counts from.
+fn pace_offset(
+    pace: Pace,
+    n: usize,
+    stored: &crate::store::StoredDelivery,
+    first_received: &mut Option<i64>,
+) -> f64 {
+    match pace {
+        Pace::Asap => 0.0,
+        Pace::Rate(rate) => n as f64 / rate,
+        Pace::Speed(speed) => {
+            let received = stored.delivery.received_at_ms;
+            let first = *first_received.get_or_insert(received);
+            (received - first).max(0) as f64 / 1000.0 / speed
+        }
+    }
+}
+
+/// Sends one prepared delivery and records the attempt; the handler's answer stands even when
+/// the store cannot keep it (the outcome says so).
+async fn send_one(
+    client: &crate::net::client::Client,
+    writer: &StoreWriter,
+    prepared: &resend::PreparedResend,
+    id: i64,
+    event_type: Option<String>,
+) -> Outcome {
+    let attempt = match resend::send_unrecorded(client, prepared, AttemptKind::Replay).await {
+        Ok(attempt) => attempt,
+        Err(e) => return unsent(id, event_type, &e.to_string()),
+    };
+    let mut outcome = Outcome {
+        delivery_id: id,
+        event_type,
+        attempt_id: 0,
+        sent: true,
+        status: attempt.status,
+        error: attempt.error.clone(),
+        latency_ms: attempt.latency_ms,
+        sent_at_ms: attempt.sent_at_ms,
+    };
+    match writer.attempt(attempt).await {
+        Ok(stored) => outcome.attempt_id = stored,
+        Err(e) => {
+            let kept = outcome
+                .error
+                .take()
+                .map(|e| format!("{e}; "))
+                .unwrap_or_default();
+            outcome.error = Some(format!("{kept}not stored: {e}"));
+        }
+    }
+    outcome
+}
+
+/// A delivery sent and unanswered while nothing has answered yet: the handler is not there, so
+/// the replay stops rather than fail every delivery one by one.
+fn stop_if_nobody_answers(progress: &Progress, outcome: &Outcome, url: &str) {
+    if outcome.sent && outcome.status.is_none() && progress.answered.load(Ordering::SeqCst) == 0 {
+        progress.stop(format!("nothing answered at {url}: {}", outcome.result()));
+    }
+}
+
+/// Nothing could be sent, each for the same reason (no secret, no scheme): the run is refused
+/// with that one reason.
+fn refused_whole(outcomes: &[Outcome]) -> Option<AppError> {
+    let first = outcomes.first()?.error.clone()?;
+    let all_alike = outcomes
+        .iter()
+        .all(|o| !o.sent && o.error.as_deref() == Some(first.as_str()));
+    all_alike.then_some(AppError::Usage(first))
 }
 
 /// Sleeps until `due`, waking every 50 ms to see whether the replay was stopped; `false` when

@@ -978,76 +978,10 @@ impl Challenge {
         };
         match &self.expected {
             Expected::Text(expected) => {
-                if text != *expected {
-                    let got = if text.is_empty() {
-                        "with an empty body".to_string()
-                    } else {
-                        format!("`{}`", short(&text))
-                    };
-                    return Err(format!(
-                        "{who} was answered {got} where the provider expects exactly `{}`",
-                        short(expected)
-                    ));
-                }
-                if self.provider == Provider::Graph
-                    && !header("content-type").is_some_and(|t| t.starts_with("text/plain"))
-                {
-                    return Err(format!(
-                        "{who} was answered with the token but as {}; Microsoft Graph wants text/plain",
-                        header("content-type").unwrap_or_else(|| "no content type".into())
-                    ));
-                }
+                self.judge_text(&who, &text, expected, header("content-type"))?;
             }
-            Expected::Challenge(expected) => {
-                let as_json = serde_json::from_slice::<serde_json::Value>(body)
-                    .ok()
-                    .and_then(|v| v.get("challenge")?.as_str().map(str::to_string));
-                let as_form = crate::domain::pretty::form_fields(body).and_then(|fields| {
-                    fields
-                        .into_iter()
-                        .find(|(name, _)| name == "challenge")
-                        .map(|(_, value)| value)
-                });
-                let answered = text == *expected
-                    || as_json.as_deref() == Some(expected.as_str())
-                    || as_form.as_deref() == Some(expected.as_str());
-                if !answered {
-                    let got = if text.is_empty() {
-                        "with an empty body".to_string()
-                    } else {
-                        format!("`{}`", short(&text))
-                    };
-                    return Err(format!(
-                        "{who} was answered {got} where the provider expects the challenge `{}` (as text, as JSON {{\"challenge\": …}} or as a form)",
-                        short(expected)
-                    ));
-                }
-            }
-            Expected::Json(members) => {
-                let value: serde_json::Value = serde_json::from_slice(body).map_err(|_| {
-                    let names: Vec<&str> = members.iter().map(|(name, _)| *name).collect();
-                    let got = if text.trim().is_empty() {
-                        "with an empty body".to_string()
-                    } else {
-                        format!("`{}`", short(&text))
-                    };
-                    format!(
-                        "{who} was answered {got}, not the JSON with {} the provider expects",
-                        names.join(" and ")
-                    )
-                })?;
-                for (name, expected) in members {
-                    let got = value.get(name).and_then(|v| v.as_str());
-                    if got != Some(expected.as_str()) {
-                        return Err(format!(
-                            "{who} was answered with {name} {} where the provider computes `{}`",
-                            got.map(|g| format!("`{}`", short(g)))
-                                .unwrap_or_else(|| "missing".into()),
-                            short(expected)
-                        ));
-                    }
-                }
-            }
+            Expected::Challenge(expected) => judge_challenge(&who, &text, body, expected)?,
+            Expected::Json(members) => judge_json(&who, &text, body, members)?,
             Expected::Header(name, expected) => {
                 let got = header(name);
                 if got.as_deref() != Some(expected.as_str()) && got.as_deref() != Some("*") {
@@ -1069,6 +1003,100 @@ impl Challenge {
         }
         Ok(format!("{who} was answered as the provider expects."))
     }
+
+    /// A text answer: exactly `expected`, and for Microsoft Graph as `text/plain`.
+    fn judge_text(
+        &self,
+        who: &str,
+        text: &str,
+        expected: &str,
+        content_type: Option<String>,
+    ) -> Result<(), String> {
+        if text != expected {
+            return Err(format!(
+                "{who} was answered {} where the provider expects exactly `{}`",
+                answered_with(text),
+                short(expected)
+            ));
+        }
+        if self.provider == Provider::Graph
+            && !content_type
+                .as_deref()
+                .is_some_and(|t| t.starts_with("text/plain"))
+        {
+            return Err(format!(
+                "{who} was answered with the token but as {}; Microsoft Graph wants text/plain",
+                content_type.unwrap_or_else(|| "no content type".into())
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What a body was, in a sentence: `with an empty body`, or its start in backquotes.
+fn answered_with(text: &str) -> String {
+    if text.is_empty() {
+        "with an empty body".to_string()
+    } else {
+        format!("`{}`", short(text))
+    }
+}
+
+/// Slack's challenge, answered as text, as JSON `{"challenge": …}` or as a form.
+fn judge_challenge(who: &str, text: &str, body: &[u8], expected: &str) -> Result<(), String> {
+    let as_json = serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.get("challenge")?.as_str().map(str::to_string));
+    let as_form = crate::domain::pretty::form_fields(body).and_then(|fields| {
+        fields
+            .into_iter()
+            .find(|(name, _)| name == "challenge")
+            .map(|(_, value)| value)
+    });
+    let answered = text == expected
+        || as_json.as_deref() == Some(expected)
+        || as_form.as_deref() == Some(expected);
+    if answered {
+        return Ok(());
+    }
+    Err(format!(
+        "{who} was answered {} where the provider expects the challenge `{}` (as text, as JSON {{\"challenge\": …}} or as a form)",
+        answered_with(text),
+        short(expected)
+    ))
+}
+
+/// A JSON answer with each of `members` equal to the value the provider computes.
+fn judge_json(
+    who: &str,
+    text: &str,
+    body: &[u8],
+    members: &[(&'static str, String)],
+) -> Result<(), String> {
+    let value: serde_json::Value = serde_json::from_slice(body).map_err(|_| {
+        let names: Vec<&str> = members.iter().map(|(name, _)| *name).collect();
+        let got = if text.trim().is_empty() {
+            "with an empty body".to_string()
+        } else {
+            format!("`{}`", short(text))
+        };
+        format!(
+            "{who} was answered {got}, not the JSON with {} the provider expects",
+            names.join(" and ")
+        )
+    })?;
+    for (name, expected) in members {
+        let got = value.get(name).and_then(|v| v.as_str());
+        if got != Some(expected.as_str()) {
+            return Err(format!(
+                "{who} was answered with {name} {} where the provider computes `{}`",
+                got.map(|g| format!("`{}`", short(g)))
+                    .unwrap_or_else(|| "missing".into()),
+                short(expected)
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

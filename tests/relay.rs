@@ -123,6 +123,15 @@ impl Store {
         args
     }
 
+    /// Runs `hookscope ARGS` on this store, over `data_dir`.
+    fn run(&self, data_dir: &Path, args: &[&str]) -> std::process::Output {
+        let args = self.args(args);
+        common::run(
+            data_dir,
+            &args.iter().map(String::as_str).collect::<Vec<_>>(),
+        )
+    }
+
     /// Starts a relay on this store.
     fn relay(&self, relay_dir: &Path, extra: &[&str]) -> Relay {
         let args = self.args(extra);
@@ -136,7 +145,7 @@ impl Store {
     fn files(&self, relay_dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
         match self {
             Store::Sqlite => every_file(relay_dir),
-            Store::JetStream(nats) => nats::every_file_under(nats.store_dir()),
+            Store::JetStream(nats) => every_file(nats.store_dir()),
         }
     }
 }
@@ -148,13 +157,11 @@ fn add_channel(relay_dir: &Path, name: &str, recipients: &[&str]) -> String {
 
 /// Makes a channel on `store`.
 fn add_channel_on(store: &Store, relay_dir: &Path, name: &str, recipients: &[&str]) -> String {
-    let store_args = store.args(&[]);
     let mut args = vec!["relay", "channel", "add", name, "--json"];
-    args.extend(store_args.iter().map(String::as_str));
     for r in recipients {
         args.extend(["--recipient", r]);
     }
-    let out = common::run(relay_dir, &args);
+    let out = store.run(relay_dir, &args);
     assert!(
         out.status.success(),
         "{}",
@@ -649,17 +656,22 @@ fn wait_until_live(relay: &Relay) -> usize {
     panic!("no laptop answered through the relay");
 }
 
-/// Every file in a folder, as bytes (the store, its WAL and shared memory).
+/// Every file under `dir`, recursively, as bytes (the SQLite store, its WAL and shared memory;
+/// a NATS server's stream files).
 fn every_file(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    std::fs::read_dir(dir)
-        .expect("reads")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.is_file())
-        .map(|p| {
-            let bytes = std::fs::read(&p).expect("reads");
-            (p, bytes)
-        })
-        .collect()
+    let mut out = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("reads").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if let Ok(bytes) = std::fs::read(&path) {
+                out.push((path, bytes));
+            }
+        }
+    }
+    out
 }
 
 fn holds(bytes: &[u8], marker: &str) -> bool {
@@ -704,19 +716,18 @@ fn keeps_nothing_readable(store: &Store) {
     assert!(statuses.iter().all(|s| *s == 202));
     // Refusals are logged without the payload, the query or a token: a channel over its 1 MiB
     // quota refuses its second 600 KiB delivery with 429, and says so.
-    let args = store.args(&[
-        "relay",
-        "channel",
-        "add",
-        "tiny",
-        "--recipient",
-        &key,
-        "--keep-mib",
-        "1",
-    ]);
-    let out = common::run(
+    let out = store.run(
         relay_dir.path(),
-        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+        &[
+            "relay",
+            "channel",
+            "add",
+            "tiny",
+            "--recipient",
+            &key,
+            "--keep-mib",
+            "1",
+        ],
     );
     assert!(
         out.status.success(),
@@ -849,10 +860,9 @@ fn current_token_only(store: &Store) {
     let (status, stream) = subscribe_with(&relay, "team", Some(&team));
     assert_eq!(status, 200);
     assert!(stream.contains("event: delivery"), "{stream}");
-    let args = store.args(&["relay", "channel", "rotate", "team", "--json"]);
-    let out = common::run(
+    let out = store.run(
         relay_dir.path(),
-        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+        &["relay", "channel", "rotate", "team", "--json"],
     );
     assert!(out.status.success());
     let rotated: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
@@ -1271,11 +1281,7 @@ fn made_anew(store: &Store) {
     let listener = listen_relayed(laptop.path(), &relay, "team", &token, &[]);
     assert_eq!(wait_for(laptop.path(), 2, Duration::from_secs(20)).len(), 2);
     drop(listener);
-    let args = store.args(&["relay", "channel", "remove", "team"]);
-    let out = common::run(
-        relay_dir.path(),
-        &args.iter().map(String::as_str).collect::<Vec<_>>(),
-    );
+    let out = store.run(relay_dir.path(), &["relay", "channel", "remove", "team"]);
     assert!(
         out.status.success(),
         "{}",

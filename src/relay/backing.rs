@@ -126,14 +126,6 @@ impl Backing {
             Backing::Sqlite(_) => None,
         }
     }
-
-    /// The data dir, when the relay keeps its store there.
-    pub fn data_dir(&self) -> Option<&Path> {
-        match self {
-            Backing::Sqlite(s) => Some(&s.data_dir),
-            Backing::Cluster(_) => None,
-        }
-    }
 }
 
 impl Sqlite {

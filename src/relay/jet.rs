@@ -122,14 +122,8 @@ pub enum Answered {
 
 /// A sealed delivery as a subscriber's stream reads it from the cluster.
 pub struct Read {
-    /// Its sequence number in the channel.
-    pub seq: u64,
-    /// When the relay took it.
-    pub received_ms: i64,
-    /// The request's size before sealing.
-    pub size: u64,
-    /// The age file.
-    pub sealed: Vec<u8>,
+    /// The delivery, as the SQLite store gives it too.
+    pub delivery: crate::relay::store::Sealed,
     /// Deliveries after it, as the cluster counts them now.
     pub pending: u64,
     /// Whether an instance held its provider for an answer (it names an inbox).
@@ -226,11 +220,6 @@ impl Jet {
     /// The largest message the cluster takes (its `max_payload`).
     pub fn max_payload(&self) -> usize {
         self.client.server_info().max_payload
-    }
-
-    /// The replicas new streams get.
-    pub fn replicas(&self) -> usize {
-        self.replicas
     }
 
     /// Every channel, by name (without the stream's counters). The bucket is listed again only
@@ -585,10 +574,12 @@ impl Jet {
                     .ok()
             };
             Ok(Read {
-                seq,
-                received_ms: header(RECEIVED).unwrap_or(0),
-                size: header(SIZE).unwrap_or(0).max(0) as u64,
-                sealed: message.payload.to_vec(),
+                delivery: crate::relay::store::Sealed {
+                    seq,
+                    received_ms: header(RECEIVED).unwrap_or(0),
+                    size: header(SIZE).unwrap_or(0).max(0) as u64,
+                    sealed: message.payload.to_vec(),
+                },
                 pending,
                 held: message
                     .headers

@@ -190,17 +190,12 @@ impl Stream {
                 tokio::select! {
                     next = futures_util::StreamExt::next(&mut reading) => match next {
                         Some(Ok(read)) => {
-                            let sealed = store::Sealed {
-                                seq: read.seq,
-                                received_ms: read.received_ms,
-                                size: read.size,
-                                sealed: read.sealed,
-                            };
-                            let event = self.event(&sealed, read.seq + read.pending, read.held);
+                            let seq = read.delivery.seq;
+                            let event = self.event(&read.delivery, seq + read.pending, read.held);
                             if sender.send(Bytes::from(event)).await.is_err() {
                                 return caught_up.gone().await;
                             }
-                            cursor = read.seq;
+                            cursor = seq;
                             if read.pending == 0 {
                                 caught_up.now().await;
                             } else if read.pending > FALLEN_BEHIND {

@@ -376,11 +376,8 @@ fn a_stream_with_other_settings_is_said_and_left_alone() {
     };
     let edited = Duration::from_secs(3600);
     let name = nats.stream_named("hookscope-relay-team-");
-    let runtime = runtime(0);
     let stream_config = || {
-        runtime.block_on(async {
-            let client = async_nats::connect(nats.url()).await.expect("connects");
-            let js = async_nats::jetstream::new(client);
+        nats.with_js(async |js| {
             let mut stream = js.get_stream(&name).await.expect("stream");
             stream.info().await.expect("info").config.clone()
         })
@@ -392,13 +389,7 @@ fn a_stream_with_other_settings_is_said_and_left_alone() {
         "the channel's retention"
     );
     config.max_age = edited;
-    runtime.block_on(async {
-        let client = async_nats::connect(nats.url()).await.expect("connects");
-        async_nats::jetstream::new(client)
-            .update_stream(config)
-            .await
-            .expect("edited by hand");
-    });
+    nats.with_js(async |js| js.update_stream(config).await.expect("edited by hand"));
     let relay = store.relay(relay_dir.path(), &[]);
     assert_eq!(post(&relay.ingest("team", "/x"), None, "{}").status, 202);
     let log = relay.log.lock().expect("log").clone();

@@ -2,7 +2,7 @@
 //! installed by `.ci/run`), and a TCP balancer in front of relay instances.
 
 use std::net::{SocketAddr, TcpListener};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -136,29 +136,30 @@ impl Nats {
     /// meta leader).
     pub fn wait_ready(&self) {
         let deadline = Instant::now() + Duration::from_secs(30);
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
+        let runtime = super::runtime(0);
         let running = (0..self.client_ports.len()).filter(|i| self.children[*i].is_some());
         for port in running.map(|i| self.client_ports[i]).collect::<Vec<_>>() {
             runtime.block_on(wait_answering(port, deadline));
         }
     }
 
+    /// Runs `work` with a JetStream context on these servers.
+    pub fn with_js<T>(&self, work: impl AsyncFnOnce(async_nats::jetstream::Context) -> T) -> T {
+        super::runtime(0).block_on(async {
+            let url = self.url();
+            let servers: Vec<&str> = url.split(',').collect();
+            let client = async_nats::connect(servers.as_slice())
+                .await
+                .expect("connects");
+            work(async_nats::jetstream::new(client)).await
+        })
+    }
+
     /// The name of the stream whose name starts with `prefix` (a channel's:
     /// `hookscope-relay-NAME-` and its uid).
     pub fn stream_named(&self, prefix: &str) -> String {
         use futures_util::StreamExt as _;
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        runtime.block_on(async {
-            let client = async_nats::connect(self.url().split(',').collect::<Vec<_>>().as_slice())
-                .await
-                .expect("connects");
-            let js = async_nats::jetstream::new(client);
+        self.with_js(async |js| {
             let mut names = js.stream_names();
             while let Some(name) = names.next().await {
                 let name = name.expect("a stream name");
@@ -172,15 +173,7 @@ impl Nats {
 
     /// The server leading `stream` now.
     pub fn leader_of(&self, stream: &str) -> String {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        runtime.block_on(async {
-            let client = async_nats::connect(self.url().split(',').collect::<Vec<_>>().as_slice())
-                .await
-                .expect("connects");
-            let js = async_nats::jetstream::new(client);
+        self.with_js(async |js| {
             let mut stream = js.get_stream(stream).await.expect("the stream");
             let info = stream.info().await.expect("info");
             info.cluster
@@ -267,21 +260,4 @@ impl Balancer {
             _runtime: runtime,
         }
     }
-}
-
-/// Every file under `dir`, recursively, as bytes.
-pub fn every_file_under(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut dirs = vec![dir.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).expect("reads").flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if let Ok(bytes) = std::fs::read(&path) {
-                out.push((path, bytes));
-            }
-        }
-    }
-    out
 }

@@ -11,7 +11,8 @@ use hookscope::domain::pretty::{Token, hexdump, pretty_json};
 use hookscope::store::StoredDelivery;
 use serde::{Deserialize, Serialize};
 
-use super::{HookscopeApp, widgets};
+use super::shared::{Msg, Shared, Window};
+use super::widgets;
 use hookscope::engine::Command;
 
 /// The most of a body drawn at once; larger bodies show their beginning, so the window stays
@@ -85,246 +86,573 @@ impl BodyCache {
     }
 }
 
-/// Draws the detail pane.
-pub fn detail_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
-    let Some(stored) = app.detail.clone() else {
-        ui.weak("Loading…");
-        return;
-    };
-    ui.add_space(4.0);
-    ui.horizontal(|ui| {
-        ui.strong(format!("#{}", stored.id));
-        ui.monospace(format!(
-            "{} {}",
-            stored.delivery.method, stored.delivery.path
-        ));
-        ui.weak(full_time(stored.delivery.received_at_ms, app.zone()))
-            .on_hover_text(rfc3339_ms(stored.delivery.received_at_ms));
-        ui.separator();
-        for (tab, label) in [
-            (Tab::Checks, "Checks"),
-            (Tab::Request, "Request"),
-            (Tab::Response, "Response"),
-            (Tab::Resend, "Resend"),
-        ] {
-            ui.selectable_value(&mut app.state.detail_tab, tab, label);
-        }
-        ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
-            if ui
-                .button("Delete")
-                .on_hover_text(
-                    "Delete this delivery from the store (asks first; the Delete key too)",
-                )
-                .clicked()
-            {
-                app.confirm_delete = Some(vec![stored.id]);
-            }
-            // "Export…", or "Export 3…" with several rows selected.
-            let selected = app.multi.len();
-            let label = |verb: &str| match selected {
-                0 | 1 => format!("{verb}…"),
-                n => format!("{verb} {n}…"),
-            };
-            if ui
-                .button(label("Export"))
-                .on_hover_text("As a test fixture, HAR or curl (Ctrl+click rows to export several)")
-                .clicked()
-            {
-                app.export.open = true;
-            }
-            if ui
-                .button(label("Replay"))
-                .on_hover_text("Send these again to a handler at a rate, or every delivery matching the filter")
-                .clicked()
-            {
-                let ids = super::export::export_ids(app);
-                super::replay::open(app, super::replay::Choice::Rows(ids));
-            }
-            compare_with_menu(app, ui, &stored);
-            if app.multi.len() == 2 {
-                let mut ids: Vec<i64> = app.multi.iter().copied().collect();
-                ids.sort_unstable();
-                if ui
-                    .button("Compare")
-                    .on_hover_text(format!(
-                        "What differs between #{} and #{}: headers, the body by JSON pointer, the checks",
-                        ids[0], ids[1]
-                    ))
-                    .clicked()
-                {
-                    app.send(Command::Compare { a: ids[0], b: ids[1] });
-                }
-            }
-            if ui.button("Copy as curl").clicked() {
-                super::export::copy_as_curl(app, &stored);
-            }
-            if ui.button("Copy as JSON").on_hover_text("Ctrl+C").clicked() {
-                let json = delivery_json(&stored, app.attempts_of(stored.id));
-                ui.ctx().copy_text(json.to_string());
-                app.notice(format!("copied delivery #{} as JSON", stored.id), false);
-            }
-        });
-    });
-    ui.separator();
-    egui::ScrollArea::vertical()
-        .id_salt("detail_scroll")
-        .auto_shrink([false, false])
-        .show(ui, |ui| match app.state.detail_tab {
-            Tab::Checks => checks_ui(app, ui, &stored),
-            Tab::Request => request_ui(app, ui, &stored),
-            Tab::Response => {
-                // The body hookscope answers with is the endpoint's, when it has one configured.
-                let configured = app
-                    .endpoints
-                    .saved_settings()
-                    .endpoint_for(&stored.delivery.path)
-                    .respond_body
-                    .clone();
-                response_ui(ui, &stored, app.zone(), configured)
-            }
-            Tab::Resend => super::send::resend_ui(app, ui, &stored),
-        });
+/// The detail pane's own state: its tab, the body's view and layout, the handshake's
+/// confirmation, the comparison shown, and the Resend tab's form.
+#[derive(Default)]
+pub struct Detail {
+    /// The tab shown.
+    pub tab: Tab,
+    /// How the body is shown.
+    pub body_view: BodyView,
+    body_cache: BodyCache,
+    /// The delivery whose "Confirm a host that is not the provider's" the user ticked; the
+    /// tick holds for that delivery only, and until it is confirmed.
+    confirm_any_host: Option<i64>,
+    /// The delivery whose confirmation is on the wire (its button waits).
+    confirm_pending: Option<i64>,
+    /// The delivery whose attempts the Checks tab asked for (to show a confirmation).
+    confirm_attempts_asked: Option<i64>,
+    /// Two deliveries compared, shown in the *Compare* window until it is closed.
+    pub comparison: Option<hookscope::domain::compare::Comparison>,
+    /// The Resend tab's form.
+    pub resend: super::send::ResendForm,
 }
 
-/// A provider's handshake: what it asked, what was answered (exactly), and for a subscription
-/// confirmed by a URL (SNS, Event Grid), the URL and the one GET the user starts.
-fn handshake_ui(
-    app: &mut HookscopeApp,
-    ui: &mut egui::Ui,
-    stored: &StoredDelivery,
-    handshake: &hookscope::domain::handshake::Handshake,
-) {
-    use hookscope::domain::handshake::{Outcome, Provider};
-    let id = stored.id;
-    let (color, word) = widgets::handshake_look(handshake.outcome);
-    ui.horizontal(|ui| {
-        ui.label(RichText::new("Handshake").strong());
-        widgets::badge(ui, word, color, &handshake.detail);
-        ui.weak(handshake.provider.label());
-    });
-    ui.add(egui::Label::new(&handshake.detail).wrap());
-    // What was answered stays as it was; a Re-check since may see it otherwise.
-    if handshake.outcome == Outcome::Refused
-        && handshake.provider.signs()
-        && stored.checks.signature.status == hookscope::domain::checks::SignatureStatus::Pass
-    {
-        ui.colored_label(
-            widgets::WARN,
-            format!(
-                "Re-checked with today's secrets, its signature verifies: ask {} to send its challenge again.",
-                handshake.provider.label()
-            ),
-        );
+impl Detail {
+    /// The pane on the tab and body view remembered from the last run.
+    pub fn new(tab: Tab, body_view: BodyView) -> Self {
+        Self {
+            tab,
+            body_view,
+            ..Self::default()
+        }
     }
-    egui::Grid::new("handshake_grid")
-        .num_columns(2)
-        .spacing([12.0, 4.0])
-        .show(ui, |ui| {
-            ui.weak("asked");
-            ui.add(egui::Label::new(RichText::new(&handshake.asked).monospace()).selectable(true));
-            ui.end_row();
-            if let Some(answer) = &handshake.answer {
-                ui.weak("answered");
-                let mut lines = vec![format!(
-                    "{} {}",
-                    answer.status,
-                    answer.content_type.as_deref().unwrap_or("")
-                )];
-                lines.extend(answer.headers.iter().map(|(n, v)| format!("{n}: {v}")));
-                if !answer.body.is_empty() {
-                    lines.push(answer.body.clone());
+
+    /// Another delivery was loaded: its body is laid out anew.
+    pub fn loaded(&mut self) {
+        self.body_cache = BodyCache::default();
+    }
+
+    /// The attempts of delivery `id` arrived: a confirmation waiting for them is over.
+    pub fn attempts_loaded(&mut self, id: i64) {
+        if self.confirm_pending == Some(id) {
+            self.confirm_pending = None;
+        }
+    }
+
+    /// Draws the detail pane.
+    pub fn ui(&mut self, ui: &mut egui::Ui, shared: &mut Shared) {
+        let Some(stored) = shared.selection.loaded.clone() else {
+            ui.weak("Loading…");
+            return;
+        };
+        ui.add_space(4.0);
+        ui.horizontal(|ui| {
+            ui.strong(format!("#{}", stored.id));
+            ui.monospace(format!(
+                "{} {}",
+                stored.delivery.method, stored.delivery.path
+            ));
+            ui.weak(full_time(stored.delivery.received_at_ms, shared.zone()))
+                .on_hover_text(rfc3339_ms(stored.delivery.received_at_ms));
+            ui.separator();
+            for (tab, label) in [
+                (Tab::Checks, "Checks"),
+                (Tab::Request, "Request"),
+                (Tab::Response, "Response"),
+                (Tab::Resend, "Resend"),
+            ] {
+                ui.selectable_value(&mut self.tab, tab, label);
+            }
+            ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
+                if ui
+                    .button("Delete")
+                    .on_hover_text(
+                        "Delete this delivery from the store (asks first; the Delete key too)",
+                    )
+                    .clicked()
+                {
+                    shared.tell(Msg::ConfirmDelete(vec![stored.id]));
                 }
+                // "Export…", or "Export 3…" with several rows selected.
+                let selected = shared.selection.multi.len();
+                let label = |verb: &str| match selected {
+                    0 | 1 => format!("{verb}…"),
+                    n => format!("{verb} {n}…"),
+                };
+                if ui
+                    .button(label("Export"))
+                    .on_hover_text("As a test fixture, HAR or curl (Ctrl+click rows to export several)")
+                    .clicked()
+                {
+                    shared.tell(Msg::Open(Window::Export));
+                }
+                if ui
+                    .button(label("Replay"))
+                    .on_hover_text("Send these again to a handler at a rate, or every delivery matching the filter")
+                    .clicked()
+                {
+                    let ids = shared.selection.ids();
+                    shared.tell(Msg::Replay(super::replay::Choice::Rows(ids)));
+                }
+                self.compare_with_menu(ui, shared, &stored);
+                if shared.selection.multi.len() == 2 {
+                    let mut ids: Vec<i64> = shared.selection.multi.iter().copied().collect();
+                    ids.sort_unstable();
+                    if ui
+                        .button("Compare")
+                        .on_hover_text(format!(
+                            "What differs between #{} and #{}: headers, the body by JSON pointer, the checks",
+                            ids[0], ids[1]
+                        ))
+                        .clicked()
+                    {
+                        shared.send(Command::Compare { a: ids[0], b: ids[1] });
+                    }
+                }
+                if ui.button("Copy as curl").clicked() {
+                    shared.send(Command::CopyAsCurl(stored.clone()));
+                }
+                if ui.button("Copy as JSON").on_hover_text("Ctrl+C").clicked() {
+                    let json = delivery_json(&stored, shared.selection.attempts_of(stored.id));
+                    ui.ctx().copy_text(json.to_string());
+                    shared.notice(format!("copied delivery #{} as JSON", stored.id), false);
+                }
+            });
+        });
+        ui.separator();
+        egui::ScrollArea::vertical()
+            .id_salt("detail_scroll")
+            .auto_shrink([false, false])
+            .show(ui, |ui| match self.tab {
+                Tab::Checks => self.checks_ui(ui, shared, &stored),
+                Tab::Request => self.request_ui(ui, shared, &stored),
+                Tab::Response => {
+                    // The body hookscope answers with is the endpoint's, when it has one configured.
+                    let configured = shared
+                        .saved
+                        .settings
+                        .endpoint_for(&stored.delivery.path)
+                        .respond_body
+                        .clone();
+                    response_ui(ui, &stored, shared.zone(), configured)
+                }
+                Tab::Resend => self.resend.ui(ui, shared, &stored),
+            });
+    }
+
+    /// A provider's handshake: what it asked, what was answered (exactly), and for a subscription
+    /// confirmed by a URL (SNS, Event Grid), the URL and the one GET the user starts.
+    fn handshake_ui(
+        &mut self,
+        ui: &mut egui::Ui,
+        shared: &mut Shared,
+        stored: &StoredDelivery,
+        handshake: &hookscope::domain::handshake::Handshake,
+    ) {
+        use hookscope::domain::handshake::Outcome;
+        let id = stored.id;
+        let (color, word) = widgets::handshake_look(handshake.outcome);
+        ui.horizontal(|ui| {
+            ui.label(RichText::new("Handshake").strong());
+            widgets::badge(ui, word, color, &handshake.detail);
+            ui.weak(handshake.provider.label());
+        });
+        ui.add(egui::Label::new(&handshake.detail).wrap());
+        // What was answered stays as it was; a Re-check since may see it otherwise.
+        if handshake.outcome == Outcome::Refused
+            && handshake.provider.signs()
+            && stored.checks.signature.status == hookscope::domain::checks::SignatureStatus::Pass
+        {
+            ui.colored_label(
+                widgets::WARN,
+                format!(
+                    "Re-checked with today's secrets, its signature verifies: ask {} to send its challenge again.",
+                    handshake.provider.label()
+                ),
+            );
+        }
+        egui::Grid::new("handshake_grid")
+            .num_columns(2)
+            .spacing([12.0, 4.0])
+            .show(ui, |ui| {
+                ui.weak("asked");
                 ui.add(
-                    egui::Label::new(RichText::new(lines.join("\n")).monospace()).selectable(true),
+                    egui::Label::new(RichText::new(&handshake.asked).monospace()).selectable(true),
                 );
                 ui.end_row();
-            }
-        });
-    if let Some(url) = &handshake.confirm_url {
-        ui.add_space(6.0);
-        // Event Grid's own handshake was answered: its URL is for manual validation only.
-        let optional =
-            handshake.provider == Provider::EventGrid && handshake.outcome == Outcome::Answered;
-        ui.label(if optional {
-            "Its validationUrl is for manual validation, not needed now that the handshake was answered; a GET of it validates by hand:"
-        } else {
-            "Confirming is the one GET of this URL, made when you press the button:"
-        });
-        ui.add(
-            egui::Label::new(RichText::new(url).monospace())
-                .selectable(true)
-                .wrap(),
-        );
-        let known = app.attempts.iter().any(|(d, _)| *d == id);
-        if !known && app.confirm_attempts_asked != Some(id) {
-            app.confirm_attempts_asked = Some(id);
-            app.send(Command::Attempts { id });
+                if let Some(answer) = &handshake.answer {
+                    ui.weak("answered");
+                    let mut lines = vec![format!(
+                        "{} {}",
+                        answer.status,
+                        answer.content_type.as_deref().unwrap_or("")
+                    )];
+                    lines.extend(answer.headers.iter().map(|(n, v)| format!("{n}: {v}")));
+                    if !answer.body.is_empty() {
+                        lines.push(answer.body.clone());
+                    }
+                    ui.add(
+                        egui::Label::new(RichText::new(lines.join("\n")).monospace())
+                            .selectable(true),
+                    );
+                    ui.end_row();
+                }
+            });
+        if let Some(url) = &handshake.confirm_url {
+            self.confirm_url_ui(ui, shared, handshake, url, id);
         }
-        let confirmed: Option<(u16, i64)> =
-            app.attempts
-                .iter()
-                .find(|(d, _)| *d == id)
-                .and_then(|(_, all)| {
+    }
+
+    /// A subscription confirmed by a URL (SNS, Event Grid): the URL, whether it was confirmed,
+    /// and the one GET the user starts.
+    fn confirm_url_ui(
+        &mut self,
+        ui: &mut egui::Ui,
+        shared: &mut Shared,
+        handshake: &hookscope::domain::handshake::Handshake,
+        url: &String,
+        id: i64,
+    ) {
+        use hookscope::domain::handshake::{Outcome, Provider};
+        {
+            ui.add_space(6.0);
+            // Event Grid's own handshake was answered: its URL is for manual validation only.
+            let optional =
+                handshake.provider == Provider::EventGrid && handshake.outcome == Outcome::Answered;
+            ui.label(if optional {
+                "Its validationUrl is for manual validation, not needed now that the handshake was answered; a GET of it validates by hand:"
+            } else {
+                "Confirming is the one GET of this URL, made when you press the button:"
+            });
+            ui.add(
+                egui::Label::new(RichText::new(url).monospace())
+                    .selectable(true)
+                    .wrap(),
+            );
+            let known = shared.selection.known_attempts(id).is_some();
+            if !known && self.confirm_attempts_asked != Some(id) {
+                self.confirm_attempts_asked = Some(id);
+                shared.send(Command::Attempts { id });
+            }
+            let confirmed: Option<(u16, i64)> =
+                shared.selection.known_attempts(id).and_then(|all| {
                     all.iter().rev().find_map(|a| {
                         let status = a.status.filter(|s| (200..300).contains(s))?;
                         (a.kind == hookscope::domain::attempt::AttemptKind::Confirm)
                             .then_some((status, a.sent_at_ms))
                     })
                 });
-        if let Some((status, at_ms)) = confirmed {
-            ui.colored_label(
-                widgets::PASS,
-                format!(
-                    "Confirmed: {} answered {status} at {}.",
-                    handshake.provider.label(),
-                    full_time(at_ms, app.zone())
-                ),
-            );
-        }
-        let own = hookscope::app::confirm::is_providers_own(handshake.provider, url);
-        if !own {
-            ui.colored_label(
-                widgets::WARN,
-                format!(
-                    "This URL is not on {}'s own hosts: anyone can post a confirmation request. Confirm it only if you trust it (LocalStack, a test double).",
-                    handshake.provider.label()
-                ),
-            );
-        }
-        let pending = app.confirm_pending == Some(id);
-        ui.horizontal(|ui| {
-            if !own {
-                let mut ticked = app.confirm_any_host == Some(id);
-                if ui
-                    .checkbox(&mut ticked, "Confirm a host that is not the provider's")
-                    .changed()
-                {
-                    app.confirm_any_host = ticked.then_some(id);
-                }
+            if let Some((status, at_ms)) = confirmed {
+                ui.colored_label(
+                    widgets::PASS,
+                    format!(
+                        "Confirmed: {} answered {status} at {}.",
+                        handshake.provider.label(),
+                        full_time(at_ms, shared.zone())
+                    ),
+                );
             }
-            let allowed = (own || app.confirm_any_host == Some(id)) && !pending;
-            let label = match (optional, confirmed.is_some()) {
-                (true, _) => "Validate manually",
-                (false, true) => "Confirm again",
-                (false, false) => "Confirm subscription",
-            };
+            let own = hookscope::app::confirm::is_providers_own(handshake.provider, url);
+            if !own {
+                ui.colored_label(
+                    widgets::WARN,
+                    format!(
+                        "This URL is not on {}'s own hosts: anyone can post a confirmation request. Confirm it only if you trust it (LocalStack, a test double).",
+                        handshake.provider.label()
+                    ),
+                );
+            }
+            let pending = self.confirm_pending == Some(id);
+            ui.horizontal(|ui| {
+                if !own {
+                    let mut ticked = self.confirm_any_host == Some(id);
+                    if ui
+                        .checkbox(&mut ticked, "Confirm a host that is not the provider's")
+                        .changed()
+                    {
+                        self.confirm_any_host = ticked.then_some(id);
+                    }
+                }
+                let allowed = (own || self.confirm_any_host == Some(id)) && !pending;
+                let label = match (optional, confirmed.is_some()) {
+                    (true, _) => "Validate manually",
+                    (false, true) => "Confirm again",
+                    (false, false) => "Confirm subscription",
+                };
+                if ui
+                    .add_enabled(allowed, egui::Button::new(RichText::new(label).strong()))
+                    .on_hover_text("GET this URL once, as the provider asks; the answer is kept on the Resend tab's attempts")
+                    .clicked()
+                {
+                    self.confirm_pending = Some(id);
+                    self.confirm_any_host = None;
+                    shared.send(Command::Confirm { id, any_host: !own });
+                }
+                if pending {
+                    ui.spinner();
+                }
+                if ui.button("Copy URL").clicked() {
+                    ui.ctx().copy_text(url.clone());
+                    shared.notice("copied the confirmation URL".to_string(), false);
+                }
+            });
+        }
+    }
+
+    fn checks_ui(&mut self, ui: &mut egui::Ui, shared: &mut Shared, stored: &StoredDelivery) {
+        let checks = &stored.checks;
+        ui.horizontal(|ui| {
+            ui.weak("As checked when it arrived, or when last re-checked.");
             if ui
-                .add_enabled(allowed, egui::Button::new(RichText::new(label).strong()))
-                .on_hover_text("GET this URL once, as the provider asks; the answer is kept on the Resend tab's attempts")
+                .small_button("Re-check")
+                .on_hover_text(
+                    "Run the checks again with the endpoints, secrets and rules in force now, at the time the delivery was received",
+                )
                 .clicked()
             {
-                app.confirm_pending = Some(id);
-                app.confirm_any_host = None;
-                app.send(Command::Confirm { id, any_host: !own });
-            }
-            if pending {
-                ui.spinner();
-            }
-            if ui.button("Copy URL").clicked() {
-                ui.ctx().copy_text(url.clone());
-                app.notice("copied the confirmation URL".to_string(), false);
+                shared.send(Command::Recheck { id: stored.id });
             }
         });
+        ui.add_space(4.0);
+        if let Some(handshake) = &stored.handshake {
+            self.handshake_ui(ui, shared, stored, handshake);
+            ui.add_space(8.0);
+        }
+        checks_grid_ui(ui, checks);
+        schema_items_ui(ui, checks);
+        advice_items_ui(ui, checks);
+        if let Some(diagnosis) = &checks.signature.diagnosis {
+            ui.add_space(8.0);
+            diagnosis_ui(ui, diagnosis);
+        }
+        ui.add_space(8.0);
+        if let Some(job_id) = facts_ui(ui, stored) {
+            shared.tell(Msg::ShowJob(job_id));
+        }
+        self.first_of_event_ui(ui, shared, stored);
+        notes_ui(ui, stored);
+    }
+
+    /// A retry's link to its event's first delivery, and *Compare with it*.
+    fn first_of_event_ui(
+        &mut self,
+        ui: &mut egui::Ui,
+        shared: &mut Shared,
+        stored: &StoredDelivery,
+    ) {
+        let checks = &stored.checks;
+        if let (hookscope::domain::checks::DuplicateStatus::Duplicate, Some(first)) =
+            (checks.duplicate.status, checks.duplicate.first_id)
+        {
+            ui.add_space(6.0);
+            ui.horizontal(|ui| {
+                if ui
+                    .link(format!("Go to the first delivery of this event (#{first})"))
+                    .clicked()
+                {
+                    shared.select_in_view(first);
+                }
+                if ui
+                    .small_button("Compare with it")
+                    .on_hover_text("What differs between this retry and the event's first delivery")
+                    .clicked()
+                {
+                    shared.send(Command::Compare {
+                        a: first,
+                        b: stored.id,
+                    });
+                }
+            });
+        }
+    }
+
+    fn request_ui(&mut self, ui: &mut egui::Ui, shared: &mut Shared, stored: &StoredDelivery) {
+        let d = &stored.delivery;
+        egui::CollapsingHeader::new(format!("Headers ({})", d.headers.len()))
+            .default_open(true)
+            .show(ui, |ui| {
+                egui::Grid::new("headers_grid")
+                    .num_columns(2)
+                    .spacing([16.0, 2.0])
+                    .striped(true)
+                    .show(ui, |ui| {
+                        for h in &d.headers {
+                            ui.monospace(&h.name);
+                            ui.add(
+                                egui::Label::new(RichText::new(h.shown_lossy()).monospace())
+                                    .selectable(true)
+                                    .wrap(),
+                            );
+                            ui.end_row();
+                        }
+                    });
+            });
+        ui.add_space(6.0);
+        let text = std::str::from_utf8(&d.body).ok();
+        let (json, form) = self.body_cache.parsed(stored.id, &d.body);
+        ui.horizontal(|ui| {
+            ui.strong(format!("Body ({})", human_bytes(d.body_size)));
+            ui.separator();
+            let view = &mut self.body_view;
+            ui.add_enabled_ui(text.is_some(), |ui| {
+                ui.selectable_value(view, BodyView::Pretty, "Pretty");
+                ui.selectable_value(view, BodyView::Raw, "Raw");
+            });
+            ui.selectable_value(view, BodyView::Hex, "Hex");
+            ui.add_enabled_ui(json.is_some(), |ui| {
+                ui.selectable_value(view, BodyView::Tree, "Tree")
+                    .on_hover_text(
+                        "Click a key to copy its JSON pointer (to redact a field on export, or for job_id_pointer…)",
+                    );
+            });
+            ui.add_enabled_ui(form.is_some(), |ui| {
+                ui.selectable_value(view, BodyView::Form, "Form");
+            });
+        });
+        if !d.body_complete {
+            ui.colored_label(
+                widgets::WARN,
+                stored
+                    .note
+                    .clone()
+                    .unwrap_or_else(|| "The body was not kept whole.".into()),
+            );
+            return;
+        }
+        if d.body.is_empty() {
+            ui.weak("(empty body)");
+            return;
+        }
+        let dark = ui.visuals().dark_mode;
+        let view = match self.body_view {
+            _ if text.is_none() => BodyView::Hex,
+            BodyView::Tree if json.is_none() => BodyView::Pretty,
+            BodyView::Form if form.is_none() => BodyView::Pretty,
+            view => view,
+        };
+        if let (BodyView::Tree, Some(json)) = (view, json.as_deref()) {
+            if let Some(pointer) = json_tree_ui(ui, json, "", "body") {
+                ui.ctx().copy_text(pointer.clone());
+                shared.notice(format!("copied the JSON pointer {pointer}"), false);
+            }
+            return;
+        }
+        if let (BodyView::Form, Some(fields)) = (view, form.as_deref()) {
+            form_ui(ui, fields);
+            return;
+        }
+        let cache = &mut self.body_cache;
+        if cache.key != Some((stored.id, view, dark)) {
+            let (job, note) = layout_body(&d.body, view, dark);
+            cache.key = Some((stored.id, view, dark));
+            cache.job = Some(job);
+            cache.note = note;
+        }
+        if let Some(note) = &cache.note {
+            ui.weak(note);
+        }
+        if let Some(job) = &cache.job {
+            ui.add(egui::Label::new(job.clone()).selectable(true));
+        }
+    }
+
+    /// *Compare with…*: the delivery and its event's first, its job's previous delivery, or the
+    /// copy forwarded to the handler, each offered when the delivery has one.
+    fn compare_with_menu(
+        &mut self,
+        ui: &mut egui::Ui,
+        shared: &mut Shared,
+        stored: &StoredDelivery,
+    ) {
+        use hookscope::app::compare::With;
+        let retry = stored
+            .checks
+            .duplicate
+            .first_id
+            .is_some_and(|first| first != stored.id);
+        let forwarded = shared
+            .selection
+            .attempts_of(stored.id)
+            .iter()
+            .any(|a| a.kind == hookscope::domain::attempt::AttemptKind::Forward);
+        let choices = [
+            (
+                With::First,
+                retry,
+                "the first delivery of its event",
+                "It is a retry: what changed since the first copy",
+            ),
+            (
+                With::Previous,
+                stored.job.is_some(),
+                "its job's previous delivery",
+                "What changed since the job's delivery before it",
+            ),
+            (
+                With::Forwarded,
+                forwarded,
+                "the copy forwarded to the handler",
+                "What the handler received: the request as hookscope forwarded it",
+            ),
+        ];
+        if !choices.iter().any(|(_, offered, _, _)| *offered) {
+            return;
+        }
+        ui.menu_button("Compare with…", |ui| {
+            for (with, offered, label, hover) in choices {
+                if ui
+                    .add_enabled(offered, egui::Button::new(label))
+                    .on_hover_text(hover)
+                    .clicked()
+                {
+                    shared.send(Command::CompareWith {
+                        id: stored.id,
+                        with,
+                    });
+                    ui.close();
+                }
+            }
+        });
+    }
+
+    /// The *Compare* window: two deliveries' differences, a line each, coloured by kind (added,
+    /// removed, changed), with the headers expected to differ folded into one line.
+    pub fn compare_window(&mut self, ctx: &egui::Context, shared: &mut Shared) {
+        let Some(comparison) = &self.comparison else {
+            return;
+        };
+        let text = hookscope::domain::compare::human_lines(comparison);
+        let mut open = true;
+        let mut copy = false;
+        egui::Window::new(format!("Compare {}", comparison.title))
+            .open(&mut open)
+            .default_width(760.0)
+            .pivot(egui::Align2::CENTER_CENTER)
+            .default_pos(ctx.content_rect().center())
+            .show(ctx, |ui| {
+                ui.label(if comparison.differs {
+                    "What differs (+ only in the second, - only in the first, ~ changed):"
+                } else {
+                    "Nothing differs beyond what differs between any two attempts of one event."
+                });
+                ui.add_space(4.0);
+                egui::ScrollArea::vertical()
+                    .max_height(480.0)
+                    .show(ui, |ui| {
+                        for line in text.lines().skip(1) {
+                            let color = match line.chars().next() {
+                                Some('+') => widgets::PASS,
+                                Some('-') => widgets::FAIL,
+                                Some('~') | Some('^') => widgets::WARN,
+                                _ => ui.visuals().text_color(),
+                            };
+                            ui.add(
+                                egui::Label::new(RichText::new(line).monospace().color(color))
+                                    .selectable(true),
+                            );
+                        }
+                    });
+                ui.add_space(4.0);
+                copy = ui.button("Copy").clicked();
+            });
+        if copy {
+            ctx.copy_text(text.clone());
+            shared.notice("copied the comparison".to_string(), false);
+        }
+        if !open {
+            self.comparison = None;
+        }
     }
 }
 
@@ -335,25 +663,7 @@ fn check_row(ui: &mut egui::Ui, name: &str, color: Color32, word: &str, detail: 
     ui.end_row();
 }
 
-fn checks_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery) {
-    let checks = &stored.checks;
-    ui.horizontal(|ui| {
-        ui.weak("As checked when it arrived, or when last re-checked.");
-        if ui
-            .small_button("Re-check")
-            .on_hover_text(
-                "Run the checks again with the endpoints, secrets and rules in force now, at the time the delivery was received",
-            )
-            .clicked()
-        {
-            app.send(Command::Recheck { id: stored.id });
-        }
-    });
-    ui.add_space(4.0);
-    if let Some(handshake) = &stored.handshake {
-        handshake_ui(app, ui, stored, handshake);
-        ui.add_space(8.0);
-    }
+fn checks_grid_ui(ui: &mut egui::Ui, checks: &hookscope::domain::checks::Checks) {
     egui::Grid::new("checks_grid")
         .num_columns(3)
         .spacing([12.0, 10.0])
@@ -381,6 +691,10 @@ fn checks_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery)
                 check_row(ui, "Schema", color, word, &schema.detail);
             }
         });
+}
+
+/// The schema's violations and the fields it does not document, one line each.
+fn schema_items_ui(ui: &mut egui::Ui, checks: &hookscope::domain::checks::Checks) {
     if let Some(schema) = checks
         .schema
         .as_ref()
@@ -433,6 +747,10 @@ fn checks_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery)
                     });
             });
     }
+}
+
+/// The advice, one line a JSON pointer.
+fn advice_items_ui(ui: &mut egui::Ui, checks: &hookscope::domain::checks::Checks) {
     if !checks.advice.items.is_empty() {
         egui::CollapsingHeader::new(format!("Advice ({})", checks.advice.items.len()))
             .id_salt("advice_items")
@@ -456,11 +774,12 @@ fn checks_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery)
                     });
             });
     }
-    if let Some(diagnosis) = &checks.signature.diagnosis {
-        ui.add_space(8.0);
-        diagnosis_ui(ui, diagnosis);
-    }
-    ui.add_space(8.0);
+}
+
+/// The delivery's facts (scheme, endpoint, ids, CloudEvent, job); returns the job whose
+/// timeline was asked for.
+fn facts_ui(ui: &mut egui::Ui, stored: &StoredDelivery) -> Option<String> {
+    let checks = &stored.checks;
     let mut show_job = None;
     egui::Grid::new("facts_grid")
         .num_columns(2)
@@ -524,33 +843,11 @@ fn checks_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery)
                 ui.end_row();
             }
         });
-    if let Some(job_id) = show_job {
-        app.show_job(job_id);
-    }
-    if let (hookscope::domain::checks::DuplicateStatus::Duplicate, Some(first)) =
-        (checks.duplicate.status, checks.duplicate.first_id)
-    {
-        ui.add_space(6.0);
-        ui.horizontal(|ui| {
-            if ui
-                .link(format!("Go to the first delivery of this event (#{first})"))
-                .clicked()
-            {
-                app.select(first);
-                app.scroll_to_selected = true;
-            }
-            if ui
-                .small_button("Compare with it")
-                .on_hover_text("What differs between this retry and the event's first delivery")
-                .clicked()
-            {
-                app.send(Command::Compare {
-                    a: first,
-                    b: stored.id,
-                });
-            }
-        });
-    }
+    show_job
+}
+
+/// What was noted on arrival, and why no forwarding rule took it.
+fn notes_ui(ui: &mut egui::Ui, stored: &StoredDelivery) {
     if let Some(note) = &stored.note {
         ui.add_space(6.0);
         ui.colored_label(widgets::WARN, note);
@@ -564,96 +861,6 @@ fn checks_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery)
                 hookscope::app::report::unrouted_sentence(rules)
             ),
         );
-    }
-}
-
-fn request_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery) {
-    let d = &stored.delivery;
-    egui::CollapsingHeader::new(format!("Headers ({})", d.headers.len()))
-        .default_open(true)
-        .show(ui, |ui| {
-            egui::Grid::new("headers_grid")
-                .num_columns(2)
-                .spacing([16.0, 2.0])
-                .striped(true)
-                .show(ui, |ui| {
-                    for h in &d.headers {
-                        ui.monospace(&h.name);
-                        ui.add(
-                            egui::Label::new(RichText::new(h.shown_lossy()).monospace())
-                                .selectable(true)
-                                .wrap(),
-                        );
-                        ui.end_row();
-                    }
-                });
-        });
-    ui.add_space(6.0);
-    let text = std::str::from_utf8(&d.body).ok();
-    let (json, form) = app.body_cache.parsed(stored.id, &d.body);
-    ui.horizontal(|ui| {
-        ui.strong(format!("Body ({})", human_bytes(d.body_size)));
-        ui.separator();
-        let view = &mut app.state.body_view;
-        ui.add_enabled_ui(text.is_some(), |ui| {
-            ui.selectable_value(view, BodyView::Pretty, "Pretty");
-            ui.selectable_value(view, BodyView::Raw, "Raw");
-        });
-        ui.selectable_value(view, BodyView::Hex, "Hex");
-        ui.add_enabled_ui(json.is_some(), |ui| {
-            ui.selectable_value(view, BodyView::Tree, "Tree")
-                .on_hover_text(
-                    "Click a key to copy its JSON pointer (to redact a field on export, or for job_id_pointer…)",
-                );
-        });
-        ui.add_enabled_ui(form.is_some(), |ui| {
-            ui.selectable_value(view, BodyView::Form, "Form");
-        });
-    });
-    if !d.body_complete {
-        ui.colored_label(
-            widgets::WARN,
-            stored
-                .note
-                .clone()
-                .unwrap_or_else(|| "The body was not kept whole.".into()),
-        );
-        return;
-    }
-    if d.body.is_empty() {
-        ui.weak("(empty body)");
-        return;
-    }
-    let dark = ui.visuals().dark_mode;
-    let view = match app.state.body_view {
-        _ if text.is_none() => BodyView::Hex,
-        BodyView::Tree if json.is_none() => BodyView::Pretty,
-        BodyView::Form if form.is_none() => BodyView::Pretty,
-        view => view,
-    };
-    if let (BodyView::Tree, Some(json)) = (view, json.as_deref()) {
-        if let Some(pointer) = json_tree_ui(ui, json, "", "body") {
-            ui.ctx().copy_text(pointer.clone());
-            app.notice(format!("copied the JSON pointer {pointer}"), false);
-        }
-        return;
-    }
-    if let (BodyView::Form, Some(fields)) = (view, form.as_deref()) {
-        form_ui(ui, fields);
-        return;
-    }
-    let cache = &mut app.body_cache;
-    if cache.key != Some((stored.id, view, dark)) {
-        let (job, note) = layout_body(&d.body, view, dark);
-        cache.key = Some((stored.id, view, dark));
-        cache.job = Some(job);
-        cache.note = note;
-    }
-    if let Some(note) = &cache.note {
-        ui.weak(note);
-    }
-    if let Some(job) = &cache.job {
-        ui.add(egui::Label::new(job.clone()).selectable(true));
     }
 }
 
@@ -992,106 +1199,4 @@ fn marked(ui: &egui::Ui, text: &str, at: Option<usize>) -> LayoutJob {
     job.append(&text[split..next], 0.0, highlighted);
     job.append(&text[next..], 0.0, format(&font, plain));
     job
-}
-
-/// *Compare with…*: the delivery and its event's first, its job's previous delivery, or the
-/// copy forwarded to the handler, each offered when the delivery has one.
-fn compare_with_menu(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery) {
-    use hookscope::app::compare::With;
-    let retry = stored
-        .checks
-        .duplicate
-        .first_id
-        .is_some_and(|first| first != stored.id);
-    let forwarded = app
-        .attempts_of(stored.id)
-        .iter()
-        .any(|a| a.kind == hookscope::domain::attempt::AttemptKind::Forward);
-    let choices = [
-        (
-            With::First,
-            retry,
-            "the first delivery of its event",
-            "It is a retry: what changed since the first copy",
-        ),
-        (
-            With::Previous,
-            stored.job.is_some(),
-            "its job's previous delivery",
-            "What changed since the job's delivery before it",
-        ),
-        (
-            With::Forwarded,
-            forwarded,
-            "the copy forwarded to the handler",
-            "What the handler received: the request as hookscope forwarded it",
-        ),
-    ];
-    if !choices.iter().any(|(_, offered, _, _)| *offered) {
-        return;
-    }
-    ui.menu_button("Compare with…", |ui| {
-        for (with, offered, label, hover) in choices {
-            if ui
-                .add_enabled(offered, egui::Button::new(label))
-                .on_hover_text(hover)
-                .clicked()
-            {
-                app.send(Command::CompareWith {
-                    id: stored.id,
-                    with,
-                });
-                ui.close();
-            }
-        }
-    });
-}
-
-/// The *Compare* window: two deliveries' differences, a line each, coloured by kind (added,
-/// removed, changed), with the headers expected to differ folded into one line.
-pub fn compare_window(app: &mut HookscopeApp, ctx: &egui::Context) {
-    let Some(comparison) = &app.comparison else {
-        return;
-    };
-    let text = hookscope::domain::compare::human_lines(comparison);
-    let mut open = true;
-    let mut copy = false;
-    egui::Window::new(format!("Compare {}", comparison.title))
-        .open(&mut open)
-        .default_width(760.0)
-        .pivot(egui::Align2::CENTER_CENTER)
-        .default_pos(ctx.content_rect().center())
-        .show(ctx, |ui| {
-            ui.label(if comparison.differs {
-                "What differs (+ only in the second, - only in the first, ~ changed):"
-            } else {
-                "Nothing differs beyond what differs between any two attempts of one event."
-            });
-            ui.add_space(4.0);
-            egui::ScrollArea::vertical()
-                .max_height(480.0)
-                .show(ui, |ui| {
-                    for line in text.lines().skip(1) {
-                        let color = match line.chars().next() {
-                            Some('+') => widgets::PASS,
-                            Some('-') => widgets::FAIL,
-                            Some('~') | Some('^') => widgets::WARN,
-                            _ => ui.visuals().text_color(),
-                        };
-                        ui.add(
-                            egui::Label::new(RichText::new(line).monospace().color(color))
-                                .selectable(true),
-                        );
-                    }
-                });
-            ui.add_space(4.0);
-            copy = ui.button("Copy").clicked();
-        });
-    if copy {
-        ctx.copy_text(text.clone());
-        app.notice("copied the comparison".to_string(), false);
-    }
-    if !open {
-        app.comparison = None;
-    }
 }

@@ -5,15 +5,16 @@ use eframe::egui::{self, RichText};
 use hookscope::app::test_delivery::TEST_ENDPOINT;
 use hookscope::engine::{Command, ReceiverState};
 
-use super::{HookscopeApp, widgets};
+use super::shared::Shared;
+use super::widgets;
 
 /// Draws the empty state.
-pub fn empty_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
+pub fn empty_ui(ui: &mut egui::Ui, shared: &mut Shared) {
     ui.vertical_centered(|ui| {
         ui.add_space(ui.available_height() * 0.12);
         ui.heading(RichText::new("No deliveries yet").size(24.0));
         ui.add_space(12.0);
-        match app.receiver.clone() {
+        match shared.receiver.clone() {
             ReceiverState::Running { addr } => {
                 let url = format!("http://127.0.0.1:{}/", addr.port());
                 ui.label("Point your webhook sender at this URL (any path works):");
@@ -24,7 +25,7 @@ pub fn empty_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
                     ui.label(RichText::new(&url).monospace().size(18.0).strong());
                     if ui.button("Copy").clicked() {
                         ui.ctx().copy_text(url.clone());
-                        app.notice(format!("copied {url}"), false);
+                        shared.notice(format!("copied {url}"), false);
                     }
                 });
             }
@@ -39,7 +40,7 @@ pub fn empty_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
         ui.add_space(16.0);
         ui.label("From a provider on the internet, expose it through a tunnel, or through hookscope's relay, which keeps what arrives while this laptop sleeps:");
         ui.add_space(4.0);
-        let port = match &app.receiver {
+        let port = match &shared.receiver {
             ReceiverState::Running { addr } => addr.port(),
             _ => 7878,
         };
@@ -48,7 +49,7 @@ pub fn empty_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
             tunnels_ui(ui, port);
         });
         ui.add_space(20.0);
-        let running = matches!(app.receiver, ReceiverState::Running { .. });
+        let running = matches!(shared.receiver, ReceiverState::Running { .. });
         let button = egui::Button::new(RichText::new("Send a test delivery").size(16.0)).min_size(egui::vec2(220.0, 34.0));
         if ui
             .add_enabled(running, button)
@@ -57,12 +58,12 @@ pub fn empty_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
             ))
             .clicked()
         {
-            app.send(Command::SendTestDelivery);
+            shared.send(Command::SendTestDelivery);
         }
         // From a contract: its example of a chosen event type, to the endpoint that has it.
-        let contracts: Vec<(String, Vec<String>, String)> = app
-            .endpoints
-            .saved_settings()
+        let contracts: Vec<(String, Vec<String>, String)> = shared
+            .saved
+            .settings
             .endpoints
             .iter()
             .filter_map(|e| {
@@ -76,7 +77,7 @@ pub fn empty_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
             ui.horizontal(|ui| {
                 ui.add_space((ui.available_width() - 560.0).max(0.0) / 2.0);
                 let label = ui.label(format!("or from {name}:"));
-                let chosen = app.endpoints.example_choice(&path, &types);
+                let chosen = super::endpoints::choice(&mut shared.examples, &path, &types);
                 super::endpoints::event_type_picker(
                     ui,
                     ("empty_example", path.as_str()),
@@ -90,7 +91,7 @@ pub fn empty_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
                     .on_hover_text("The contract's example of this event type (or one made from its schema), signed with the endpoint's scheme and secret when it has them")
                     .clicked()
                 {
-                    app.send(Command::SendExample {
+                    shared.send(Command::SendExample {
                         endpoint: path.clone(),
                         event_type,
                     });

@@ -10,7 +10,7 @@ use hookscope::app::export::ExportRequest;
 use hookscope::engine::Command;
 use hookscope::export::Format;
 
-use super::HookscopeApp;
+use super::shared::Shared;
 
 /// What a file dialog was opened for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,65 +50,57 @@ impl Default for ExportForm {
     }
 }
 
-/// Opens a native file dialog on its own thread; the answer arrives in [`poll_dialog`].
-pub fn open_dialog(app: &mut HookscopeApp, ctx: &egui::Context, purpose: DialogFor) {
-    let (tx, rx) = sync_channel(1);
-    let repaint = ctx.clone();
-    let spawned = std::thread::Builder::new()
-        .name("hookscope-dialog".into())
-        .spawn(move || {
-            let dialog = rfd::FileDialog::new();
-            let picked = match purpose {
-                DialogFor::Export => dialog.set_file_name("fixture.json").save_file(),
-                DialogFor::Import => dialog.add_filter("HAR", &["har", "json"]).pick_file(),
-            };
-            let _ = tx.send(picked);
-            repaint.request_repaint();
-        });
-    match spawned {
-        Ok(_) => app.export.dialog = Some((purpose, rx)),
-        Err(e) => app.notice(format!("cannot open a file dialog: {e}"), true),
+impl ExportForm {
+    /// Opens a native file dialog on its own thread; the answer arrives in [`poll_dialog`].
+    pub fn open_dialog(&mut self, ctx: &egui::Context, shared: &mut Shared, purpose: DialogFor) {
+        let (tx, rx) = sync_channel(1);
+        let repaint = ctx.clone();
+        let spawned = std::thread::Builder::new()
+            .name("hookscope-dialog".into())
+            .spawn(move || {
+                let dialog = rfd::FileDialog::new();
+                let picked = match purpose {
+                    DialogFor::Export => dialog.set_file_name("fixture.json").save_file(),
+                    DialogFor::Import => dialog.add_filter("HAR", &["har", "json"]).pick_file(),
+                };
+                let _ = tx.send(picked);
+                repaint.request_repaint();
+            });
+        match spawned {
+            Ok(_) => self.dialog = Some((purpose, rx)),
+            Err(e) => shared.notice(format!("cannot open a file dialog: {e}"), true),
+        }
     }
-}
 
-/// Takes a finished dialog's answer.
-pub fn poll_dialog(app: &mut HookscopeApp) {
-    let Some((purpose, rx)) = &app.export.dialog else {
-        return;
-    };
-    let purpose = *purpose;
-    let Ok(picked) = rx.try_recv() else { return };
-    app.export.dialog = None;
-    match (purpose, picked) {
-        (DialogFor::Export, Some(path)) => app.export.out = path.display().to_string(),
-        (DialogFor::Import, Some(path)) => app.send(Command::ImportHar { path }),
-        (_, None) => app.notice(
-            "no file chosen (or no file dialog on this desktop: type the path instead)",
-            false,
-        ),
+    /// Takes a finished dialog's answer.
+    pub fn poll_dialog(&mut self, shared: &mut Shared) {
+        let Some((purpose, rx)) = &self.dialog else {
+            return;
+        };
+        let purpose = *purpose;
+        let Ok(picked) = rx.try_recv() else { return };
+        self.dialog = None;
+        match (purpose, picked) {
+            (DialogFor::Export, Some(path)) => self.out = path.display().to_string(),
+            (DialogFor::Import, Some(path)) => shared.send(Command::ImportHar { path }),
+            (_, None) => shared.notice(
+                "no file chosen (or no file dialog on this desktop: type the path instead)",
+                false,
+            ),
+        }
     }
-}
 
-/// The ids an export or a replay applies to: the multi-selection, else the selected delivery.
-pub fn export_ids(app: &HookscopeApp) -> Vec<i64> {
-    if app.multi.is_empty() {
-        app.selected.into_iter().collect()
-    } else {
-        app.multi.iter().copied().collect()
-    }
-}
-
-/// The *Export* window.
-pub fn export_window(app: &mut HookscopeApp, ctx: &egui::Context) {
-    if !app.export.open {
-        return;
-    }
-    let ids = export_ids(app);
-    let mut open = true;
-    let mut command = None;
-    let mut choose = false;
-    egui::Window::new("Export").open(&mut open).default_width(620.0).show(ctx, |ui| {
-        let form = &mut app.export;
+    /// The *Export* window.
+    pub fn window(&mut self, ctx: &egui::Context, shared: &mut Shared) {
+        if !self.open {
+            return;
+        }
+        let ids = shared.selection.ids();
+        let mut open = true;
+        let mut command = None;
+        let mut choose = false;
+        egui::Window::new("Export").open(&mut open).default_width(620.0).show(ctx, |ui| {
+        let form = &mut *self;
         ui.label(match ids.len() {
             0 => "Select deliveries in the list first (Ctrl+click adds, Shift+click extends).".to_string(),
             1 => format!("Delivery #{}", ids[0]),
@@ -161,32 +153,21 @@ pub fn export_window(app: &mut HookscopeApp, ctx: &egui::Context) {
             }));
         }
     });
-    app.export.open = open;
-    if choose {
-        open_dialog(app, ctx, DialogFor::Export);
-    }
-    if let Some(command) = command {
-        app.send(command);
+        self.open = open;
+        if choose {
+            self.open_dialog(ctx, shared, DialogFor::Export);
+        }
+        if let Some(command) = command {
+            shared.send(command);
+        }
     }
 }
 
-/// "Copy as curl" for the delivery shown: the engine makes the command (writing a body that is
-/// not text to a file in the data dir, which the command reads) and the window copies it when
-/// it answers ([`copied_curl`]).
-pub fn copy_as_curl(app: &mut HookscopeApp, stored: &hookscope::store::StoredDelivery) {
-    app.send(Command::CopyAsCurl(Box::new(stored.clone())));
-}
-
-/// The engine's curl command for delivery `id`, copied.
-pub fn copied_curl(
-    app: &mut HookscopeApp,
-    id: i64,
-    command: String,
-    body: Option<std::path::PathBuf>,
-) {
-    app.ctx.copy_text(command);
+/// The engine's curl command for delivery `id` (it writes a body that is not text to a file in
+/// the data dir, which the command reads), copied.
+pub fn copied_curl(shared: &mut Shared, id: i64, command: String, body: Option<PathBuf>) {
     let extra = body
         .map(|path| format!(" (the body is in {})", path.display()))
         .unwrap_or_default();
-    app.notice(format!("copied delivery #{id} as curl{extra}"), false);
+    shared.copy(command, format!("copied delivery #{id} as curl{extra}"));
 }

@@ -14,7 +14,8 @@ use hookscope::engine::Command;
 use hookscope::net::probe::{ProbeReport, Verdict};
 use hookscope::store::StoredDelivery;
 
-use super::{HookscopeApp, widgets};
+use super::shared::Shared;
+use super::widgets;
 
 /// The *Resend* tab's form.
 pub struct ResendForm {
@@ -88,148 +89,148 @@ impl ProbeForm {
 }
 
 /// The schemes a delivery can be re-signed with: the presets, then the saved `[[scheme]]`s.
-pub(crate) fn scheme_names(app: &HookscopeApp) -> Vec<String> {
+pub(crate) fn scheme_names(saved: &hookscope::config::ConfigFile) -> Vec<String> {
     presets()
         .into_iter()
         .map(|s| s.name)
-        .chain(
-            app.endpoints
-                .saved_config()
-                .schemes
-                .iter()
-                .map(|s| s.name.clone()),
-        )
+        .chain(saved.schemes.iter().map(|s| s.name.clone()))
         .collect()
 }
 
-/// The *Resend* tab of the selected delivery.
-pub fn resend_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, stored: &StoredDelivery) {
-    if app.resend.for_delivery != Some(stored.id) {
-        // Fill the form from this delivery: its body, and the re-signing defaults the library
-        // uses for the CLI too (its scheme, its endpoint's secrets).
-        app.resend.for_delivery = Some(stored.id);
-        app.resend.body = String::from_utf8_lossy(&stored.delivery.body).into_owned();
-        app.resend.edit_body = false;
-        app.resend.secret.clear();
-        let defaults = resend::resign_defaults(app.endpoints.saved_settings(), stored);
+impl ResendForm {
+    /// Fills the form from a delivery: its body, and the re-signing defaults the library uses for
+    /// the CLI too (its scheme, its endpoint's secrets).
+    fn fill_for(&mut self, stored: &StoredDelivery, shared: &mut Shared) {
+        self.for_delivery = Some(stored.id);
+        self.body = String::from_utf8_lossy(&stored.delivery.body).into_owned();
+        self.edit_body = false;
+        self.secret.clear();
+        let defaults = resend::resign_defaults(&shared.saved.settings, stored);
         if let Some(scheme) = defaults.scheme {
-            app.resend.scheme = scheme;
+            self.scheme = scheme;
         }
-        app.resend.default_secrets = defaults.secrets.len();
-        app.send(Command::Attempts { id: stored.id });
+        self.default_secrets = defaults.secrets.len();
+        shared.send(Command::Attempts { id: stored.id });
     }
-    let names = scheme_names(app);
-    let form = &mut app.resend;
-    egui::Grid::new("resend_grid")
-        .num_columns(2)
-        .spacing([12.0, 8.0])
-        .show(ui, |ui| {
-            let label = ui.label("Send to");
-            ui.add(egui::TextEdit::singleline(&mut form.url).desired_width(420.0))
-                .labelled_by(label.id);
-            ui.end_row();
-            ui.label("Signature");
-            ui.horizontal(|ui| {
-                ui.radio_value(
-                    &mut form.resign,
-                    false,
-                    "as captured (an honest replay: a stale timestamp should be refused)",
-                );
-                ui.radio_value(&mut form.resign, true, "re-signed now");
-            });
-            ui.end_row();
-            if form.resign {
-                ui.label("Scheme");
-                egui::ComboBox::from_id_salt("resend_scheme")
-                    .selected_text(form.scheme.clone())
-                    .show_ui(ui, |ui| {
-                        for name in &names {
-                            ui.selectable_value(&mut form.scheme, name.clone(), name);
-                        }
-                    });
-                ui.end_row();
-                let label = ui.label("Secret");
-                let hint = match form.default_secrets {
-                    0 => "the endpoint has none: give one".to_string(),
-                    1 => "empty: the endpoint's secret".to_string(),
-                    n => format!("empty: the endpoint's {n} secrets"),
-                };
-                ui.add(
-                    egui::TextEdit::singleline(&mut form.secret)
-                        .password(true)
-                        .hint_text(hint)
-                        .desired_width(420.0),
-                )
-                .labelled_by(label.id);
-                ui.end_row();
-            }
-            if form.url.trim().starts_with("https://") {
-                ui.label("TLS");
-                ui.vertical(|ui| insecure_ui(ui, &form.url, &mut form.insecure));
-                ui.end_row();
-            }
-            ui.label("Event id");
-            ui.horizontal(|ui| {
-                ui.radio_value(&mut form.new_id, false, "keep it (a retry)");
-                ui.radio_value(&mut form.new_id, true, "a new one (a new event)");
-            });
-            ui.end_row();
-            ui.label("Body");
-            ui.checkbox(
-                &mut form.edit_body,
-                "edit before sending (the signature is computed over the edited bytes)",
+
+    /// The *Resend* tab of the selected delivery.
+    pub fn ui(&mut self, ui: &mut egui::Ui, shared: &mut Shared, stored: &StoredDelivery) {
+        if self.for_delivery != Some(stored.id) {
+            self.fill_for(stored, shared);
+        }
+        let names = scheme_names(&shared.saved.config);
+        self.fields_ui(ui, &names);
+        let form = self;
+        if form.edit_body {
+            let valid = serde_json::from_str::<serde::de::IgnoredAny>(&form.body);
+            match &valid {
+                Ok(_) => ui.colored_label(widgets::PASS, "valid JSON"),
+                Err(e) => ui.colored_label(
+                    widgets::WARN,
+                    format!("not valid JSON: {e} (it will be sent as it is)"),
+                ),
+            };
+            ui.add(
+                egui::TextEdit::multiline(&mut form.body)
+                    .code_editor()
+                    .desired_rows(8)
+                    .desired_width(f32::INFINITY),
             );
-            ui.end_row();
+        }
+        let secret = form.secret.trim();
+        let command = Command::Resend(ResendRequest {
+            resign: form.resign,
+            scheme: form.resign.then(|| form.scheme.clone()),
+            secrets: if secret.is_empty() {
+                Vec::new()
+            } else {
+                vec![secret.to_string()]
+            },
+            new_id: form.new_id,
+            insecure: form.insecure && form.url.trim().starts_with("https://"),
+            body: form.edit_body.then(|| form.body.clone().into_bytes()),
+            front: hookscope::app::Front::Window,
+            ..ResendRequest::as_captured(stored.id, form.url.trim())
         });
-    if form.edit_body {
-        let valid = serde_json::from_str::<serde::de::IgnoredAny>(&form.body);
-        match &valid {
-            Ok(_) => ui.colored_label(widgets::PASS, "valid JSON"),
-            Err(e) => ui.colored_label(
-                widgets::WARN,
-                format!("not valid JSON: {e} (it will be sent as it is)"),
-            ),
-        };
-        ui.add(
-            egui::TextEdit::multiline(&mut form.body)
-                .code_editor()
-                .desired_rows(8)
-                .desired_width(f32::INFINITY),
-        );
+        let ready = !form.resign || !secret.is_empty() || form.default_secrets > 0;
+        if ui
+            .add_enabled(ready, egui::Button::new(RichText::new("Send").strong()))
+            .clicked()
+        {
+            shared.send(command);
+        }
+        if !ready {
+            ui.weak("Give the secret to sign with.");
+        }
+        ui.add_space(8.0);
+        attempts_ui(ui, shared.selection.attempts_of(stored.id), shared.zone());
     }
-    let secret = form.secret.trim();
-    let command = Command::Resend(ResendRequest {
-        resign: form.resign,
-        scheme: form.resign.then(|| form.scheme.clone()),
-        secrets: if secret.is_empty() {
-            Vec::new()
-        } else {
-            vec![secret.to_string()]
-        },
-        new_id: form.new_id,
-        insecure: form.insecure && form.url.trim().starts_with("https://"),
-        body: form.edit_body.then(|| form.body.clone().into_bytes()),
-        front: hookscope::app::Front::Window,
-        ..ResendRequest::as_captured(stored.id, form.url.trim())
-    });
-    let ready = !form.resign || !secret.is_empty() || form.default_secrets > 0;
-    if ui
-        .add_enabled(ready, egui::Button::new(RichText::new("Send").strong()))
-        .clicked()
-    {
-        app.send(command);
+
+    /// Where to send, how to sign, which event id, whether to edit the body.
+    fn fields_ui(&mut self, ui: &mut egui::Ui, names: &[String]) {
+        let form = self;
+        egui::Grid::new("resend_grid")
+            .num_columns(2)
+            .spacing([12.0, 8.0])
+            .show(ui, |ui| {
+                let label = ui.label("Send to");
+                ui.add(egui::TextEdit::singleline(&mut form.url).desired_width(420.0))
+                    .labelled_by(label.id);
+                ui.end_row();
+                ui.label("Signature");
+                ui.horizontal(|ui| {
+                    ui.radio_value(
+                        &mut form.resign,
+                        false,
+                        "as captured (an honest replay: a stale timestamp should be refused)",
+                    );
+                    ui.radio_value(&mut form.resign, true, "re-signed now");
+                });
+                ui.end_row();
+                if form.resign {
+                    ui.label("Scheme");
+                    egui::ComboBox::from_id_salt("resend_scheme")
+                        .selected_text(form.scheme.clone())
+                        .show_ui(ui, |ui| {
+                            for name in names {
+                                ui.selectable_value(&mut form.scheme, name.clone(), name);
+                            }
+                        });
+                    ui.end_row();
+                    let label = ui.label("Secret");
+                    let hint = match form.default_secrets {
+                        0 => "the endpoint has none: give one".to_string(),
+                        1 => "empty: the endpoint's secret".to_string(),
+                        n => format!("empty: the endpoint's {n} secrets"),
+                    };
+                    ui.add(
+                        egui::TextEdit::singleline(&mut form.secret)
+                            .password(true)
+                            .hint_text(hint)
+                            .desired_width(420.0),
+                    )
+                    .labelled_by(label.id);
+                    ui.end_row();
+                }
+                if form.url.trim().starts_with("https://") {
+                    ui.label("TLS");
+                    ui.vertical(|ui| insecure_ui(ui, &form.url, &mut form.insecure));
+                    ui.end_row();
+                }
+                ui.label("Event id");
+                ui.horizontal(|ui| {
+                    ui.radio_value(&mut form.new_id, false, "keep it (a retry)");
+                    ui.radio_value(&mut form.new_id, true, "a new one (a new event)");
+                });
+                ui.end_row();
+                ui.label("Body");
+                ui.checkbox(
+                    &mut form.edit_body,
+                    "edit before sending (the signature is computed over the edited bytes)",
+                );
+                ui.end_row();
+            });
     }
-    if !ready {
-        ui.weak("Give the secret to sign with.");
-    }
-    ui.add_space(8.0);
-    let attempts = app
-        .attempts
-        .iter()
-        .find(|(id, _)| *id == stored.id)
-        .map(|(_, a)| a.clone())
-        .unwrap_or_default();
-    attempts_ui(ui, &attempts, app.zone());
 }
 
 fn attempts_ui(ui: &mut egui::Ui, attempts: &[Attempt], zone: &Zone) {
@@ -295,17 +296,18 @@ pub(super) fn insecure_ui(ui: &mut egui::Ui, url: &str, insecure: &mut bool) {
     }
 }
 
-/// The *Probe handler* window.
-pub fn probe_window(app: &mut HookscopeApp, ctx: &egui::Context) {
-    if !app.probe.open {
-        return;
-    }
-    let names = scheme_names(app);
-    let mut open = true;
-    let mut run = None;
-    egui::Window::new("Probe handler").open(&mut open).default_width(760.0).show(ctx, |ui| {
+impl ProbeForm {
+    /// The *Probe handler* window.
+    pub fn window(&mut self, ctx: &egui::Context, shared: &mut Shared) {
+        if !self.open {
+            return;
+        }
+        let names = scheme_names(&shared.saved.config);
+        let mut open = true;
+        let mut run = None;
+        egui::Window::new("Probe handler").open(&mut open).default_width(760.0).show(ctx, |ui| {
         ui.label("Sends the cases every receiver must handle to your handler and checks each answer.");
-        let form = &mut app.probe;
+        let form = &mut *self;
         egui::Grid::new("probe_grid").num_columns(2).spacing([12.0, 8.0]).show(ui, |ui| {
             let label = ui.label("Handler URL");
             ui.add(egui::TextEdit::singleline(&mut form.url).desired_width(420.0)).labelled_by(label.id);
@@ -343,17 +345,36 @@ pub fn probe_window(app: &mut HookscopeApp, ctx: &egui::Context) {
                 ui.label("probing…");
             });
         }
-        match &form.report {
-            Some(Ok(report)) => {
-                ui.add_space(6.0);
-                let (color, text) = if report.passed {
-                    (widgets::PASS, "every case passed".to_string())
-                } else {
-                    let failed = report.cases.iter().filter(|c| c.verdict == Verdict::Fail).count();
-                    (widgets::FAIL, format!("{failed} case(s) failed"))
-                };
-                ui.colored_label(color, RichText::new(text).strong());
-                egui::Grid::new("probe_results").num_columns(3).spacing([10.0, 6.0]).striped(true).show(ui, |ui| {
+        report_ui(ui, &form.report);
+    });
+        self.open = open;
+        if let Some(command) = run {
+            shared.send(command);
+        }
+    }
+}
+
+/// The probe's report: a line a case, or why it could not run.
+fn report_ui(ui: &mut egui::Ui, report: &Option<Result<Box<ProbeReport>, String>>) {
+    match report {
+        Some(Ok(report)) => {
+            ui.add_space(6.0);
+            let (color, text) = if report.passed {
+                (widgets::PASS, "every case passed".to_string())
+            } else {
+                let failed = report
+                    .cases
+                    .iter()
+                    .filter(|c| c.verdict == Verdict::Fail)
+                    .count();
+                (widgets::FAIL, format!("{failed} case(s) failed"))
+            };
+            ui.colored_label(color, RichText::new(text).strong());
+            egui::Grid::new("probe_results")
+                .num_columns(3)
+                .spacing([10.0, 6.0])
+                .striped(true)
+                .show(ui, |ui| {
                     for case in &report.cases {
                         let (color, word) = match case.verdict {
                             Verdict::Pass => (widgets::PASS, "pass"),
@@ -367,54 +388,67 @@ pub fn probe_window(app: &mut HookscopeApp, ctx: &egui::Context) {
                         ui.end_row();
                     }
                 });
-            }
-            Some(Err(error)) => {
-                ui.colored_label(widgets::FAIL, error);
-            }
-            None => {}
         }
-    });
-    app.probe.open = open;
-    if let Some(command) = run {
-        app.send(command);
+        Some(Err(error)) => {
+            ui.colored_label(widgets::FAIL, error);
+        }
+        None => {}
     }
 }
 
-/// The receiver's switches: forward every delivery, mirror the handler's answer, fail the
-/// next N deliveries with 500.
-pub fn switches_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
-    let controls = std::sync::Arc::clone(&app.engine.controls);
-    // Each endpoint's forwarding rules, switched on or off as a whole.
-    for endpoint in &app.endpoints.saved_settings().endpoints {
-        if endpoint.forward.is_empty() {
-            continue;
+/// The receiver's switches as typed: where to forward, how many to fail.
+pub struct Switches {
+    /// Where *Forward every delivery* sends.
+    pub forward_url: String,
+    /// How many deliveries *Arm* fails.
+    pub fail_count: u32,
+}
+
+impl Default for Switches {
+    fn default() -> Self {
+        Self {
+            forward_url: "http://localhost:3000/webhooks".into(),
+            fail_count: 3,
+        }
+    }
+}
+
+impl Switches {
+    /// The receiver's switches: forward every delivery, mirror the handler's answer, fail the
+    /// next N deliveries with 500.
+    pub fn ui(&mut self, ui: &mut egui::Ui, shared: &mut Shared) {
+        let controls = std::sync::Arc::clone(&shared.engine.controls);
+        // Each endpoint's forwarding rules, switched on or off as a whole.
+        for endpoint in &shared.saved.settings.endpoints {
+            if endpoint.forward.is_empty() {
+                continue;
+            }
+            ui.horizontal(|ui| {
+                ui.strong("Forward");
+                let mut on = controls.endpoint_forwarding(&endpoint.path);
+                let rules = match endpoint.forward.len() {
+                    1 => "its rule".to_string(),
+                    n => format!("its {n} rules"),
+                };
+                let hover: Vec<String> = endpoint.forward.iter().map(|r| r.describe()).collect();
+                if ui
+                    .checkbox(&mut on, format!("{} by {rules}", endpoint.path))
+                    .on_hover_text(hover.join("\n"))
+                    .changed()
+                {
+                    controls.set_endpoint_forwarding(&endpoint.path, on);
+                }
+            });
         }
         ui.horizontal(|ui| {
-            ui.strong("Forward");
-            let mut on = controls.endpoint_forwarding(&endpoint.path);
-            let rules = match endpoint.forward.len() {
-                1 => "its rule".to_string(),
-                n => format!("its {n} rules"),
-            };
-            let hover: Vec<String> = endpoint.forward.iter().map(|r| r.describe()).collect();
-            if ui
-                .checkbox(&mut on, format!("{} by {rules}", endpoint.path))
-                .on_hover_text(hover.join("\n"))
-                .changed()
-            {
-                controls.set_endpoint_forwarding(&endpoint.path, on);
-            }
-        });
-    }
-    ui.horizontal(|ui| {
         ui.strong("Forward");
         let mut on = controls.forward_url().is_some();
         let label = ui.label("every delivery to");
-        ui.add(egui::TextEdit::singleline(&mut app.forward_url).desired_width(260.0)).labelled_by(label.id);
+        ui.add(egui::TextEdit::singleline(&mut self.forward_url).desired_width(260.0)).labelled_by(label.id);
         if ui.checkbox(&mut on, "on").changed()
-            && let Err(why) = controls.set_forward(on.then_some(app.forward_url.as_str()))
+            && let Err(why) = controls.set_forward(on.then_some(self.forward_url.as_str()))
         {
-            app.notice(format!("cannot forward: {why}"), true);
+            shared.notice(format!("cannot forward: {why}"), true);
         }
         let mut mirror = controls.mirror_response.load(Ordering::SeqCst);
         if ui
@@ -425,29 +459,30 @@ pub fn switches_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
             controls.mirror_response.store(mirror, Ordering::SeqCst);
         }
     });
-    if app.forward_url.trim().starts_with("https://") {
-        let mut insecure = controls.forward_insecure.load(Ordering::SeqCst);
-        insecure_ui(ui, &app.forward_url, &mut insecure);
-        controls.forward_insecure.store(insecure, Ordering::SeqCst);
-    }
-    ui.horizontal(|ui| {
-        ui.strong("Fail");
-        ui.label("the next");
-        ui.add(egui::DragValue::new(&mut app.fail_count).range(1..=1000));
-        ui.label("deliveries with 500");
-        if ui
-            .button("Arm")
-            .on_hover_text("To watch a sender's retries and backoff arrive")
-            .clicked()
-        {
-            controls.fail_next.store(app.fail_count, Ordering::SeqCst);
+        if self.forward_url.trim().starts_with("https://") {
+            let mut insecure = controls.forward_insecure.load(Ordering::SeqCst);
+            insecure_ui(ui, &self.forward_url, &mut insecure);
+            controls.forward_insecure.store(insecure, Ordering::SeqCst);
         }
-        let left = controls.fail_next.load(Ordering::SeqCst);
-        if left > 0 {
-            ui.colored_label(widgets::WARN, format!("{left} left to fail"));
-            if ui.button("Disarm").clicked() {
-                controls.fail_next.store(0, Ordering::SeqCst);
+        ui.horizontal(|ui| {
+            ui.strong("Fail");
+            ui.label("the next");
+            ui.add(egui::DragValue::new(&mut self.fail_count).range(1..=1000));
+            ui.label("deliveries with 500");
+            if ui
+                .button("Arm")
+                .on_hover_text("To watch a sender's retries and backoff arrive")
+                .clicked()
+            {
+                controls.fail_next.store(self.fail_count, Ordering::SeqCst);
             }
-        }
-    });
+            let left = controls.fail_next.load(Ordering::SeqCst);
+            if left > 0 {
+                ui.colored_label(widgets::WARN, format!("{left} left to fail"));
+                if ui.button("Disarm").clicked() {
+                    controls.fail_next.store(0, Ordering::SeqCst);
+                }
+            }
+        });
+    }
 }

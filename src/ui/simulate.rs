@@ -12,7 +12,8 @@ use hookscope::domain::sim::world::WorkKind;
 use hookscope::domain::sim::{Verdict, lifecycles, schedules};
 use hookscope::engine::{Command, ReceiverState, SimulationView};
 
-use super::{HookscopeApp, widgets};
+use super::shared::Shared;
+use super::widgets;
 
 /// The form's values and the latest report.
 pub struct SimulateForm {
@@ -75,289 +76,300 @@ fn combo(ui: &mut egui::Ui, id: &str, value: &mut String, choices: &[String]) {
         });
 }
 
-/// Draws the Simulate view into the central area.
-pub fn simulate_ui(app: &mut HookscopeApp, ui: &mut egui::Ui, own_url: Option<String>) {
-    let running = app.simulate.view.as_ref().is_some_and(|v| v.running);
-    if app.simulate.target.is_empty()
-        && let Some(url) = &own_url
-    {
-        app.simulate.target = format!("{url}hooks/sim");
-    }
-    egui::Panel::left("simulate_form")
+impl SimulateForm {
+    /// Draws the Simulate view into the central area.
+    pub fn ui(&mut self, ui: &mut egui::Ui, shared: &mut Shared) {
+        let running = self.view.as_ref().is_some_and(|v| v.running);
+        if self.target.is_empty()
+            && let ReceiverState::Running { addr } = &shared.receiver
+        {
+            self.target = format!("http://127.0.0.1:{}/hooks/sim", addr.port());
+        }
+        egui::Panel::left("simulate_form")
         .resizable(false)
         .exact_size(370.0)
         .show(ui, |ui| {
             ui.add_space(6.0);
             ui.label("hookscope plays an async job API and its at-least-once, unordered, retried webhooks against your handler.");
             ui.add_space(6.0);
-            let form = &mut app.simulate;
-            ui.add_enabled_ui(!running, |ui| {
-                egui::Grid::new("simulate_grid")
-                    .num_columns(2)
-                    .spacing([10.0, 6.0])
-                    .show(ui, |ui| {
-                        let label = ui.label("Target");
-                        ui.add(egui::TextEdit::singleline(&mut form.target).desired_width(220.0).hint_text("http://localhost:3000/webhooks"))
-                            .labelled_by(label.id);
-                        ui.end_row();
-                        ui.label("Lifecycle");
-                        let presets: Vec<String> = lifecycles().into_iter().map(|l| l.name).collect();
-                        ui.add_enabled_ui(form.scenario.trim().is_empty(), |ui| {
-                            combo(ui, "sim_preset", &mut form.preset, &presets);
-                        });
-                        ui.end_row();
-                        let label = ui.label("Scenario");
-                        ui.add(egui::TextEdit::singleline(&mut form.scenario).desired_width(220.0).hint_text("a scenario .toml (optional)"))
-                            .labelled_by(label.id)
-                            .on_hover_text("A TOML file with the lifecycle, delivery, chaos, signing and api; the fields here win over it");
-                        ui.end_row();
-                        ui.label("Jobs");
-                        ui.add(egui::DragValue::new(&mut form.jobs).range(1..=100_000));
-                        ui.end_row();
-                        ui.label("Time scale");
-                        ui.add(egui::DragValue::new(&mut form.time_scale).range(1.0..=1_000_000.0).speed(100.0).suffix("×"))
-                            .on_hover_text("Simulated seconds per real second: 3600 runs an hour of schedule in a second");
-                        ui.end_row();
-                        ui.label("Retries");
-                        let names: Vec<String> = schedules().into_iter().map(|(n, _)| n.to_string()).collect();
-                        combo(ui, "sim_schedule", &mut form.schedule, &names);
-                        ui.end_row();
-                        ui.label("Timeout");
-                        ui.add(egui::DragValue::new(&mut form.timeout_secs).range(1..=120).suffix(" s"));
-                        ui.end_row();
-                        ui.label("Scheme");
-                        let schemes: Vec<String> = hookscope::domain::scheme::presets().into_iter().map(|s| s.name).collect();
-                        combo(ui, "sim_scheme", &mut form.scheme, &schemes);
-                        ui.end_row();
-                        let label = ui.label("Secret");
-                        ui.horizontal(|ui| {
-                            ui.add(egui::TextEdit::singleline(&mut form.secret).password(!form.show_secret).desired_width(160.0).hint_text("your handler's secret"))
-                                .labelled_by(label.id);
-                            if ui.small_button(if form.show_secret { "Hide" } else { "Reveal" }).clicked() {
-                                form.show_secret = !form.show_secret;
-                            }
-                        });
-                        ui.end_row();
-                        ui.label("Handshake").on_hover_text("Send a provider's handshake first; like the provider, nothing is delivered unless the handler answers it right");
-                        let shown = hookscope::domain::handshake::Provider::from_name(&form.handshake)
-                            .map(|p| p.label().to_string())
-                            .unwrap_or_else(|| "none".into());
-                        egui::ComboBox::from_id_salt("sim_handshake").selected_text(shown).width(200.0).show_ui(ui, |ui| {
-                            ui.selectable_value(&mut form.handshake, String::new(), "none");
-                            for provider in hookscope::domain::handshake::Provider::ALL {
-                                ui.selectable_value(&mut form.handshake, provider.name().to_string(), provider.label());
-                            }
-                        });
-                        ui.end_row();
-                        if form.handshake == "meta" {
-                            let label = ui.label("Verify token");
-                            ui.add(egui::TextEdit::singleline(&mut form.verify_token).password(!form.show_secret).desired_width(160.0).hint_text("the token your handler checks"))
-                                .labelled_by(label.id);
-                            ui.end_row();
-                        }
-                        for (name, value, hover) in [
-                            ("Duplicates", &mut form.duplicate_rate, "Send an attempt twice at once"),
-                            ("Reorders", &mut form.reorder_rate, "Deliver an event after the job's next one"),
-                            ("Drops", &mut form.drop_rate, "Never deliver an event: only the job API knows"),
-                            ("Late retries", &mut form.late_retry_rate, "Retry an old event after a newer one was acknowledged"),
-                        ] {
-                            ui.label(name).on_hover_text(hover);
-                            ui.add(egui::Slider::new(value, 0.0..=1.0).fixed_decimals(2));
-                            ui.end_row();
-                        }
-                        ui.label("Seed");
-                        ui.add(egui::DragValue::new(&mut form.seed));
-                        ui.end_row();
-                    });
-            });
+            ui.add_enabled_ui(!running, |ui| self.fields_ui(ui));
             if !running {
-                own_receiver_offer(app, ui);
+                self.own_receiver_offer(ui, shared);
             }
             ui.add_space(8.0);
             ui.horizontal(|ui| {
                 if running {
                     if ui.button("Stop").clicked() {
-                        app.send(Command::StopSimulation);
+                        shared.send(Command::StopSimulation);
                     }
                 } else if ui.button("Start").clicked() {
-                    let form = &app.simulate;
-                    let path = form.scenario.trim();
-                    let scenario = if path.is_empty() {
-                        Ok(None)
-                    } else {
-                        hookscope::app::simulate::read_scenario(std::path::Path::new(path)).map(Some)
-                    };
-                    let scenario = match scenario {
-                        Ok(s) => s,
-                        Err(e) => {
-                            app.notice(e.to_string(), true);
-                            return;
-                        }
-                    };
-                    let request = SimulateRequest {
-                        target: Some(form.target.trim().to_string()),
-                        preset: scenario.is_none().then(|| form.preset.clone()),
-                        scenario,
-                        jobs: Some(form.jobs),
-                        time_scale: Some(form.time_scale),
-                        scheme: Some(form.scheme.clone()),
-                        secrets: vec![form.secret.clone()].into_iter().filter(|s| !s.is_empty()).collect(),
-                        timeout: Some(Duration::from_secs(form.timeout_secs)),
-                        schedule: Some(form.schedule.clone()),
-                        chaos: ChaosOverrides {
-                            duplicate_rate: Some(form.duplicate_rate),
-                            reorder_rate: Some(form.reorder_rate),
-                            drop_rate: Some(form.drop_rate),
-                            late_retry_rate: Some(form.late_retry_rate),
-                            max_delay_secs: None,
-                        },
-                        api_port: 0,
-                        style: None,
-                        key_required: None,
-                        submit_delay: None,
-                        poll_gap: None,
-                        seed: form.seed,
-                        insecure: false,
-                        handshake: Some(form.handshake.clone()).filter(|h| !h.is_empty()),
-                        verify_token: Some(form.verify_token.trim().to_string()).filter(|t| !t.is_empty()),
-                        contract: None,
-                        front: hookscope::app::Front::Window,
-                    };
-                    app.send(Command::StartSimulation(Box::new(request)));
+                    match self.request() {
+                        Ok(request) => shared.send(Command::StartSimulation(Box::new(request))),
+                        Err(e) => shared.notice(e.to_string(), true),
+                    }
                 }
-                if let Some(view) = &app.simulate.view {
+                if let Some(view) = &self.view {
                     ui.weak(format!("job API on {}", view.api));
                 }
             });
         });
-    egui::CentralPanel::default().show(ui, |ui| report_ui(app, ui));
-    if running {
-        ui.ctx().request_repaint_after(Duration::from_millis(250));
+        egui::CentralPanel::default().show(ui, |ui| self.report_ui(ui, shared));
+        if running {
+            ui.ctx().request_repaint_after(Duration::from_millis(250));
+        }
     }
-}
 
-/// Aimed at this window's own receiver, which does not know the simulator's secret, every
-/// delivery would show *sig skipped*: offers the endpoint that verifies them.
-fn own_receiver_offer(app: &mut HookscopeApp, ui: &mut egui::Ui) {
-    let ReceiverState::Running { addr } = &app.receiver else {
-        return;
-    };
-    let form = &app.simulate;
-    let Some((path, fixed)) = hookscope::app::simulate::own_receiver_endpoint(
-        app.endpoints.saved_config(),
-        &form.target,
-        addr.port(),
-        &form.scheme,
-        &form.secret,
-    ) else {
-        return;
-    };
-    ui.add_space(6.0);
-    ui.colored_label(
+    /// The form's fields: target, lifecycle, pace, retries, signing, handshake and chaos.
+    fn fields_ui(&mut self, ui: &mut egui::Ui) {
+        let form = self;
+        egui::Grid::new("simulate_grid")
+        .num_columns(2)
+        .spacing([10.0, 6.0])
+        .show(ui, |ui| {
+            let label = ui.label("Target");
+            ui.add(egui::TextEdit::singleline(&mut form.target).desired_width(220.0).hint_text("http://localhost:3000/webhooks"))
+                .labelled_by(label.id);
+            ui.end_row();
+            ui.label("Lifecycle");
+            let presets: Vec<String> = lifecycles().into_iter().map(|l| l.name).collect();
+            ui.add_enabled_ui(form.scenario.trim().is_empty(), |ui| {
+                combo(ui, "sim_preset", &mut form.preset, &presets);
+            });
+            ui.end_row();
+            let label = ui.label("Scenario");
+            ui.add(egui::TextEdit::singleline(&mut form.scenario).desired_width(220.0).hint_text("a scenario .toml (optional)"))
+                .labelled_by(label.id)
+                .on_hover_text("A TOML file with the lifecycle, delivery, chaos, signing and api; the fields here win over it");
+            ui.end_row();
+            ui.label("Jobs");
+            ui.add(egui::DragValue::new(&mut form.jobs).range(1..=100_000));
+            ui.end_row();
+            ui.label("Time scale");
+            ui.add(egui::DragValue::new(&mut form.time_scale).range(1.0..=1_000_000.0).speed(100.0).suffix("×"))
+                .on_hover_text("Simulated seconds per real second: 3600 runs an hour of schedule in a second");
+            ui.end_row();
+            ui.label("Retries");
+            let names: Vec<String> = schedules().into_iter().map(|(n, _)| n.to_string()).collect();
+            combo(ui, "sim_schedule", &mut form.schedule, &names);
+            ui.end_row();
+            ui.label("Timeout");
+            ui.add(egui::DragValue::new(&mut form.timeout_secs).range(1..=120).suffix(" s"));
+            ui.end_row();
+            ui.label("Scheme");
+            let schemes: Vec<String> = hookscope::domain::scheme::presets().into_iter().map(|s| s.name).collect();
+            combo(ui, "sim_scheme", &mut form.scheme, &schemes);
+            ui.end_row();
+            let label = ui.label("Secret");
+            ui.horizontal(|ui| {
+                ui.add(egui::TextEdit::singleline(&mut form.secret).password(!form.show_secret).desired_width(160.0).hint_text("your handler's secret"))
+                    .labelled_by(label.id);
+                if ui.small_button(if form.show_secret { "Hide" } else { "Reveal" }).clicked() {
+                    form.show_secret = !form.show_secret;
+                }
+            });
+            ui.end_row();
+            ui.label("Handshake").on_hover_text("Send a provider's handshake first; like the provider, nothing is delivered unless the handler answers it right");
+            let shown = hookscope::domain::handshake::Provider::from_name(&form.handshake)
+                .map(|p| p.label().to_string())
+                .unwrap_or_else(|| "none".into());
+            egui::ComboBox::from_id_salt("sim_handshake").selected_text(shown).width(200.0).show_ui(ui, |ui| {
+                ui.selectable_value(&mut form.handshake, String::new(), "none");
+                for provider in hookscope::domain::handshake::Provider::ALL {
+                    ui.selectable_value(&mut form.handshake, provider.name().to_string(), provider.label());
+                }
+            });
+            ui.end_row();
+            if form.handshake == "meta" {
+                let label = ui.label("Verify token");
+                ui.add(egui::TextEdit::singleline(&mut form.verify_token).password(!form.show_secret).desired_width(160.0).hint_text("the token your handler checks"))
+                    .labelled_by(label.id);
+                ui.end_row();
+            }
+            for (name, value, hover) in [
+                ("Duplicates", &mut form.duplicate_rate, "Send an attempt twice at once"),
+                ("Reorders", &mut form.reorder_rate, "Deliver an event after the job's next one"),
+                ("Drops", &mut form.drop_rate, "Never deliver an event: only the job API knows"),
+                ("Late retries", &mut form.late_retry_rate, "Retry an old event after a newer one was acknowledged"),
+            ] {
+                ui.label(name).on_hover_text(hover);
+                ui.add(egui::Slider::new(value, 0.0..=1.0).fixed_decimals(2));
+                ui.end_row();
+            }
+            ui.label("Seed");
+            ui.add(egui::DragValue::new(&mut form.seed));
+            ui.end_row();
+        });
+    }
+
+    /// The simulation the form describes (the scenario file read, when one is named).
+    fn request(&self) -> Result<SimulateRequest, hookscope::app::AppError> {
+        let form = self;
+        let path = form.scenario.trim();
+        let scenario = if path.is_empty() {
+            Ok(None)
+        } else {
+            hookscope::app::simulate::read_scenario(std::path::Path::new(path)).map(Some)
+        };
+        let scenario = scenario?;
+        Ok(SimulateRequest {
+            target: Some(form.target.trim().to_string()),
+            preset: scenario.is_none().then(|| form.preset.clone()),
+            scenario,
+            jobs: Some(form.jobs),
+            time_scale: Some(form.time_scale),
+            scheme: Some(form.scheme.clone()),
+            secrets: vec![form.secret.clone()]
+                .into_iter()
+                .filter(|s| !s.is_empty())
+                .collect(),
+            timeout: Some(Duration::from_secs(form.timeout_secs)),
+            schedule: Some(form.schedule.clone()),
+            chaos: ChaosOverrides {
+                duplicate_rate: Some(form.duplicate_rate),
+                reorder_rate: Some(form.reorder_rate),
+                drop_rate: Some(form.drop_rate),
+                late_retry_rate: Some(form.late_retry_rate),
+                max_delay_secs: None,
+            },
+            api_port: 0,
+            style: None,
+            key_required: None,
+            submit_delay: None,
+            poll_gap: None,
+            seed: form.seed,
+            insecure: false,
+            handshake: Some(form.handshake.clone()).filter(|h| !h.is_empty()),
+            verify_token: Some(form.verify_token.trim().to_string()).filter(|t| !t.is_empty()),
+            contract: None,
+            front: hookscope::app::Front::Window,
+        })
+    }
+
+    /// Aimed at this window's own receiver, which does not know the simulator's secret, every
+    /// delivery would show *sig skipped*: offers the endpoint that verifies them.
+    fn own_receiver_offer(&self, ui: &mut egui::Ui, shared: &mut Shared) {
+        let ReceiverState::Running { addr } = &shared.receiver else {
+            return;
+        };
+        let form = self;
+        let Some((path, fixed)) = hookscope::app::simulate::own_receiver_endpoint(
+            &shared.saved.config,
+            &form.target,
+            addr.port(),
+            &form.scheme,
+            &form.secret,
+        ) else {
+            return;
+        };
+        ui.add_space(6.0);
+        ui.colored_label(
         widgets::WARN,
         format!("This window's receiver has no endpoint for {path} with this secret: every simulated delivery would show sig skipped."),
     );
-    if ui
-        .button(format!(
-            "Add endpoint {path} ({}, this secret)",
-            form.scheme
-        ))
-        .on_hover_text("Saved to config.toml, as the Endpoints & secrets panel saves it")
-        .clicked()
-    {
-        app.send(Command::SaveConfig(Box::new(fixed)));
+        if ui
+            .button(format!(
+                "Add endpoint {path} ({}, this secret)",
+                form.scheme
+            ))
+            .on_hover_text("Saved to config.toml, as the Endpoints & secrets panel saves it")
+            .clicked()
+        {
+            shared.send(Command::SaveConfig(Box::new(fixed)));
+        }
     }
-}
 
-fn report_ui(app: &mut HookscopeApp, ui: &mut egui::Ui) {
-    let zone = app.zone().clone();
-    let Some(view) = &app.simulate.view else {
-        ui.add_space(40.0);
-        ui.vertical_centered(|ui| {
-            ui.heading("No simulation yet");
-            ui.label("Point it at your handler (or at this window's receiver) and press Start.");
-        });
-        return;
-    };
-    let p = view.progress;
-    ui.add_space(6.0);
-    ui.horizontal(|ui| {
+    fn report_ui(&self, ui: &mut egui::Ui, shared: &Shared) {
+        let zone = shared.zone().clone();
+        let Some(view) = &self.view else {
+            ui.add_space(40.0);
+            ui.vertical_centered(|ui| {
+                ui.heading("No simulation yet");
+                ui.label(
+                    "Point it at your handler (or at this window's receiver) and press Start.",
+                );
+            });
+            return;
+        };
+        let p = view.progress;
+        ui.add_space(6.0);
+        ui.horizontal(|ui| {
         ui.strong(if view.running { "Running" } else { "Finished" });
         ui.label(format!(
             "{} jobs ({} ended) · {} events: {} acknowledged, {} dropped, {} out of attempts · {} attempts, {} on the wire",
             p.jobs, p.jobs_done, p.events, p.acknowledged, p.dropped, p.exhausted, p.attempts, p.in_flight
         ));
     });
-    if let Some(card) = &view.scorecard {
+        if let Some(card) = &view.scorecard {
+            ui.add_space(6.0);
+            egui::Grid::new("scorecard")
+                .num_columns(3)
+                .spacing([10.0, 6.0])
+                .show(ui, |ui| {
+                    for check in card {
+                        let color = match check.status {
+                            Verdict::Pass => widgets::PASS,
+                            Verdict::Fail => widgets::FAIL,
+                            Verdict::Unknown => widgets::WARN,
+                            Verdict::Skipped => widgets::SKIPPED,
+                        };
+                        widgets::badge(ui, check.status.as_str(), color, &check.detail);
+                        ui.monospace(&check.name);
+                        ui.add(egui::Label::new(&check.detail).wrap());
+                        ui.end_row();
+                    }
+                });
+        }
         ui.add_space(6.0);
-        egui::Grid::new("scorecard")
-            .num_columns(3)
-            .spacing([10.0, 6.0])
-            .show(ui, |ui| {
-                for check in card {
-                    let color = match check.status {
-                        Verdict::Pass => widgets::PASS,
-                        Verdict::Fail => widgets::FAIL,
-                        Verdict::Unknown => widgets::WARN,
-                        Verdict::Skipped => widgets::SKIPPED,
-                    };
-                    widgets::badge(ui, check.status.as_str(), color, &check.detail);
-                    ui.monospace(&check.name);
-                    ui.add(egui::Label::new(&check.detail).wrap());
-                    ui.end_row();
+        ui.label(RichText::new("Latest attempts").strong());
+        let now = hookscope::domain::clock::now_ms();
+        TableBuilder::new(ui)
+            .striped(true)
+            .column(Column::exact(110.0))
+            .column(Column::exact(150.0))
+            .column(Column::exact(110.0))
+            .column(Column::exact(90.0))
+            .column(Column::exact(70.0))
+            .column(Column::remainder())
+            .header(20.0, |mut header| {
+                for title in ["Time", "Job", "Event", "Attempt", "Status", "Latency"] {
+                    header.col(|ui| {
+                        ui.strong(title);
+                    });
                 }
-            });
-    }
-    ui.add_space(6.0);
-    ui.label(RichText::new("Latest attempts").strong());
-    let now = hookscope::domain::clock::now_ms();
-    TableBuilder::new(ui)
-        .striped(true)
-        .column(Column::exact(110.0))
-        .column(Column::exact(150.0))
-        .column(Column::exact(110.0))
-        .column(Column::exact(90.0))
-        .column(Column::exact(70.0))
-        .column(Column::remainder())
-        .header(20.0, |mut header| {
-            for title in ["Time", "Job", "Event", "Attempt", "Status", "Latency"] {
-                header.col(|ui| {
-                    ui.strong(title);
-                });
-            }
-        })
-        .body(|body| {
-            body.rows(20.0, view.recent.len(), |mut row| {
-                let sent = &view.recent[row.index()];
-                row.col(|ui| {
-                    ui.monospace(short_time(sent.at_ms, now, &zone));
-                });
-                row.col(|ui| {
-                    ui.monospace(&sent.job_id);
-                });
-                row.col(|ui| {
-                    ui.label(&sent.state);
-                });
-                row.col(|ui| {
-                    ui.label(match sent.kind {
-                        WorkKind::Attempt => format!("#{}", sent.attempt),
-                        WorkKind::Copy => "duplicate".into(),
-                        WorkKind::LateRetry => "late retry".into(),
-                        WorkKind::Tampered => "tampered".into(),
-                        WorkKind::Stale => "stale".into(),
+            })
+            .body(|body| {
+                body.rows(20.0, view.recent.len(), |mut row| {
+                    let sent = &view.recent[row.index()];
+                    row.col(|ui| {
+                        ui.monospace(short_time(sent.at_ms, now, &zone));
+                    });
+                    row.col(|ui| {
+                        ui.monospace(&sent.job_id);
+                    });
+                    row.col(|ui| {
+                        ui.label(&sent.state);
+                    });
+                    row.col(|ui| {
+                        ui.label(match sent.kind {
+                            WorkKind::Attempt => format!("#{}", sent.attempt),
+                            WorkKind::Copy => "duplicate".into(),
+                            WorkKind::LateRetry => "late retry".into(),
+                            WorkKind::Tampered => "tampered".into(),
+                            WorkKind::Stale => "stale".into(),
+                        });
+                    });
+                    row.col(|ui| {
+                        let (text, color) = match sent.status {
+                            Some(s) if (200..300).contains(&s) => (s.to_string(), widgets::PASS),
+                            Some(s) => (s.to_string(), widgets::FAIL),
+                            None => ("none".to_string(), widgets::FAIL),
+                        };
+                        ui.colored_label(color, text);
+                    });
+                    row.col(|ui| {
+                        ui.label(format!("{} ms", sent.latency_ms));
                     });
                 });
-                row.col(|ui| {
-                    let (text, color) = match sent.status {
-                        Some(s) if (200..300).contains(&s) => (s.to_string(), widgets::PASS),
-                        Some(s) => (s.to_string(), widgets::FAIL),
-                        None => ("none".to_string(), widgets::FAIL),
-                    };
-                    ui.colored_label(color, text);
-                });
-                row.col(|ui| {
-                    ui.label(format!("{} ms", sent.latency_ms));
-                });
             });
-        });
+    }
 }

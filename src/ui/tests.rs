@@ -57,9 +57,9 @@ fn wait_until(
 
 fn receiver_addr(harness: &mut Harness<'_, HookscopeApp>) -> SocketAddr {
     wait_until(harness, "the receiver", |h| {
-        matches!(h.state().receiver, ReceiverState::Running { .. })
+        matches!(h.state().shared.receiver, ReceiverState::Running { .. })
     });
-    match harness.state().receiver {
+    match harness.state().shared.receiver {
         ReceiverState::Running { addr } => addr,
         _ => unreachable!("checked above"),
     }
@@ -120,7 +120,9 @@ fn copy_as_curl_copies_the_engines_command() {
         h.query_by_label("msg_1").is_some()
     });
     harness.get_by_label("msg_1").click();
-    wait_until(&mut harness, "the detail", |h| h.state().detail.is_some());
+    wait_until(&mut harness, "the detail", |h| {
+        h.state().shared.selection.loaded.is_some()
+    });
     harness.get_by_label("Copy as curl").click();
     // The window copies with the context it was made with (the harness draws with its own), so
     // the copy is seen here by what the window says once the engine answered.
@@ -204,7 +206,9 @@ fn a_posted_delivery_appears_and_selecting_it_shows_its_checks() {
     harness.get_by_label("msg_good").click();
     wait_until(&mut harness, "the detail pane", |h| {
         h.state()
-            .detail
+            .shared
+            .selection
+            .loaded
             .as_ref()
             .is_some_and(|d| d.event_id.as_deref() == Some("msg_good"))
     });
@@ -225,7 +229,9 @@ fn a_posted_delivery_appears_and_selecting_it_shows_its_checks() {
     harness.key_press(egui::Key::ArrowUp);
     wait_until(&mut harness, "the selection to move up", |h| {
         h.state()
-            .detail
+            .shared
+            .selection
+            .loaded
             .as_ref()
             .is_some_and(|d| d.event_id.as_deref() == Some("msg_good"))
     });
@@ -251,8 +257,11 @@ fn a_second_window_on_a_captured_dir_shows_the_history_read_only_and_says_so() {
     wait_until(&mut second, "the stored row, read-only", |h| {
         h.query_by_label_contains("/hooks/a").is_some()
     });
-    assert!(matches!(second.state().receiver, ReceiverState::Failed(_)));
-    assert!(second.state().engine.read_only.is_some());
+    assert!(matches!(
+        second.state().shared.receiver,
+        ReceiverState::Failed(_)
+    ));
+    assert!(second.state().shared.engine.read_only.is_some());
     // The first window still captures.
     assert_eq!(
         post_signed(addr, "/hooks/b", "msg_ro_2", r#"{"id":2}"#, false),
@@ -265,7 +274,7 @@ fn the_top_bar_says_disk_full_while_the_store_refuses_and_stops_saying_it_after(
     let dir = tempfile::tempdir().expect("tempdir");
     let mut harness = harness(dir.path());
     receiver_addr(&mut harness);
-    let health = std::sync::Arc::clone(&harness.state().engine.health);
+    let health = std::sync::Arc::clone(&harness.state().shared.engine.health);
     health.failed(hookscope::store::Trouble::DiskFull, 3);
     wait_until(&mut harness, "the disk-full line", |h| {
         h.query_by_label_contains("disk full: deliveries are being refused")
@@ -303,13 +312,15 @@ fn the_filter_sig_fail_narrows_the_list() {
             tamper,
         );
     }
-    wait_until(&mut harness, "four rows", |h| h.state().list.total == 4);
+    wait_until(&mut harness, "four rows", |h| {
+        h.state().list.cache.total == 4
+    });
 
     let filter = harness.get_by_role_and_label(egui::accesskit::Role::TextInput, "Filter");
     filter.focus();
     filter.type_text("sig:fail");
     wait_until(&mut harness, "the filtered list", |h| {
-        h.state().list.total == 2 && h.query_by_label("evt_a").is_none()
+        h.state().list.cache.total == 2 && h.query_by_label("evt_a").is_none()
     });
     assert!(harness.query_by_label("evt_b").is_some());
     assert!(harness.query_by_label("evt_d").is_some());
@@ -334,21 +345,25 @@ fn a_new_filter_on_a_followed_list_asks_the_store_once() {
             .expect("insert");
     }
     let mut harness = harness(dir.path());
-    harness.state_mut().state.filter = "sig:fail".into();
+    harness.state_mut().shared.filter = "sig:fail".into();
     wait_until(&mut harness, "the failing rows", |h| {
-        h.state().list.loaded && h.state().list.total == 100 && !h.state().list.in_flight
+        h.state().list.cache.loaded
+            && h.state().list.cache.total == 100
+            && !h.state().list.cache.in_flight
     });
     harness.run_steps(3);
-    let before = harness.state().list.generation;
+    let before = harness.state().list.cache.generation;
     // Ten times as many rows: the list, which showed its newest rows, shows the new list's
     // newest rows. Before, the first frame's scroll position (row ~90 of the new list) was
     // fetched too, then the tail again: three queries, one of them an OFFSET walk.
-    harness.state_mut().state.filter = "seed".into();
+    harness.state_mut().shared.filter = "seed".into();
     wait_until(&mut harness, "the new filter's rows", |h| {
-        h.state().list.loaded && h.state().list.total == 2000 && !h.state().list.in_flight
+        h.state().list.cache.loaded
+            && h.state().list.cache.total == 2000
+            && !h.state().list.cache.in_flight
     });
     harness.run_steps(5);
-    let list = &harness.state().list;
+    let list = &harness.state().list.cache;
     assert_eq!(
         list.generation - before,
         1,
@@ -380,22 +395,24 @@ fn a_row_clicked_stays_in_view_when_the_detail_pane_opens() {
     }
     let mut harness = harness(dir.path());
     wait_until(&mut harness, "the newest rows", |h| {
-        h.state().list.loaded && h.state().list.visible.end >= 500
+        h.state().list.cache.loaded && h.state().list.cache.visible.end >= 500
     });
     harness.run_steps(3);
     // A row near the top of the list as it shows its newest rows: the detail pane, opening
     // below, takes the lower half, and the list keeps its bottom in view.
-    let visible = harness.state().list.visible.clone();
+    let visible = harness.state().list.cache.visible.clone();
     let position = visible.start + 2;
     let id = harness
         .state()
         .list
+        .cache
         .row_at(position)
         .expect("a visible row")
         .id;
     let label = harness
         .state()
         .list
+        .cache
         .row_at(position)
         .expect("row")
         .event_id
@@ -407,10 +424,15 @@ fn a_row_clicked_stays_in_view_when_the_detail_pane_opens() {
         .expect("its cell")
         .click();
     wait_until(&mut harness, "the detail pane", |h| {
-        h.state().detail.as_ref().is_some_and(|d| d.id == id)
+        h.state()
+            .shared
+            .selection
+            .loaded
+            .as_ref()
+            .is_some_and(|d| d.id == id)
     });
     harness.run_steps(4);
-    let list = &harness.state().list;
+    let list = &harness.state().list.cache;
     let shown = list.position_of(id).expect("held");
     assert!(
         list.visible.contains(&shown),
@@ -437,7 +459,9 @@ fn adding_a_secret_in_the_endpoints_panel_turns_skipped_into_pass() {
     harness.get_by_label("msg_1").click();
     wait_until(&mut harness, "the skipped signature", |h| {
         h.state()
-            .detail
+            .shared
+            .selection
+            .loaded
             .as_ref()
             .is_some_and(|d| d.checks.signature.status == SignatureStatus::Skipped)
     });
@@ -461,7 +485,9 @@ fn adding_a_secret_in_the_endpoints_panel_turns_skipped_into_pass() {
 
     wait_until(&mut harness, "the re-checked signature", |h| {
         h.state()
-            .detail
+            .shared
+            .selection
+            .loaded
             .as_ref()
             .is_some_and(|d| d.checks.signature.status == SignatureStatus::Pass)
     });
@@ -494,9 +520,9 @@ fn the_empty_state_test_delivery_arrives_green() {
     });
     harness.get_by_label("Send a test delivery").click();
     wait_until(&mut harness, "the test row", |h| {
-        h.state().list.total == 1 && h.query_by_label("job.completed").is_some()
+        h.state().list.cache.total == 1 && h.query_by_label("job.completed").is_some()
     });
-    let row = &harness.state().list.rows[0];
+    let row = &harness.state().list.cache.rows[0];
     assert_eq!(
         row.checks.signature.status,
         SignatureStatus::Pass,
@@ -528,7 +554,9 @@ fn re_check_decides_a_stored_verdict_again_under_todays_rules() {
     let addr = receiver_addr(&mut harness);
     assert_eq!(post_signed(addr, "/hooks/a", "msg_a", "{}", false), 200);
     assert_eq!(post_signed(addr, "/hooks/b", "msg_b", "{}", false), 200);
-    wait_until(&mut harness, "both rows", |h| h.state().list.total == 2);
+    wait_until(&mut harness, "both rows", |h| {
+        h.state().list.cache.total == 2
+    });
     let path = dir.path().join("hookscope.sqlite");
     let mut checks = hookscope::store::Reader::open(&path)
         .expect("reader")
@@ -557,7 +585,9 @@ fn re_check_decides_a_stored_verdict_again_under_todays_rules() {
     harness.get_by_label("Re-check").click();
     wait_until(&mut harness, "the verdict decided again", |h| {
         h.state()
-            .detail
+            .shared
+            .selection
+            .loaded
             .as_ref()
             .is_some_and(|d| d.checks.duplicate.status == DuplicateStatus::First)
     });
@@ -579,7 +609,7 @@ fn the_status_line_counts_what_is_stored_in_every_view() {
     wait_until(&mut harness, "the first row", |h| {
         h.query_by_label("1 delivery").is_some()
     });
-    harness.state_mut().state.view = super::View::Jobs;
+    harness.state_mut().shared.view = super::View::Jobs;
     for n in 1..=3 {
         assert_eq!(
             post_signed(addr, "/hooks/a", &format!("msg_{n}"), "{}", false),
@@ -589,14 +619,14 @@ fn the_status_line_counts_what_is_stored_in_every_view() {
     wait_until(&mut harness, "4 counted in the jobs view", |h| {
         h.query_by_label("4 deliveries stored").is_some()
     });
-    harness.state_mut().state.view = super::View::Simulate;
+    harness.state_mut().shared.view = super::View::Simulate;
     assert_eq!(post_signed(addr, "/hooks/a", "msg_4", "{}", false), 200);
     wait_until(&mut harness, "5 counted in the simulate view", |h| {
         h.query_by_label("5 deliveries stored").is_some()
     });
     // Back in the list, under a filter: of how many.
-    harness.state_mut().state.view = super::View::Deliveries;
-    harness.state_mut().state.filter = "msg_4".into();
+    harness.state_mut().shared.view = super::View::Deliveries;
+    harness.state_mut().shared.filter = "msg_4".into();
     wait_until(&mut harness, "the filtered count", |h| {
         h.query_by_label("1 of 5 deliveries match the filter")
             .is_some()
@@ -611,7 +641,7 @@ fn simulating_against_the_own_receiver_offers_the_endpoint_that_verifies() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut harness = harness(dir.path());
     let addr = receiver_addr(&mut harness);
-    harness.state_mut().state.view = super::View::Simulate;
+    harness.state_mut().shared.view = super::View::Simulate;
     harness.run_steps(2);
     // The target defaults to this receiver's /hooks/sim; the user types the secret.
     let secret = harness.get_by_role_and_label(egui::accesskit::Role::PasswordInput, "Secret");
@@ -663,10 +693,11 @@ fn simulating_against_the_own_receiver_offers_the_endpoint_that_verifies() {
         forgeries.detail
     );
     assert!(card.iter().all(|c| c.status != Verdict::Fail), "{card:?}");
-    harness.state_mut().state.view = super::View::Deliveries;
+    harness.state_mut().shared.view = super::View::Deliveries;
     wait_until(&mut harness, "the verified row", |h| {
         h.state()
             .list
+            .cache
             .rows
             .iter()
             .any(|r| r.checks.signature.status == SignatureStatus::Pass)
@@ -700,9 +731,9 @@ fn bench_gui_on_a_large_store() {
     let mut harness = harness(&dir);
     let built = started.elapsed();
     wait_until(&mut harness, "the first rows", |h| {
-        h.state().list.loaded && !h.state().list.rows.is_empty()
+        h.state().list.cache.loaded && !h.state().list.cache.rows.is_empty()
     });
-    let total = harness.state().list.total;
+    let total = harness.state().list.cache.total;
     println!("store: {total} deliveries");
     println!(
         "window state built in {} ms; first rows on screen {} ms after start",
@@ -725,7 +756,7 @@ fn bench_gui_on_a_large_store() {
         let t = Instant::now();
         harness.step();
         frames.push(t.elapsed());
-        let list = &harness.state().list;
+        let list = &harness.state().list.cache;
         if !list.covers(&list.visible) {
             placeholder_frames += 1;
         }
@@ -741,10 +772,10 @@ fn bench_gui_on_a_large_store() {
 
     // Jump to the middle of the history (dragging the scroll bar there).
     let middle = total / 2;
-    harness.state_mut().list.scroll_to = Some(middle);
+    harness.state_mut().list.cache.scroll_to = Some(middle);
     let t = Instant::now();
     wait_until(&mut harness, "the middle rows", |h| {
-        h.state().list.covers(&(middle..middle + 40))
+        h.state().list.cache.covers(&(middle..middle + 40))
     });
     println!(
         "jump to row {middle}: rows on screen after {} ms",
@@ -755,11 +786,12 @@ fn bench_gui_on_a_large_store() {
     let id = harness
         .state()
         .list
+        .cache
         .rows
         .last()
         .map(|r| r.id)
         .expect("rows");
-    harness.state_mut().select(id);
+    harness.state_mut().shared.select(id);
     let mut frames = Vec::new();
     for _ in 0..100 {
         harness.key_press(egui::Key::ArrowUp);
@@ -777,7 +809,7 @@ fn bench_gui_on_a_large_store() {
 
     // Reading while the receiver writes: deliveries arrive at ~1,000/s while the list follows
     // the newest rows; the frames must not wait on the writer.
-    harness.state_mut().state.filter.clear();
+    harness.state_mut().shared.filter.clear();
     let addr = receiver_addr(&mut harness);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let sender = {
@@ -801,7 +833,7 @@ fn bench_gui_on_a_large_store() {
             })
             .expect("thread")
     };
-    let total_before = harness.state().list.total;
+    let total_before = harness.state().list.cache.total;
     let mut frames = Vec::new();
     for _ in 0..300 {
         let t = Instant::now();
@@ -819,18 +851,25 @@ fn bench_gui_on_a_large_store() {
         median.as_secs_f64() * 1000.0,
         p95.as_secs_f64() * 1000.0,
         worst.as_secs_f64() * 1000.0,
-        harness.state().list.total.saturating_sub(total_before)
+        harness
+            .state()
+            .list
+            .cache
+            .total
+            .saturating_sub(total_before)
     );
 
     for filter in ["sig:fail", "needs_review", "type:job.failed dup:yes"] {
-        harness.state_mut().state.filter = filter.into();
+        harness.state_mut().shared.filter = filter.into();
         let t = Instant::now();
         wait_until(&mut harness, "the filtered rows", |h| {
-            h.state().list.loaded && h.state().list.filter == filter && !h.state().list.in_flight
+            h.state().list.cache.loaded
+                && h.state().list.cache.filter == filter
+                && !h.state().list.cache.in_flight
         });
         println!(
             "filter {filter:?}: {} rows, answered in {} ms",
-            harness.state().list.total,
+            harness.state().list.cache.total,
             t.elapsed().as_millis()
         );
     }
@@ -862,24 +901,24 @@ fn a_port_in_use_is_reported_in_the_window_and_another_port_can_be_chosen() {
         .with_size(egui::vec2(1300.0, 850.0))
         .build_ui_state(|ui, app: &mut HookscopeApp| app.draw(ui), app);
     wait_until(&mut harness, "the failure", |h| {
-        matches!(h.state().receiver, ReceiverState::Failed(_))
+        matches!(h.state().shared.receiver, ReceiverState::Failed(_))
     });
     // Said in the top bar and in the empty state.
     let said = format!("port {port} is already in use");
     assert!(harness.query_all_by_label_contains(&said).count() >= 1);
 
-    harness.state_mut().port_text.clear();
+    harness.state_mut().top_bar.port_text.clear();
     harness.run_steps(1);
     let field = harness.get_by_role_and_label(egui::accesskit::Role::TextInput, "port");
     field.focus();
     field.type_text("0");
     harness.run_steps(2);
-    assert_eq!(harness.state().port_text, "0");
+    assert_eq!(harness.state().top_bar.port_text, "0");
     harness.get_by_label("Retry").click();
     wait_until(
         &mut harness,
         "the receiver on another port",
-        |h| matches!(h.state().receiver, ReceiverState::Running { addr } if addr.port() != port),
+        |h| matches!(h.state().shared.receiver, ReceiverState::Running { addr } if addr.port() != port),
     );
 }
 
@@ -910,7 +949,9 @@ fn the_jobs_view_flags_a_scrambled_job_and_a_marker_opens_its_delivery() {
         stream.read_to_string(&mut answer).expect("answer");
         assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     }
-    wait_until(&mut harness, "three rows", |h| h.state().list.total == 3);
+    wait_until(&mut harness, "three rows", |h| {
+        h.state().list.cache.total == 3
+    });
 
     harness.get_by_label("Jobs").click();
     wait_until(&mut harness, "the job", |h| {
@@ -932,9 +973,11 @@ fn the_jobs_view_flags_a_scrambled_job_and_a_marker_opens_its_delivery() {
         .get_by_label(&format!("delivery #{processing_id} (arrived)"))
         .click();
     wait_until(&mut harness, "the delivery", |h| {
-        h.state().state.view == super::View::Deliveries
+        h.state().shared.view == super::View::Deliveries
             && h.state()
-                .detail
+                .shared
+                .selection
+                .loaded
                 .as_ref()
                 .is_some_and(|d| d.id == processing_id)
     });
@@ -957,21 +1000,24 @@ fn resend_tab_sends_the_delivery_again_and_lists_the_attempt() {
         h.query_by_label("msg_resend").is_some()
     });
     harness.get_by_label("msg_resend").click();
-    wait_until(&mut harness, "the detail", |h| h.state().detail.is_some());
+    wait_until(&mut harness, "the detail", |h| {
+        h.state().shared.selection.loaded.is_some()
+    });
     harness.run_steps(2);
     harness.get_by_label("Resend").click();
     harness.run_steps(2);
     // Send it to hookscope's own receiver, so the resent copy shows up as a second delivery.
-    harness.state_mut().resend.url = format!("http://{addr}/hooks/again");
+    harness.state_mut().detail.resend.url = format!("http://{addr}/hooks/again");
     harness.get_by_label("Send").click();
     wait_until(&mut harness, "the attempt", |h| {
         h.state()
-            .attempts
-            .iter()
-            .any(|(_, attempts)| attempts.iter().any(|a| a.status == Some(200)))
+            .shared
+            .selection
+            .all_attempts()
+            .any(|a| a.status == Some(200))
     });
     wait_until(&mut harness, "the resent copy", |h| {
-        h.state().list.total == 2
+        h.state().list.cache.total == 2
     });
     assert!(
         harness
@@ -1051,7 +1097,9 @@ fn ctrl_click_selects_several_and_export_writes_their_fixtures() {
     harness
         .get_by_label("msg_two")
         .click_modifiers(egui::Modifiers::COMMAND);
-    wait_until(&mut harness, "two selected", |h| h.state().multi.len() == 2);
+    wait_until(&mut harness, "two selected", |h| {
+        h.state().shared.selection.multi.len() == 2
+    });
     // The button is drawn once the detail pane has its delivery (it failed 1 run in ~7 with a
     // fixed two frames here).
     wait_until(&mut harness, "the Export 2… button", |h| {
@@ -1103,7 +1151,7 @@ fn the_fail_next_switch_answers_500_to_the_next_deliveries_then_recovers() {
     let addr = receiver_addr(&mut harness);
     harness.get_by_label("Endpoints & secrets").click();
     harness.run_steps(2);
-    harness.state_mut().fail_count = 2;
+    harness.state_mut().endpoints.switches.fail_count = 2;
     harness.get_by_label("Arm").click();
     harness.run_steps(2);
     assert!(harness.query_by_label("2 left to fail").is_some());
@@ -1119,10 +1167,13 @@ fn the_fail_next_switch_answers_500_to_the_next_deliveries_then_recovers() {
         })
         .collect();
     assert_eq!(statuses, [500, 500, 200]);
-    wait_until(&mut harness, "three rows", |h| h.state().list.total == 3);
+    wait_until(&mut harness, "three rows", |h| {
+        h.state().list.cache.total == 3
+    });
     let answered: Vec<u16> = harness
         .state()
         .list
+        .cache
         .rows
         .iter()
         .map(|r| r.response_status)
@@ -1147,9 +1198,17 @@ fn home_end_escape_and_a_confirmed_delete_work_from_the_keyboard() {
             200
         );
     }
-    wait_until(&mut harness, "three rows", |h| h.state().list.total == 3);
-    let selected_event =
-        |h: &Harness<'_, HookscopeApp>| h.state().detail.as_ref().and_then(|d| d.event_id.clone());
+    wait_until(&mut harness, "three rows", |h| {
+        h.state().list.cache.total == 3
+    });
+    let selected_event = |h: &Harness<'_, HookscopeApp>| {
+        h.state()
+            .shared
+            .selection
+            .loaded
+            .as_ref()
+            .and_then(|d| d.event_id.clone())
+    };
 
     harness.key_press(egui::Key::Home);
     wait_until(&mut harness, "Home selects the first", |h| {
@@ -1171,25 +1230,27 @@ fn home_end_escape_and_a_confirmed_delete_work_from_the_keyboard() {
     harness.key_press(egui::Key::Escape);
     harness.run();
     assert!(harness.query_by_label_contains("from the store?").is_none());
-    assert_eq!(harness.state().list.total, 3);
-    assert_eq!(harness.state().selected, Some(3));
+    assert_eq!(harness.state().list.cache.total, 3);
+    assert_eq!(harness.state().shared.selection.id, Some(3));
 
     // Confirmed, it is gone.
     harness.key_press(egui::Key::Delete);
     harness.run();
     harness.get_by_label("Yes, delete").click();
-    wait_until(&mut harness, "the deletion", |h| h.state().list.total == 2);
-    assert_eq!(harness.state().selected, None);
+    wait_until(&mut harness, "the deletion", |h| {
+        h.state().list.cache.total == 2
+    });
+    assert_eq!(harness.state().shared.selection.id, None);
 
     // Esc clears the selection.
     harness.key_press(egui::Key::Home);
     wait_until(&mut harness, "a selection", |h| {
-        h.state().selected.is_some()
+        h.state().shared.selection.id.is_some()
     });
     harness.key_press(egui::Key::Escape);
     harness.run();
-    assert_eq!(harness.state().selected, None);
-    assert!(harness.state().detail.is_none());
+    assert_eq!(harness.state().shared.selection.id, None);
+    assert!(harness.state().shared.selection.loaded.is_none());
 }
 
 #[test]
@@ -1204,13 +1265,15 @@ fn a_rows_context_menu_filters_by_its_job_and_deletes_after_asking() {
             200
         );
     }
-    wait_until(&mut harness, "three rows", |h| h.state().list.total == 3);
+    wait_until(&mut harness, "three rows", |h| {
+        h.state().list.cache.total == 3
+    });
 
     harness.get_by_label("msg_menu_2").click_secondary();
     harness.run();
     harness.get_by_label("Filter by job job_menu_2").click();
     wait_until(&mut harness, "the job filter", |h| {
-        h.state().state.filter == "job:job_menu_2" && h.state().list.total == 1
+        h.state().shared.filter == "job:job_menu_2" && h.state().list.cache.total == 1
     });
 
     harness.get_by_label("msg_menu_2").click_secondary();
@@ -1223,7 +1286,9 @@ fn a_rows_context_menu_filters_by_its_job_and_deletes_after_asking() {
             .is_some()
     );
     harness.get_by_label("Yes, delete").click();
-    wait_until(&mut harness, "the deletion", |h| h.state().list.total == 0);
+    wait_until(&mut harness, "the deletion", |h| {
+        h.state().list.cache.total == 0
+    });
 }
 
 #[test]
@@ -1235,10 +1300,14 @@ fn the_tree_view_copies_a_pointer_and_the_form_view_decodes_fields() {
     assert_eq!(post_signed(addr, "/hooks", "msg_tree", json, false), 200);
     let form = "token=abc&payload=%7B%22type%22%3A%22block_actions%22%7D&text=hello+world";
     assert_eq!(post_signed(addr, "/hooks", "msg_form", form, false), 200);
-    wait_until(&mut harness, "both rows", |h| h.state().list.total == 2);
+    wait_until(&mut harness, "both rows", |h| {
+        h.state().list.cache.total == 2
+    });
 
     harness.get_by_label("msg_tree").click();
-    wait_until(&mut harness, "the detail", |h| h.state().detail.is_some());
+    wait_until(&mut harness, "the detail", |h| {
+        h.state().shared.selection.loaded.is_some()
+    });
     harness.get_by_label("Request").click();
     harness.run();
     harness.get_by_label("Tree").click();
@@ -1254,7 +1323,9 @@ fn the_tree_view_copies_a_pointer_and_the_form_view_decodes_fields() {
     harness.get_by_label("msg_form").click();
     wait_until(&mut harness, "the form delivery", |h| {
         h.state()
-            .detail
+            .shared
+            .selection
+            .loaded
             .as_ref()
             .is_some_and(|d| d.event_id.as_deref() == Some("msg_form"))
     });
@@ -1290,7 +1361,7 @@ fn bench_gui_while_simulating() {
     .expect("config");
     let mut harness = harness(dir.path());
     let addr = receiver_addr(&mut harness);
-    harness.state_mut().state.view = super::View::Simulate;
+    harness.state_mut().shared.view = super::View::Simulate;
     let request = hookscope::app::simulate::SimulateRequest {
         target: Some(format!("http://{addr}/hooks/sim")),
         preset: Some("render".into()),
@@ -1320,6 +1391,7 @@ fn bench_gui_while_simulating() {
     let started = Instant::now();
     harness
         .state_mut()
+        .shared
         .send(hookscope::engine::Command::StartSimulation(Box::new(
             request,
         )));
@@ -1328,13 +1400,13 @@ fn bench_gui_while_simulating() {
     loop {
         // Half the time in the Simulate view, half in the jobs view (its list refreshes live).
         n += 1;
-        harness.state_mut().state.view = if (n / 120).is_multiple_of(2) {
+        harness.state_mut().shared.view = if (n / 120).is_multiple_of(2) {
             super::View::Simulate
         } else {
             super::View::Jobs
         };
         let (wall, cpu) = timed_step(&mut harness);
-        frames.push((harness.state().state.view, wall, cpu));
+        frames.push((harness.state().shared.view, wall, cpu));
         let done = harness
             .state()
             .simulate
@@ -1483,7 +1555,9 @@ fn bench_gui_while_replaying() {
     handler_runtime.spawn(async move { axum::serve(listener, app).await });
 
     let mut harness = harness(dir.path());
-    wait_until(&mut harness, "the rows", |h| h.state().list.total == count);
+    wait_until(&mut harness, "the rows", |h| {
+        h.state().list.cache.total == count
+    });
     let request = hookscope::app::replay::ReplayRequest {
         pace: hookscope::app::replay::Pace::Rate(rate),
         front: hookscope::app::Front::Window,
@@ -1492,6 +1566,7 @@ fn bench_gui_while_replaying() {
     harness.state_mut().replay.open = true;
     harness
         .state_mut()
+        .shared
         .send(hookscope::engine::Command::Replay {
             selection: hookscope::app::replay::Selection::Filter(String::new()),
             request: Box::new(request),
@@ -1624,8 +1699,8 @@ fn two_selected_deliveries_are_compared_in_a_window() {
         h.query_all_by_label("msg_same").count() == 2
     });
     // Two rows selected (Ctrl+click in the window): the detail pane offers Compare.
-    harness.state_mut().select(2);
-    harness.state_mut().multi.extend([1, 2]);
+    harness.state_mut().shared.select(2);
+    harness.state_mut().shared.selection.multi.extend([1, 2]);
     wait_until(&mut harness, "the Compare button", |h| {
         h.query_by_label("Compare").is_some()
     });
@@ -1655,9 +1730,11 @@ fn two_selected_rows_are_replayed_from_the_window_with_a_summary() {
             false,
         );
     }
-    wait_until(&mut harness, "three rows", |h| h.state().list.total == 3);
-    harness.state_mut().select(3);
-    harness.state_mut().multi.extend([1, 3]);
+    wait_until(&mut harness, "three rows", |h| {
+        h.state().list.cache.total == 3
+    });
+    harness.state_mut().shared.select(3);
+    harness.state_mut().shared.selection.multi.extend([1, 3]);
     wait_until(&mut harness, "the Replay button", |h| {
         h.query_by_label("Replay 2…").is_some()
     });
@@ -1693,11 +1770,11 @@ fn two_selected_rows_are_replayed_from_the_window_with_a_summary() {
     );
     assert!(harness.query_by_label("2 × 200").is_some());
     wait_until(&mut harness, "the two copies", |h| {
-        h.state().list.total == 5
+        h.state().list.cache.total == 5
     });
     // Each attempt is on its delivery: the selected one lists it.
     wait_until(&mut harness, "the attempt on #3", |h| {
-        h.state().attempts_of(3).iter().any(|a| {
+        h.state().shared.selection.attempts_of(3).iter().any(|a| {
             a.kind == hookscope::domain::attempt::AttemptKind::Replay && a.status == Some(200)
         })
     });
@@ -1737,8 +1814,10 @@ fn a_delivery_no_rule_meets_is_marked_and_the_editor_tests_the_rules_against_it(
         h.query_by_label("1 unrouted (no forwarding rule met)")
             .is_some()
     });
-    harness.state_mut().select(2);
-    wait_until(&mut harness, "the detail", |h| h.state().detail.is_some());
+    harness.state_mut().shared.select(2);
+    wait_until(&mut harness, "the detail", |h| {
+        h.state().shared.selection.loaded.is_some()
+    });
     harness.state_mut().endpoints.open = true;
     harness.run_steps(2);
     harness
@@ -1747,13 +1826,18 @@ fn a_delivery_no_rule_meets_is_marked_and_the_editor_tests_the_rules_against_it(
     wait_until(&mut harness, "the rule's answer", |h| {
         h.query_by_label("#2 does not").is_some()
     });
-    harness.state_mut().select(1);
+    harness.state_mut().shared.select(1);
     wait_until(&mut harness, "the detail of #1", |h| {
-        h.state().detail.as_ref().is_some_and(|d| d.id == 1)
+        h.state()
+            .shared
+            .selection
+            .loaded
+            .as_ref()
+            .is_some_and(|d| d.id == 1)
     });
     // The forwarded one: its attempt carries the target's answer.
     wait_until(&mut harness, "the forward's attempt", |h| {
-        h.state().attempts_of(1).iter().any(|a| {
+        h.state().shared.selection.attempts_of(1).iter().any(|a| {
             a.kind == hookscope::domain::attempt::AttemptKind::Forward && a.status == Some(200)
         })
     });
@@ -1769,6 +1853,7 @@ fn a_delivery_no_rule_meets_is_marked_and_the_editor_tests_the_rules_against_it(
     assert!(
         !harness
             .state()
+            .shared
             .engine
             .controls
             .endpoint_forwarding("/hooks/ocr")
@@ -1787,10 +1872,17 @@ fn a_delivery_no_rule_meets_is_marked_and_the_editor_tests_the_rules_against_it(
         r#"{"type":"job.failed"}"#,
         false,
     );
-    wait_until(&mut harness, "four rows", |h| h.state().list.total == 4);
-    harness.state_mut().select(3);
+    wait_until(&mut harness, "four rows", |h| {
+        h.state().list.cache.total == 4
+    });
+    harness.state_mut().shared.select(3);
     wait_until(&mut harness, "the detail of #3", |h| {
-        h.state().detail.as_ref().is_some_and(|d| d.id == 3)
+        h.state()
+            .shared
+            .selection
+            .loaded
+            .as_ref()
+            .is_some_and(|d| d.id == 3)
     });
     // Forwards are sent after the answer: give one time to land, then count them in the store.
     std::thread::sleep(Duration::from_millis(500));
@@ -1799,14 +1891,14 @@ fn a_delivery_no_rule_meets_is_marked_and_the_editor_tests_the_rules_against_it(
         .expect("count");
     assert_eq!(forwards, 1, "only #1's: nothing forwarded while off");
     assert!(
-        harness.state().attempts_of(3).is_empty(),
+        harness.state().shared.selection.attempts_of(3).is_empty(),
         "not forwarded while off"
     );
     // Every mark is committed before its delivery's answer: count again now.
-    harness.state_mut().stored.stale = true;
-    harness.state_mut().stored.total = None;
+    harness.state_mut().status.stored.stale = true;
+    harness.state_mut().status.stored.total = None;
     wait_until(&mut harness, "the count read again", |h| {
-        h.state().stored.total == Some(4)
+        h.state().status.stored.total == Some(4)
     });
     assert!(
         harness
@@ -1845,7 +1937,7 @@ fn a_failing_schema_check_is_badged_and_listed_and_a_contract_edit_rechecks_the_
     wait_until(&mut harness, "the schema badge", |h| {
         h.query_by_label("schema fail").is_some()
     });
-    harness.state_mut().select(1);
+    harness.state_mut().shared.select(1);
     wait_until(&mut harness, "the violations", |h| {
         h.query_by_label("Schema violations (1)").is_some()
     });
@@ -1866,7 +1958,9 @@ fn a_failing_schema_check_is_badged_and_listed_and_a_contract_edit_rechecks_the_
     std::fs::write(dir.path().join("acme-openapi.yaml"), edited).expect("edit");
     wait_until(&mut harness, "the re-checked delivery", |h| {
         h.state()
-            .detail
+            .shared
+            .selection
+            .loaded
             .as_ref()
             .and_then(|d| d.checks.schema.as_ref())
             .is_some_and(|s| s.status == hookscope::domain::contract::SchemaStatus::Pass)
@@ -1879,7 +1973,7 @@ fn a_failing_schema_check_is_badged_and_listed_and_a_contract_edit_rechecks_the_
     harness.run_steps(3);
     harness.get_by_label("Send an example").click();
     wait_until(&mut harness, "the example delivery", |h| {
-        h.state().list.total == 2
+        h.state().list.cache.total == 2
     });
     wait_until(&mut harness, "both passing", |h| {
         h.query_all_by_label("schema pass").count() == 2
@@ -1887,7 +1981,7 @@ fn a_failing_schema_check_is_badged_and_listed_and_a_contract_edit_rechecks_the_
     // A second example is a new event, not a duplicate of the first.
     harness.get_by_label("Send an example").click();
     wait_until(&mut harness, "the second example", |h| {
-        h.state().list.total == 3
+        h.state().list.cache.total == 3
     });
     wait_until(&mut harness, "three passing", |h| {
         h.query_all_by_label("schema pass").count() == 3
@@ -1896,7 +1990,7 @@ fn a_failing_schema_check_is_badged_and_listed_and_a_contract_edit_rechecks_the_
     // Exported from the window, the fixture carries its schema, bundled from the contract the
     // config names relatively, with the test snippets that check it.
     harness.state_mut().endpoints.open = false;
-    harness.state_mut().select(1);
+    harness.state_mut().shared.select(1);
     harness.state_mut().export.open = true;
     harness.run_steps(3);
     let out = tempfile::tempdir().expect("out");
@@ -1942,11 +2036,13 @@ fn the_empty_state_sends_a_contracts_example_that_passes_its_schema() {
     harness
         .get_by_label("Send an example to /hooks/acme")
         .click();
-    wait_until(&mut harness, "the example", |h| h.state().list.total == 1);
+    wait_until(&mut harness, "the example", |h| {
+        h.state().list.cache.total == 1
+    });
     wait_until(&mut harness, "its schema check", |h| {
         h.query_by_label("schema pass").is_some()
     });
-    let row = &harness.state().list.rows[0];
+    let row = &harness.state().list.cache.rows[0];
     assert_eq!(row.event_type.as_deref(), Some("job.completed"));
 }
 
@@ -2005,6 +2101,7 @@ fn bench_gui_while_catching_up() {
     let mut frames = Vec::new();
     while harness
         .state()
+        .shared
         .engine
         .latest_id
         .load(std::sync::atomic::Ordering::SeqCst)

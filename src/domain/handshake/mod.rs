@@ -12,11 +12,11 @@
 //! [`Challenge`]: the handshake as the provider sends it, and [`Challenge::judge`] for the
 //! developer's handler's answer.
 //!
-//! Each provider is one [`Rules`](rules::Rules) value in a file of its own (`slack.rs`, …):
+//! Each provider is a file of its own (`slack.rs`, …) holding one `Rules` value (`rules.rs`):
 //! its names, how its handshake is recognised, answered and sent, and what a right answer to it
-//! holds. [`Provider::ALL`] lists them in the order requests are recognised; `decide.rs` holds
-//! what every provider's answer shares (the signature, a value to answer with, the sentences),
-//! `challenge.rs` and `judge.rs` the simulator's side.
+//! holds. [`Provider::ALL`] lists the providers in the order requests are recognised;
+//! `decide.rs` holds what every provider's answer shares (the signature, a value to answer
+//! with, the sentences), `challenge.rs` and `judge.rs` the simulator's side.
 
 mod challenge;
 mod decide;

@@ -282,6 +282,43 @@ pub enum Event {
     Notice(String),
     /// Something went wrong; the sentence says what.
     Error(String),
+    /// A use case refused the request: the window says `refused` in its own terms, after
+    /// `context` (empty, or what was being done); [`app::Refused::field`] names the input.
+    Refused {
+        /// What was being done, as the start of the sentence (may be empty).
+        context: &'static str,
+        /// The refusal.
+        refused: app::Refused,
+    },
+}
+
+/// Why something ended without a result: a sentence, or a refusal the window words.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Failure {
+    /// The sentence says what went wrong.
+    Said(String),
+    /// A use case refused the request.
+    Refused(app::Refused),
+}
+
+impl From<AppError> for Failure {
+    fn from(e: AppError) -> Self {
+        match e {
+            AppError::Refused(refused) => Failure::Refused(refused),
+            other => Failure::Said(other.to_string()),
+        }
+    }
+}
+
+impl Event {
+    /// The event for a use case's error: a refusal for the window to word, else its sentence
+    /// after `context`.
+    fn failed(context: &'static str, e: AppError) -> Event {
+        match e {
+            AppError::Refused(refused) => Event::Refused { context, refused },
+            other => Event::Error(format!("{context}{other}")),
+        }
+    }
 }
 
 /// What the Simulate view shows of a run.
@@ -309,7 +346,7 @@ pub struct ReplayView {
     /// The summary, once it ended.
     pub summary: Option<app::replay::Summary>,
     /// Why it ended without a summary (nothing could be sent).
-    pub failed: Option<String>,
+    pub failed: Option<Failure>,
 }
 
 /// The window's side of the engine.
@@ -535,7 +572,7 @@ impl Engine {
     fn emit_result<T>(&self, result: Result<T, AppError>, event: impl FnOnce(T) -> Event) {
         match result {
             Ok(value) => self.emit(event(value)),
-            Err(e) => self.emit(Event::Error(e.to_string())),
+            Err(e) => self.emit(Event::failed("", e)),
         }
     }
 
@@ -579,7 +616,7 @@ impl Engine {
             Command::Export(request) => {
                 match app::export::export(self.session.config(), &self.reader, &request) {
                     Ok(exported) => self.emit(Event::Notice(exported.summary())),
-                    Err(e) => self.emit(Event::Error(format!("export failed: {e}"))),
+                    Err(e) => self.emit(Event::failed("export failed: ", e)),
                 }
             }
             Command::ImportHar { path } => self.import_har(path),
@@ -686,7 +723,7 @@ impl Engine {
         let watched = Arc::clone(&progress);
         let spawned = app::background::spawn("hookscope-replay", move |mut stop| async move {
             let progress = watched;
-            let view = |summary: Option<app::replay::Summary>, failed: Option<String>| {
+            let view = |summary: Option<app::replay::Summary>, failed: Option<Failure>| {
                 Event::Replay(Box::new(ReplayView {
                     url: crate::domain::delivery::masked_url(&request.url),
                     snapshot: progress.snapshot(),
@@ -730,7 +767,7 @@ impl Engine {
                     send(view(Some(summary), None));
                     send(Event::Notice(notice));
                 }
-                Err(e) => send(view(None, Some(e.to_string()))),
+                Err(e) => send(view(None, Some(e.into()))),
             }
         });
         match spawned {
@@ -813,11 +850,10 @@ impl Engine {
     }
 
     fn confirm(&mut self, id: i64, any_host: bool) {
-        let confirmation =
-            match app::confirm::prepare(&self.reader, id, any_host, app::Front::Window) {
-                Ok(confirmation) => confirmation,
-                Err(e) => return self.emit(Event::Error(e.to_string())),
-            };
+        let confirmation = match app::confirm::prepare(&self.reader, id, any_host) {
+            Ok(confirmation) => confirmation,
+            Err(e) => return self.emit(Event::failed("", e)),
+        };
         let writer = self.session.writer();
         let path = self.session.store().path().to_path_buf();
         self.spawn_outbound(move || async move {
@@ -839,7 +875,7 @@ impl Engine {
     fn resend(&mut self, request: ResendRequest) {
         let prepared = match app::resend::prepare(self.session.config(), &self.reader, &request) {
             Ok(prepared) => prepared,
-            Err(e) => return self.emit(Event::Error(e.to_string())),
+            Err(e) => return self.emit(Event::failed("", e)),
         };
         let writer = self.session.writer();
         let path = self.session.store().path().to_path_buf();
@@ -882,7 +918,7 @@ impl Engine {
         }
         let prepared = match app::simulate::prepare(self.session.config(), &request) {
             Ok(p) => p,
-            Err(e) => return self.emit(Event::Error(e.to_string())),
+            Err(e) => return self.emit(Event::failed("", e)),
         };
         let writer = self.session.writer();
         let send = self.sender();
@@ -890,7 +926,7 @@ impl Engine {
             app::background::spawn_on_workers("hookscope-simulate", 2, move |stop| async move {
                 let running = match app::simulate::start(prepared, writer).await {
                     Ok(r) => r,
-                    Err(e) => return send(Event::Error(e.to_string())),
+                    Err(e) => return send(Event::failed("", e)),
                 };
                 let api = format!("http://{}", running.api_addr);
                 let view =
@@ -940,7 +976,6 @@ impl Engine {
             job,
             endpoint: None,
             which: app::reconcile::Which::on_demand(),
-            front: app::Front::Window,
         };
         self.spawn_outbound(move || async move {
             let outcome =
@@ -956,7 +991,7 @@ impl Engine {
                     out.push(Event::Reconciled);
                     out
                 }
-                Err(e) => vec![Event::Error(e.to_string())],
+                Err(e) => vec![Event::failed("", e)],
             }
         });
     }

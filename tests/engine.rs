@@ -2,6 +2,11 @@
 //! receiver on loopback, a real SQLite file and a real handler. And the same resend through the
 //! CLI and through the engine, with the same outcome.
 
+/// The command line's words for a refusal (the binary's own file), so that the engine's
+/// refusals and the CLI's can be compared.
+#[allow(dead_code)]
+#[path = "../src/cli/refused.rs"]
+mod cli_refused;
 mod common;
 
 use std::net::{SocketAddr, TcpStream};
@@ -78,13 +83,18 @@ fn notice(engine: &EngineHandle, what: &str) -> String {
     wait_for(engine, what, |e| match e {
         Event::Notice(text) => Some(text),
         Event::Error(text) => panic!("{what}: error instead: {text}"),
+        Event::Refused { refused, .. } => panic!("{what}: refused instead: {refused}"),
         _ => None,
     })
 }
 
+/// The next error's sentence; a refusal said as the command line says it.
 fn error(engine: &EngineHandle, what: &str) -> String {
     wait_for(engine, what, |e| match e {
         Event::Error(text) => Some(text),
+        Event::Refused { context, refused } => {
+            Some(format!("{context}{}", cli_refused::say(&refused)))
+        }
         _ => None,
     })
 }

@@ -50,12 +50,7 @@ pub fn is_providers_own(provider: Provider, url: &str) -> bool {
 /// URL to confirm, or when the URL is not on the provider's own hosts and `any_host` is not set
 /// (a forged SubscriptionConfirmation could name any URL; a test double such as LocalStack is
 /// confirmed with `any_host`).
-pub fn prepare(
-    reader: &Reader,
-    id: i64,
-    any_host: bool,
-    front: crate::app::Front,
-) -> Result<Confirmation, AppError> {
+pub fn prepare(reader: &Reader, id: i64, any_host: bool) -> Result<Confirmation, AppError> {
     let stored = reader
         .get(id)?
         .ok_or_else(|| AppError::Usage(format!("no delivery #{id} in the store")))?;
@@ -74,18 +69,12 @@ pub fn prepare(
     crate::net::client::check_url(&url)
         .map_err(|e| AppError::Usage(format!("delivery #{id}'s confirmation URL: {e}")))?;
     if !any_host && !is_providers_own(handshake.provider, &url) {
-        let whose = match handshake.provider {
-            Provider::Sns => "AWS SNS's (https://sns.REGION.amazonaws.com)",
-            _ => "Azure Event Grid's (https://….eventgrid.azure.net)",
-        };
-        return Err(AppError::Usage(front.says(
-            format!(
-                "delivery #{id}'s confirmation URL {url} is not on {whose}: anyone can post a SubscriptionConfirmation; if you trust it (LocalStack, a test double), pass --any-host"
-            ),
-            format!(
-                "the confirmation URL is not on {whose}: anyone can post a SubscriptionConfirmation; if you trust it (LocalStack, a test double), tick Confirm a host that is not the provider's"
-            ),
-        )));
+        return Err(crate::app::Refused::NotProvidersHost {
+            delivery: id,
+            url,
+            provider: handshake.provider,
+        }
+        .into());
     }
     Ok(Confirmation {
         delivery_id: id,

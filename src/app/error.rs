@@ -13,6 +13,10 @@ pub enum AppError {
     /// The sentence says what to change.
     #[error("{0}")]
     Usage(String),
+    /// The request itself is wrong, as a typed refusal: each front end says it in its own
+    /// terms (the `Display` names neither a flag nor a field). A usage error too.
+    #[error("{0}")]
+    Refused(crate::app::Refused),
     /// The filter text does not parse; the sentence says which term and what it takes. A usage
     /// error too: the CLI names the flag it came from, the window shows it beside the filter.
     #[error(transparent)]
@@ -31,7 +35,16 @@ pub enum AppError {
 impl AppError {
     /// Whether the request was wrong (exit status 2) rather than the machine (1).
     pub fn is_usage(&self) -> bool {
-        matches!(self, AppError::Usage(_) | AppError::Filter(_))
+        matches!(
+            self,
+            AppError::Usage(_) | AppError::Refused(_) | AppError::Filter(_)
+        )
+    }
+}
+
+impl From<crate::app::Refused> for AppError {
+    fn from(refused: crate::app::Refused) -> Self {
+        AppError::Refused(refused)
     }
 }
 

@@ -28,8 +28,6 @@ pub struct ExportRequest {
     pub snippets: bool,
     /// The file, or for fixtures a directory (ending in `/`).
     pub out: PathBuf,
-    /// Who asks, for the words of a refusal.
-    pub front: crate::app::Front,
 }
 
 /// What an export wrote.
@@ -64,10 +62,7 @@ pub fn export(
     request: &ExportRequest,
 ) -> Result<Exported, AppError> {
     if !request.redact.is_empty() && !request.resign_with_test_secret {
-        return Err(AppError::Usage(request.front.says(
-            "--redact changes the body, so the captured signature would no longer verify: add --resign-with-test-secret",
-            "redacting changes the body, so the captured signature would no longer verify: tick re-sign with a generated test secret (a fixture)",
-        )));
+        return Err(crate::app::Refused::RedactWithoutResign.into());
     }
     let scheme = request
         .scheme
@@ -93,10 +88,9 @@ pub fn export(
         &request.out,
     )
     .map_err(|e| match e {
-        crate::export::ExportError::NoScheme(id) => AppError::Usage(request.front.says(
-            format!("delivery #{id} has no scheme to re-sign with: pass one (--scheme)"),
-            format!("delivery #{id} has no scheme to re-sign with: give its endpoint a scheme in Endpoints & secrets, or export it as captured"),
-        )),
+        crate::export::ExportError::NoScheme(delivery) => {
+            AppError::Refused(crate::app::Refused::NoSchemeToExport { delivery })
+        }
         other => other.into(),
     })?;
     Ok(Exported {
@@ -163,39 +157,4 @@ pub fn import_har(
         .unwrap_or_default();
     let records = crate::export::import_records(requests, &name, &settings);
     Ok(writer.insert_many_blocking(records)?)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_redaction_without_re_signing_is_refused_in_each_front_ends_terms() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let reader = Reader::open(&dir.path().join("s.sqlite")).expect("reader");
-        let mut request = ExportRequest {
-            ids: vec![1],
-            filter: None,
-            format: Format::Har,
-            resign_with_test_secret: false,
-            scheme: None,
-            redact: vec!["/data/email".into()],
-            snippets: false,
-            out: dir.path().join("out.har"),
-            front: crate::app::Front::Cli,
-        };
-        let cli = export(&ConfigFile::default(), &reader, &request)
-            .expect_err("refused")
-            .to_string();
-        assert!(cli.contains("--resign-with-test-secret"), "{cli}");
-        request.front = crate::app::Front::Window;
-        let window = export(&ConfigFile::default(), &reader, &request)
-            .expect_err("refused")
-            .to_string();
-        assert!(!window.contains("--"), "{window}");
-        assert!(
-            window.contains("tick re-sign with a generated test secret"),
-            "{window}"
-        );
-    }
 }

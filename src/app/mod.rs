@@ -21,6 +21,7 @@
 //! | the window's "Send a test delivery" | [`test_delivery`] |
 //! | the JSON and human shapes of a delivery | [`report`] |
 //! | the relay: serve it, its channels, the laptop's relay key | [`relay`] |
+//! | what a use case refuses, typed, for each front end to say in its own terms | [`refused`] |
 
 pub mod background;
 pub mod capture;
@@ -35,6 +36,7 @@ pub mod list;
 pub mod paths;
 pub mod probe;
 pub mod reconcile;
+pub mod refused;
 pub mod relay;
 pub mod replay;
 pub mod report;
@@ -44,36 +46,7 @@ pub mod test_delivery;
 pub mod verify;
 
 pub use error::AppError;
-
-/// Which front end asks: a message names an input the way that front end shows it, a flag on
-/// the command line (`give --secret: …`), a field in the window (`enter the secret …`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Front {
-    /// The command line (and scripts).
-    #[default]
-    Cli,
-    /// The window.
-    Window,
-}
-
-impl Front {
-    /// The sentence for this front end: `cli` in its flags' terms, `window` in its fields'.
-    pub fn says(self, cli: impl Into<String>, window: impl Into<String>) -> String {
-        match self {
-            Front::Cli => cli.into(),
-            Front::Window => window.into(),
-        }
-    }
-}
-
-/// What a refused certificate's sentence suggests, in the front end's terms: the flag on the
-/// command line, the checkbox in the window.
-pub fn insecure_hint(front: Front) -> &'static str {
-    match front {
-        Front::Cli => "; for a development certificate, pass --insecure",
-        Front::Window => "; for a development certificate, tick accept self-signed certificates",
-    }
-}
+pub use refused::{Field, Refused};
 
 /// A small single-threaded runtime for one outbound call from synchronous code (the CLI, the
 /// engine's sender threads).

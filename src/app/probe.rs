@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::app::{AppError, scheme_named};
 use crate::config::ConfigFile;
 use crate::domain::scheme::{Scheme, Secret};
-use crate::net::client::{self, Client, Tls};
+use crate::net::client::{self, Tls};
 use crate::net::probe::{self, ProbeReport};
 
 /// What to probe and how.
@@ -26,8 +26,9 @@ pub struct ProbeRequest {
     pub insecure: bool,
     /// Meta's Verify token, for the handshake case of the `meta` scheme.
     pub verify_token: Option<String>,
-    /// Who asks, for the words of a refusal.
-    pub front: crate::app::Front,
+    /// What a refused certificate's sentence suggests, in the words of the front end that asks
+    /// (the client's own when it names none).
+    pub self_signed_hint: Option<&'static str>,
 }
 
 impl ProbeRequest {
@@ -41,7 +42,7 @@ impl ProbeRequest {
             timeout: client::DEFAULT_TIMEOUT,
             insecure: false,
             verify_token: None,
-            front: crate::app::Front::Cli,
+            self_signed_hint: None,
         }
     }
 }
@@ -67,11 +68,11 @@ pub fn prepare(file: &ConfigFile, request: ProbeRequest) -> Result<PreparedProbe
 
 /// Runs every case against the handler.
 pub async fn run(prepared: &PreparedProbe) -> Result<ProbeReport, AppError> {
-    let client = Client::with_tls(
+    let client = crate::app::resend::client_for(
         prepared.request.timeout,
         Tls::insecure_if(prepared.request.insecure),
-    )?
-    .with_insecure_hint(crate::app::insecure_hint(prepared.request.front));
+        prepared.request.self_signed_hint,
+    )?;
     Ok(probe::probe(
         &client,
         &prepared.request.url,

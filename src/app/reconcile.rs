@@ -74,8 +74,6 @@ pub struct ReconcileRequest {
     pub endpoint: Option<String>,
     /// Which jobs, when no job is named.
     pub which: Which,
-    /// Who asks, for the words of a refusal.
-    pub front: crate::app::Front,
 }
 
 /// Which jobs a pass asks about when no job is named.
@@ -193,10 +191,7 @@ pub fn targets(
     };
     if let Some(job) = &request.job {
         let Some((endpoint, api)) = api_of(job)? else {
-            return Err(AppError::Usage(request.front.says(
-                format!("job {job} belongs to no endpoint with a job API: name one with --endpoint"),
-                format!("job {job} belongs to no endpoint with a job API: give its endpoint [endpoint.reconcile] with job_url in config.toml"),
-            )));
+            return Err(crate::app::Refused::JobWithoutApi { job: job.clone() }.into());
         };
         let target = Target {
             job_id: job.clone(),

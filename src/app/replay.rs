@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::app::AppError;
 use crate::app::resend::{self, ResendRequest};
+use crate::app::{AppError, Refused};
 use crate::config::{ConfigFile, Overrides, Settings};
 use crate::domain::attempt::{AttemptKind, percentile};
 use crate::domain::clock::now_ms;
@@ -72,8 +72,9 @@ pub struct ReplayRequest {
     pub timeout: Duration,
     /// Accept any TLS certificate.
     pub insecure: bool,
-    /// Who asks, for the words of a refusal.
-    pub front: crate::app::Front,
+    /// What a refused certificate's sentence suggests, in the words of the front end that asks
+    /// (the client's own when it names none).
+    pub self_signed_hint: Option<&'static str>,
 }
 
 /// The default bound on requests in flight.
@@ -92,7 +93,7 @@ impl ReplayRequest {
             body: None,
             timeout: self.timeout,
             insecure: self.insecure,
-            front: self.front,
+            self_signed_hint: self.self_signed_hint,
         }
     }
 
@@ -108,7 +109,7 @@ impl ReplayRequest {
             concurrency: DEFAULT_CONCURRENCY,
             timeout: crate::net::client::DEFAULT_TIMEOUT,
             insecure: false,
-            front: crate::app::Front::Cli,
+            self_signed_hint: None,
         }
     }
 
@@ -395,7 +396,7 @@ impl Snapshot {
 }
 
 /// One delivery's attempt in a replay.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
     /// The delivery.
     pub delivery_id: i64,
@@ -409,6 +410,9 @@ pub struct Outcome {
     pub status: Option<u16>,
     /// Why there is no status (refused, timed out, could not be built).
     pub error: Option<String>,
+    /// Why it was not sent, when the request was refused (no secret or scheme to re-sign it
+    /// with): `error` says it plainly until a front end words it ([`Summary::word`]).
+    pub refused: Option<Refused>,
     /// Milliseconds until the answer or the error.
     pub latency_ms: u64,
     /// When it was sent, Unix milliseconds.
@@ -447,6 +451,15 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// Says each refused delivery's refusal in a front end's words (`say`), for its reports.
+    pub fn word(&mut self, say: impl Fn(&Refused) -> String) {
+        for outcome in &mut self.outcomes {
+            if let Some(refused) = &outcome.refused {
+                outcome.error = Some(say(refused));
+            }
+        }
+    }
+
     /// Attempts by result: `"200"`, `"500"`, `"no answer"`.
     pub fn by_status(&self) -> BTreeMap<String, usize> {
         let mut counts = BTreeMap::new();
@@ -648,7 +661,7 @@ pub async fn run(
     let client = resend::client_for(
         request.timeout,
         Tls::insecure_if(request.insecure),
-        request.front,
+        request.self_signed_hint,
     )?;
     let limit = Arc::new(tokio::sync::Semaphore::new(request.concurrency));
     let outcomes = Arc::new(Lock::new(Vec::with_capacity(ids.len())));
@@ -690,7 +703,7 @@ pub async fn run(
             // This delivery cannot be sent (no secret or scheme to re-sign it with): counted
             // as not sent; when none could be, the run is refused below.
             Err(e) => {
-                finish(&progress, &outcomes, unsent(id, event_type, &e.to_string()));
+                finish(&progress, &outcomes, refused(id, event_type, e));
                 continue;
             }
         };
@@ -771,6 +784,7 @@ async fn send_one(
         sent: true,
         status: attempt.status,
         error: attempt.error.clone(),
+        refused: None,
         latency_ms: attempt.latency_ms,
         sent_at_ms: attempt.sent_at_ms,
     };
@@ -799,11 +813,15 @@ fn stop_if_nobody_answers(progress: &Progress, outcome: &Outcome, url: &str) {
 /// Nothing could be sent, each for the same reason (no secret, no scheme): the run is refused
 /// with that one reason.
 fn refused_whole(outcomes: &[Outcome]) -> Option<AppError> {
-    let first = outcomes.first()?.error.clone()?;
+    let first = outcomes.first()?;
+    let error = first.error.clone()?;
     let all_alike = outcomes
         .iter()
-        .all(|o| !o.sent && o.error.as_deref() == Some(first.as_str()));
-    all_alike.then_some(AppError::Usage(first))
+        .all(|o| !o.sent && o.error == first.error && o.refused == first.refused);
+    all_alike.then(|| match &first.refused {
+        Some(refused) => AppError::Refused(refused.clone()),
+        None => AppError::Usage(error),
+    })
 }
 
 /// Sleeps until `due`, waking every 50 ms to see whether the replay was stopped; `false` when
@@ -829,9 +847,19 @@ fn unsent(id: i64, event_type: Option<String>, why: &str) -> Outcome {
         sent: false,
         status: None,
         error: Some(why.to_string()),
+        refused: None,
         latency_ms: 0,
         sent_at_ms: now_ms(),
     }
+}
+
+/// A delivery not sent because its request could not be built (`why`): typed when refused.
+fn refused(id: i64, event_type: Option<String>, why: AppError) -> Outcome {
+    let mut outcome = unsent(id, event_type, &why.to_string());
+    if let AppError::Refused(refused) = why {
+        outcome.refused = Some(refused);
+    }
+    outcome
 }
 
 fn finish(progress: &Progress, outcomes: &Lock<Vec<Outcome>>, outcome: Outcome) {
@@ -888,6 +916,7 @@ mod tests {
             sent: true,
             status,
             error: status.is_none().then(|| "connection refused".to_string()),
+            refused: None,
             latency_ms,
             sent_at_ms: 0,
         }

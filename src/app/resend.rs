@@ -7,8 +7,8 @@
 
 use std::time::Duration;
 
-use crate::app::{AppError, scheme_named};
-use crate::config::{ConfigFile, Settings, preset_names};
+use crate::app::{AppError, Refused, scheme_named};
+use crate::config::{ConfigFile, Settings};
 use crate::domain::attempt::{Attempt, AttemptKind};
 use crate::domain::clock::now_secs;
 use crate::domain::scheme::{Scheme, Secret};
@@ -36,8 +36,9 @@ pub struct ResendRequest {
     pub timeout: Duration,
     /// Accept any TLS certificate (`--insecure`): a self-signed development certificate.
     pub insecure: bool,
-    /// Who asks, for the words of a refusal.
-    pub front: crate::app::Front,
+    /// What a refused certificate's sentence suggests, in the words of the front end that asks
+    /// (the client's own when it names none).
+    pub self_signed_hint: Option<&'static str>,
 }
 
 impl ResendRequest {
@@ -53,7 +54,7 @@ impl ResendRequest {
             body: None,
             timeout: client::DEFAULT_TIMEOUT,
             insecure: false,
-            front: crate::app::Front::Cli,
+            self_signed_hint: None,
         }
     }
 }
@@ -93,7 +94,7 @@ pub struct PreparedResend {
     pub resigned: bool,
     timeout: Duration,
     tls: Tls,
-    front: crate::app::Front,
+    self_signed_hint: Option<&'static str>,
 }
 
 /// Looks the delivery up, resolves the scheme and secrets (with the defaults above) and builds
@@ -144,7 +145,7 @@ pub fn build(
         resigned: request.resign,
         timeout: request.timeout,
         tls: Tls::insecure_if(request.insecure),
-        front: request.front,
+        self_signed_hint: request.self_signed_hint,
     })
 }
 
@@ -157,8 +158,10 @@ fn resign_with(
     let defaults = resign_defaults(settings, stored);
     let scheme_name = request.scheme.clone().or(defaults.scheme);
     let scheme = match scheme_name.as_deref() {
-        Some(name) => scheme_named(file, name).map_err(|_| no_scheme(request.front, Some(name)))?,
-        None => return Err(no_scheme(request.front, None)),
+        Some(name) => scheme_named(file, name).map_err(|_| Refused::NoResignScheme {
+            has: Some(name.to_string()),
+        })?,
+        None => return Err(Refused::NoResignScheme { has: None }.into()),
     };
     let secrets: Vec<Secret> = if request.secrets.is_empty() {
         defaults.secrets
@@ -167,44 +170,35 @@ fn resign_with(
     };
     if secrets.is_empty() {
         let endpoint = &settings.endpoint_for(&stored.delivery.path).path;
-        return Err(AppError::Usage(request.front.says(
-            format!("--resign needs a secret: endpoint {endpoint} has none; pass --secret"),
-            format!("re-signing needs a secret: endpoint {endpoint} has none; enter one in the Secret field"),
-        )));
+        return Err(Refused::NoResignSecret {
+            endpoint: endpoint.clone(),
+        }
+        .into());
     }
     Ok((scheme, secrets))
-}
-
-fn no_scheme(front: crate::app::Front, name: Option<&str>) -> AppError {
-    let name = name.unwrap_or("none");
-    AppError::Usage(front.says(
-        format!(
-            "--resign needs a scheme: the delivery has {name}; pass --scheme ({})",
-            preset_names()
-        ),
-        format!(
-            "re-signing needs a scheme: the delivery has {name}; choose one in the Scheme list"
-        ),
-    ))
 }
 
 /// Sends a prepared resend and records the attempt; returns it with its stored id. A handler
 /// that does not answer is an attempt with an error, not an `Err`.
 pub async fn send(prepared: &PreparedResend, writer: &StoreWriter) -> Result<Attempt, AppError> {
-    let client = client_for(prepared.timeout, prepared.tls, prepared.front)?;
+    let client = client_for(prepared.timeout, prepared.tls, prepared.self_signed_hint)?;
     let mut attempt = send_unrecorded(&client, prepared, AttemptKind::Resend).await?;
     attempt.id = writer.attempt(attempt.clone()).await?;
     Ok(attempt)
 }
 
 /// The client resends go through: its timeout, its certificate check, and the certificate hint
-/// in the front end's words.
+/// in the words of the front end that asks (the client's own without them).
 pub fn client_for(
     timeout: Duration,
     tls: Tls,
-    front: crate::app::Front,
+    self_signed_hint: Option<&'static str>,
 ) -> Result<Client, AppError> {
-    Ok(Client::with_tls(timeout, tls)?.with_insecure_hint(crate::app::insecure_hint(front)))
+    let client = Client::with_tls(timeout, tls)?;
+    Ok(match self_signed_hint {
+        Some(hint) => client.with_insecure_hint(hint),
+        None => client,
+    })
 }
 
 /// Sends a prepared resend through `client` as an attempt of `kind`, without recording it (the

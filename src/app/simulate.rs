@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::app::{AppError, scheme_named};
+use crate::app::{AppError, Field, Refused, scheme_named};
 use crate::config::ConfigFile;
 use crate::domain::attempt::{Attempt, AttemptKind};
 use crate::domain::checks::{Checks, SignatureStatus, TimestampStatus};
@@ -137,8 +137,9 @@ pub struct SimulateRequest {
     pub verify_token: Option<String>,
     /// A contract whose examples the event bodies are built on (`--contract`).
     pub contract: Option<std::path::PathBuf>,
-    /// Who asks, for the words of a refusal.
-    pub front: crate::app::Front,
+    /// What a refused certificate's sentence suggests, in the words of the front end that asks
+    /// (the client's own when it names none).
+    pub self_signed_hint: Option<&'static str>,
 }
 
 /// Chaos knobs from the command line.
@@ -171,7 +172,7 @@ pub struct Prepared {
     insecure: bool,
     handshake: Option<Provider>,
     verify_token: Option<String>,
-    front: crate::app::Front,
+    self_signed_hint: Option<&'static str>,
     settings: Settings,
 }
 
@@ -182,13 +183,11 @@ impl Prepared {
     }
 }
 
-fn rate(name: &str, value: f64) -> Result<f64, AppError> {
+fn rate(field: Field, value: f64) -> Result<f64, AppError> {
     if (0.0..=1.0).contains(&value) {
         Ok(value)
     } else {
-        Err(AppError::Usage(format!(
-            "{name} {value} is not a probability between 0 and 1"
-        )))
+        Err(Refused::NotAProbability { field, value }.into())
     }
 }
 
@@ -233,34 +232,36 @@ pub fn prepare(file: &ConfigFile, request: &SimulateRequest) -> Result<Prepared,
     let (scheme, secrets) = signing_of(file, request, &scenario)?;
     let stale_secs = scheme.beyond_tolerance_secs();
     let chaos = chaos_of(request, &scenario)?;
-    let front = request.front;
     let time_scale = request
         .time_scale
         .or(scenario.delivery.time_scale)
         .unwrap_or(1.0);
     if !(time_scale.is_finite() && time_scale > 0.0) {
-        return Err(AppError::Usage(front.says(
-            format!("--time-scale {time_scale} must be above 0"),
-            format!("the Time scale ({time_scale}) must be above 0"),
-        )));
+        return Err(Refused::NotAboveZero {
+            field: Field::TimeScale,
+            value: time_scale,
+        }
+        .into());
     }
     let jobs = request.jobs.or(scenario.delivery.jobs).unwrap_or(0);
     if let Some(target) = &request.target {
-        crate::net::client::check_url(target).map_err(|e| {
-            AppError::Usage(front.says(format!("--target {e}"), format!("the Target {e}")))
+        crate::net::client::check_url(target).map_err(|e| Refused::Invalid {
+            field: Field::Target,
+            why: e.to_string(),
         })?;
     } else if jobs > 0 {
-        return Err(AppError::Usage(front.says(
-            "--jobs needs --target: the handler the webhooks go to",
-            "enter a Target: the handler the webhooks go to",
-        )));
+        return Err(Refused::Missing {
+            field: Field::Target,
+            by: Field::Jobs,
+        }
+        .into());
     }
     let handshake = handshake_of(request)?;
     let api = &scenario.api;
     Ok(Prepared {
         handshake,
         verify_token: request.verify_token.clone(),
-        front,
+        self_signed_hint: request.self_signed_hint,
         target: request.target.clone(),
         jobs,
         scheme,
@@ -298,7 +299,6 @@ pub fn prepare(file: &ConfigFile, request: &SimulateRequest) -> Result<Prepared,
 
 /// The provider whose handshake goes first, if one is asked for (it needs a target to answer it).
 fn handshake_of(request: &SimulateRequest) -> Result<Option<Provider>, AppError> {
-    let front = request.front;
     let Some(name) = request
         .handshake
         .as_deref()
@@ -306,23 +306,17 @@ fn handshake_of(request: &SimulateRequest) -> Result<Option<Provider>, AppError>
     else {
         return Ok(None);
     };
-    let provider = Provider::from_name(&name.trim().to_ascii_lowercase()).ok_or_else(|| {
-        AppError::Usage(front.says(
-            format!(
-                "--handshake {name} is not a provider: {}",
-                Provider::names()
-            ),
-            format!(
-                "the Handshake {name} is not a provider: {}",
-                Provider::names()
-            ),
-        ))
-    })?;
+    let provider =
+        Provider::from_name(&name.trim().to_ascii_lowercase()).ok_or_else(|| Refused::Invalid {
+            field: Field::Handshake,
+            why: format!("{name} is not a provider: {}", Provider::names()),
+        })?;
     if request.target.is_none() {
-        return Err(AppError::Usage(front.says(
-            "--handshake needs --target: the handler that answers it",
-            "enter a Target: the handler that answers the handshake",
-        )));
+        return Err(Refused::Missing {
+            field: Field::Target,
+            by: Field::Handshake,
+        }
+        .into());
     }
     if provider == Provider::Meta
         && request
@@ -330,10 +324,11 @@ fn handshake_of(request: &SimulateRequest) -> Result<Option<Provider>, AppError>
             .as_deref()
             .is_none_or(|t| t.trim().is_empty())
     {
-        return Err(AppError::Usage(front.says(
-            "--handshake meta needs --verify-token: the Verify token your handler checks (not the app secret)",
-            "enter the Verify token your handler checks (not the app secret) for Meta's handshake",
-        )));
+        return Err(Refused::Missing {
+            field: Field::VerifyToken,
+            by: Field::Handshake,
+        }
+        .into());
     }
     Ok(Some(provider))
 }
@@ -401,17 +396,16 @@ fn signing_of(
     } else {
         request.secrets.iter().map(Secret::new).collect()
     };
-    let front = request.front;
     if secrets.is_empty() {
-        let label = &scheme.label;
-        return Err(AppError::Usage(front.says(
-            format!("give --secret: the secret your handler verifies {label} signatures with (two during a rotation)"),
-            format!("enter the secret your handler verifies {label} signatures with in the Secret field"),
-        )));
+        return Err(Refused::NoSecret {
+            scheme: scheme.label.clone(),
+        }
+        .into());
     }
     for secret in &secrets {
-        scheme.key(secret).map_err(|e| {
-            AppError::Usage(front.says(format!("--secret: {e}"), format!("the Secret field: {e}")))
+        scheme.key(secret).map_err(|e| Refused::Invalid {
+            field: Field::Secret,
+            why: e.to_string(),
         })?;
     }
     Ok((scheme, secrets))
@@ -419,23 +413,19 @@ fn signing_of(
 
 /// The chaos knobs: the request's over the scenario's, each a probability.
 fn chaos_of(request: &SimulateRequest, scenario: &Scenario) -> Result<Chaos, AppError> {
-    let front = request.front;
     let mut chaos = scenario.chaos.unwrap_or_default();
     let c = request.chaos;
     chaos.duplicate_rate = rate(
-        &front.says("--duplicate-rate", "Duplicates"),
+        Field::DuplicateRate,
         c.duplicate_rate.unwrap_or(chaos.duplicate_rate),
     )?;
     chaos.reorder_rate = rate(
-        &front.says("--reorder-rate", "Reorders"),
+        Field::ReorderRate,
         c.reorder_rate.unwrap_or(chaos.reorder_rate),
     )?;
-    chaos.drop_rate = rate(
-        &front.says("--drop-rate", "Drops"),
-        c.drop_rate.unwrap_or(chaos.drop_rate),
-    )?;
+    chaos.drop_rate = rate(Field::DropRate, c.drop_rate.unwrap_or(chaos.drop_rate))?;
     chaos.late_retry_rate = rate(
-        &front.says("--late-retry-rate", "Late retries"),
+        Field::LateRetryRate,
         c.late_retry_rate.unwrap_or(chaos.late_retry_rate),
     )?;
     chaos.max_delay_secs = c.max_delay_secs.unwrap_or(chaos.max_delay_secs);
@@ -572,13 +562,10 @@ pub async fn start(prepared: Prepared, writer: StoreWriter) -> Result<Running, A
             ))
         })?;
     let api_addr = server.addr;
-    let client = Client::with_tls(prepared.timeout, Tls::insecure_if(prepared.insecure))?
-        .with_insecure_hint(match prepared.front {
-            crate::app::Front::Cli => crate::app::insecure_hint(crate::app::Front::Cli),
-            crate::app::Front::Window => {
-                "; the Simulate view verifies every certificate: give an http:// target, or run hookscope simulate with --insecure"
-            }
-        });
+    let mut client = Client::with_tls(prepared.timeout, Tls::insecure_if(prepared.insecure))?;
+    if let Some(hint) = prepared.self_signed_hint {
+        client = client.with_insecure_hint(hint);
+    }
     let handshake = match (prepared.handshake, &prepared.target) {
         (Some(provider), Some(target)) => Some(
             handshake_first(
@@ -1000,7 +987,6 @@ pub fn own_receiver_endpoint(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::app::Front;
 
     /// A simulation aimed at the window's own receiver gets an endpoint for its
     /// path with the simulator's scheme and secret, so the receiver verifies what it is sent.
@@ -1076,67 +1062,5 @@ mod tests {
         );
         // Once it verifies, nothing more is offered.
         assert!(own_receiver_endpoint(&fixed, target, 7878, "standard-webhooks", secret).is_none());
-    }
-
-    /// Every refusal the Simulate view can get names the window's fields, never a
-    /// command-line flag; the command line keeps its flags.
-    #[test]
-    fn the_window_is_refused_in_its_own_terms() {
-        let file = ConfigFile::default();
-        let ok = SimulateRequest {
-            target: Some("http://127.0.0.1:9/hooks".into()),
-            jobs: Some(1),
-            secrets: vec!["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".into()],
-            ..SimulateRequest::default()
-        };
-        let bad: Vec<SimulateRequest> = vec![
-            SimulateRequest {
-                secrets: Vec::new(),
-                ..ok.clone()
-            },
-            SimulateRequest {
-                secrets: vec!["not base64 !".into()],
-                ..ok.clone()
-            },
-            SimulateRequest {
-                target: None,
-                ..ok.clone()
-            },
-            SimulateRequest {
-                target: Some("ftp://x".into()),
-                ..ok.clone()
-            },
-            SimulateRequest {
-                time_scale: Some(0.0),
-                ..ok.clone()
-            },
-            SimulateRequest {
-                chaos: ChaosOverrides {
-                    duplicate_rate: Some(1.5),
-                    ..ChaosOverrides::default()
-                },
-                ..ok.clone()
-            },
-        ];
-        assert!(prepare(&file, &ok).is_ok());
-        for request in bad {
-            let cli = prepare(&file, &request).expect_err("refused").to_string();
-            assert!(cli.contains("--"), "the command line names its flag: {cli}");
-            let window = SimulateRequest {
-                front: Front::Window,
-                ..request
-            };
-            let said = prepare(&file, &window).expect_err("refused").to_string();
-            assert!(!said.contains("--"), "a flag in the window: {said}");
-        }
-        let none = SimulateRequest {
-            secrets: Vec::new(),
-            front: Front::Window,
-            ..ok
-        };
-        assert_eq!(
-            prepare(&file, &none).expect_err("no secret").to_string(),
-            "enter the secret your handler verifies Standard Webhooks signatures with in the Secret field"
-        );
     }
 }

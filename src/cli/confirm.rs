@@ -32,8 +32,7 @@ pub fn run(common: &Common, args: ConfirmArgs) -> Result<ExitCode, AppError> {
             app::history::nothing_captured(&store_file)
         )));
     };
-    let confirmation =
-        app::confirm::prepare(&reader, args.delivery_id, args.any_host, app::Front::Cli)?;
+    let confirmation = app::confirm::prepare(&reader, args.delivery_id, args.any_host)?;
     drop(reader);
     let attempt = record_outbound(
         &store_file,

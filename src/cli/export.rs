@@ -70,7 +70,6 @@ pub fn run(common: &Common, args: ExportArgs) -> Result<ExitCode, AppError> {
         redact: args.redact,
         snippets: args.snippets,
         out: args.out,
-        front: app::Front::Cli,
     };
     let exported = app::export::export(&file, &reader, &request).map_err(super::list::with_flag)?;
     for path in &exported.files {

@@ -21,6 +21,7 @@ mod list;
 mod listen;
 mod probe;
 mod reconcile;
+pub(crate) mod refused;
 mod relay;
 mod replay;
 mod resend;
@@ -158,11 +159,11 @@ pub fn run(common: &Common, command: Command) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(err) if err.is_usage() => {
-            eprintln!("hookscope: {err}");
+            eprintln!("hookscope: {}", refused::sentence(&err));
             ExitCode::from(EXIT_USAGE)
         }
         Err(err) => {
-            eprintln!("hookscope: {err}");
+            eprintln!("hookscope: {}", refused::sentence(&err));
             ExitCode::FAILURE
         }
     }

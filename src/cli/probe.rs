@@ -56,7 +56,7 @@ pub fn run(common: &Common, args: ProbeArgs) -> Result<ExitCode, AppError> {
         timeout: std::time::Duration::from_secs(args.timeout_secs),
         insecure: args.insecure,
         verify_token: args.verify_token,
-        front: app::Front::Cli,
+        self_signed_hint: Some(super::refused::SELF_SIGNED_HINT),
     };
     let prepared = app::probe::prepare(&file, request)?;
     let report = app::small_runtime()?.block_on(app::probe::run(&prepared))?;

@@ -80,7 +80,6 @@ pub fn run(common: &Common, args: ReconcileArgs) -> Result<ExitCode, AppError> {
         job: args.job,
         endpoint: args.endpoint,
         which,
-        front: app::Front::Cli,
     };
     let store = Store::open(&paths.store_file())?;
     let writer = store.writer();

@@ -113,7 +113,7 @@ impl ReplayArgs {
             concurrency: self.concurrency,
             timeout: Duration::from_secs(self.timeout_secs),
             insecure: self.insecure,
-            front: app::Front::Cli,
+            self_signed_hint: Some(super::refused::SELF_SIGNED_HINT),
         };
         request.check()?;
         Ok(request)
@@ -181,7 +181,8 @@ pub fn run(common: &Common, args: ReplayArgs) -> Result<ExitCode, AppError> {
     }
     drop(writer);
     store.shutdown();
-    let summary = summary?;
+    let mut summary = summary?;
+    summary.word(super::refused::say);
     if let Some(path) = &args.junit {
         let unsent = replay::unsent_ids(&ids, &summary);
         std::fs::write(path, summary.junit(&unsent))

@@ -60,7 +60,7 @@ pub fn run(common: &Common, args: ResendArgs) -> Result<ExitCode, AppError> {
         body: body_file(args.body_file.as_deref())?,
         timeout: std::time::Duration::from_secs(args.timeout_secs),
         insecure: args.insecure,
-        front: app::Front::Cli,
+        self_signed_hint: Some(super::refused::SELF_SIGNED_HINT),
     };
     let prepared = app::resend::prepare(&file, &reader, &request)?;
     let attempt = record_outbound(

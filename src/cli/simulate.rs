@@ -143,7 +143,7 @@ pub fn run(common: &Common, args: SimulateArgs) -> Result<ExitCode, AppError> {
         handshake: args.handshake,
         contract: args.contract.clone(),
         verify_token: args.verify_token,
-        front: hookscope::app::Front::Cli,
+        self_signed_hint: Some(super::refused::SELF_SIGNED_HINT),
     };
     let prepared = simulate::prepare(&file, &request)?;
     let from_contract = simulate::contract_types(&prepared);

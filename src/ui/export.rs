@@ -149,7 +149,6 @@ impl ExportForm {
                 redact: if form.format == Format::Fixture && form.resign { form.redact.split_whitespace().map(str::to_string).collect() } else { Vec::new() },
                 snippets: form.format == Format::Fixture && form.snippets,
                 out: PathBuf::from(form.out.trim()),
-                front: hookscope::app::Front::Window,
             }));
         }
     });

@@ -11,6 +11,7 @@ mod endpoints;
 mod export;
 mod jobs;
 mod list;
+mod refusals;
 mod replay;
 mod send;
 mod shared;
@@ -260,6 +261,9 @@ impl HookscopeApp {
             }
             Event::Notice(text) => shared.notice(text, false),
             Event::Error(text) => shared.notice(text, true),
+            Event::Refused { context, refused } => {
+                shared.notice(refusals::said(context, &refused), true)
+            }
             Event::ConfigRefused(why) => self.endpoints.refused(why),
             Event::CurlReady { id, command, body } => {
                 export::copied_curl(shared, id, command, body)

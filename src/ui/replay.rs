@@ -316,7 +316,7 @@ impl ReplayForm {
             pace,
             concurrency: form.concurrency,
             insecure: form.insecure && form.url.trim().starts_with("https://"),
-            front: hookscope::app::Front::Window,
+            self_signed_hint: Some(super::refusals::SELF_SIGNED_HINT),
             ..ReplayRequest::to("")
         };
         if let Err(e) = request.check() {
@@ -354,6 +354,7 @@ impl ReplayForm {
                 .desired_width(480.0),
         );
         if let Some(why) = &view.failed {
+            let why = super::refusals::failure(why);
             ui.colored_label(widgets::FAIL, format!("Nothing was sent: {why}"));
             if ui.button("Change and try again…").clicked() {
                 self.view = None;

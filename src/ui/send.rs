@@ -149,7 +149,7 @@ impl ResendForm {
             new_id: form.new_id,
             insecure: form.insecure && form.url.trim().starts_with("https://"),
             body: form.edit_body.then(|| form.body.clone().into_bytes()),
-            front: hookscope::app::Front::Window,
+            self_signed_hint: Some(super::refusals::SELF_SIGNED_HINT),
             ..ResendRequest::as_captured(stored.id, form.url.trim())
         });
         let ready = !form.resign || !secret.is_empty() || form.default_secrets > 0;
@@ -335,7 +335,7 @@ impl ProbeForm {
             form.report = None;
             run = Some(Command::Probe(ProbeRequest {
                 insecure: form.insecure && form.url.trim().starts_with("https://"),
-                front: hookscope::app::Front::Window,
+                self_signed_hint: Some(super::refusals::SELF_SIGNED_HINT),
                 ..ProbeRequest::new(form.url.trim(), form.scheme.clone(), vec![form.secret.clone()])
             }));
         }

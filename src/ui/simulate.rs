@@ -241,7 +241,7 @@ impl SimulateForm {
             handshake: Some(form.handshake.clone()).filter(|h| !h.is_empty()),
             verify_token: Some(form.verify_token.trim().to_string()).filter(|t| !t.is_empty()),
             contract: None,
-            front: hookscope::app::Front::Window,
+            self_signed_hint: Some(super::refusals::SIMULATE_SELF_SIGNED_HINT),
         })
     }
 

@@ -1386,7 +1386,7 @@ fn bench_gui_while_simulating() {
         handshake: None,
         verify_token: None,
         contract: None,
-        front: hookscope::app::Front::Window,
+        self_signed_hint: Some(super::refusals::SIMULATE_SELF_SIGNED_HINT),
     };
     let started = Instant::now();
     harness
@@ -1560,7 +1560,7 @@ fn bench_gui_while_replaying() {
     });
     let request = hookscope::app::replay::ReplayRequest {
         pace: hookscope::app::replay::Pace::Rate(rate),
-        front: hookscope::app::Front::Window,
+        self_signed_hint: Some(super::refusals::SELF_SIGNED_HINT),
         ..hookscope::app::replay::ReplayRequest::to(format!("http://{target}/hook"))
     };
     harness.state_mut().replay.open = true;

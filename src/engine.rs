@@ -282,6 +282,9 @@ pub enum Event {
     Notice(String),
     /// Something went wrong; the sentence says what.
     Error(String),
+    /// The simulator refused the Simulate form's request: the form says why beside the field
+    /// [`app::Refused::field`] names.
+    SimulationRefused(app::Refused),
     /// A use case refused the request: the window says `refused` in its own terms, after
     /// `context` (empty, or what was being done); [`app::Refused::field`] names the input.
     Refused {
@@ -918,6 +921,9 @@ impl Engine {
         }
         let prepared = match app::simulate::prepare(self.session.config(), &request) {
             Ok(p) => p,
+            Err(app::AppError::Refused(refused)) => {
+                return self.emit(Event::SimulationRefused(refused));
+            }
             Err(e) => return self.emit(Event::failed("", e)),
         };
         let writer = self.session.writer();

@@ -261,6 +261,11 @@ impl HookscopeApp {
             }
             Event::Notice(text) => shared.notice(text, false),
             Event::Error(text) => shared.notice(text, true),
+            Event::SimulationRefused(refused) => {
+                if let Some(refused) = self.simulate.refused(refused) {
+                    shared.notice(refusals::say(&refused), true);
+                }
+            }
             Event::Refused { context, refused } => {
                 shared.notice(refusals::said(context, &refused), true)
             }

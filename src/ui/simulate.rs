@@ -7,6 +7,7 @@ use std::time::Duration;
 use eframe::egui::{self, RichText};
 use egui_extras::{Column, TableBuilder};
 use hookscope::app::simulate::{ChaosOverrides, SimulateRequest};
+use hookscope::app::{Field, Refused};
 use hookscope::domain::fmt::short_time;
 use hookscope::domain::sim::world::WorkKind;
 use hookscope::domain::sim::{Verdict, lifecycles, schedules};
@@ -38,6 +39,9 @@ pub struct SimulateForm {
     seed: u64,
     /// What the engine last reported.
     pub view: Option<SimulationView>,
+    /// Why the simulator refused the form, and the refused field's value then: shown beside
+    /// that field until the value changes.
+    refusal: Option<(Refused, String)>,
 }
 
 impl Default for SimulateForm {
@@ -61,6 +65,7 @@ impl Default for SimulateForm {
             late_retry_rate: 0.05,
             seed: 1,
             view: None,
+            refusal: None,
         }
     }
 }
@@ -77,6 +82,58 @@ fn combo(ui: &mut egui::Ui, id: &str, value: &mut String, choices: &[String]) {
 }
 
 impl SimulateForm {
+    /// The value of the form's `field` as typed, or `None` for a field the form does not have.
+    fn value_of(&self, field: Field) -> Option<String> {
+        Some(match field {
+            Field::Target => self.target.clone(),
+            Field::Jobs => self.jobs.to_string(),
+            Field::TimeScale => self.time_scale.to_string(),
+            Field::Handshake => self.handshake.clone(),
+            Field::VerifyToken => self.verify_token.clone(),
+            Field::Secret => self.secret.clone(),
+            Field::Scheme => self.scheme.clone(),
+            Field::DuplicateRate => self.duplicate_rate.to_string(),
+            Field::ReorderRate => self.reorder_rate.to_string(),
+            Field::DropRate => self.drop_rate.to_string(),
+            Field::LateRetryRate => self.late_retry_rate.to_string(),
+            _ => return None,
+        })
+    }
+
+    /// The simulator refused the form: kept to show beside its field, or given back when the
+    /// form has no such field (the status line says it then).
+    pub fn refused(&mut self, refused: Refused) -> Option<Refused> {
+        match self.value_of(refused.field()) {
+            Some(value) => {
+                self.refusal = Some((refused, value));
+                None
+            }
+            None => Some(refused),
+        }
+    }
+
+    /// Why `field` was refused, while its value is still the one refused.
+    fn refusal_for(&mut self, field: Field) -> Option<String> {
+        let (refused, value) = self.refusal.as_ref()?;
+        if refused.field() != field {
+            return None;
+        }
+        if self.value_of(field).as_ref() != Some(value) {
+            self.refusal = None;
+            return None;
+        }
+        Some(super::refusals::say(refused))
+    }
+
+    /// The refusal about `field` under its row, when there is one.
+    fn refusal_row(&mut self, ui: &mut egui::Ui, field: Field) {
+        if let Some(why) = self.refusal_for(field) {
+            ui.label("");
+            ui.add(egui::Label::new(RichText::new(why).color(widgets::FAIL)).wrap());
+            ui.end_row();
+        }
+    }
+
     /// Draws the Simulate view into the central area.
     pub fn ui(&mut self, ui: &mut egui::Ui, shared: &mut Shared) {
         let running = self.view.as_ref().is_some_and(|v| v.running);
@@ -130,6 +187,7 @@ impl SimulateForm {
             ui.add(egui::TextEdit::singleline(&mut form.target).desired_width(220.0).hint_text("http://localhost:3000/webhooks"))
                 .labelled_by(label.id);
             ui.end_row();
+            form.refusal_row(ui, Field::Target);
             ui.label("Lifecycle");
             let presets: Vec<String> = lifecycles().into_iter().map(|l| l.name).collect();
             ui.add_enabled_ui(form.scenario.trim().is_empty(), |ui| {
@@ -144,10 +202,12 @@ impl SimulateForm {
             ui.label("Jobs");
             ui.add(egui::DragValue::new(&mut form.jobs).range(1..=100_000));
             ui.end_row();
+            form.refusal_row(ui, Field::Jobs);
             ui.label("Time scale");
             ui.add(egui::DragValue::new(&mut form.time_scale).range(1.0..=1_000_000.0).speed(100.0).suffix("×"))
                 .on_hover_text("Simulated seconds per real second: 3600 runs an hour of schedule in a second");
             ui.end_row();
+            form.refusal_row(ui, Field::TimeScale);
             ui.label("Retries");
             let names: Vec<String> = schedules().into_iter().map(|(n, _)| n.to_string()).collect();
             combo(ui, "sim_schedule", &mut form.schedule, &names);
@@ -159,6 +219,7 @@ impl SimulateForm {
             let schemes: Vec<String> = hookscope::domain::scheme::presets().into_iter().map(|s| s.name).collect();
             combo(ui, "sim_scheme", &mut form.scheme, &schemes);
             ui.end_row();
+            form.refusal_row(ui, Field::Scheme);
             let label = ui.label("Secret");
             ui.horizontal(|ui| {
                 ui.add(egui::TextEdit::singleline(&mut form.secret).password(!form.show_secret).desired_width(160.0).hint_text("your handler's secret"))
@@ -168,6 +229,7 @@ impl SimulateForm {
                 }
             });
             ui.end_row();
+            form.refusal_row(ui, Field::Secret);
             ui.label("Handshake").on_hover_text("Send a provider's handshake first; like the provider, nothing is delivered unless the handler answers it right");
             let shown = hookscope::domain::handshake::Provider::from_name(&form.handshake)
                 .map(|p| p.label().to_string())
@@ -179,21 +241,30 @@ impl SimulateForm {
                 }
             });
             ui.end_row();
+            form.refusal_row(ui, Field::Handshake);
             if form.handshake == "meta" {
                 let label = ui.label("Verify token");
                 ui.add(egui::TextEdit::singleline(&mut form.verify_token).password(!form.show_secret).desired_width(160.0).hint_text("the token your handler checks"))
                     .labelled_by(label.id);
                 ui.end_row();
+                form.refusal_row(ui, Field::VerifyToken);
             }
-            for (name, value, hover) in [
-                ("Duplicates", &mut form.duplicate_rate, "Send an attempt twice at once"),
-                ("Reorders", &mut form.reorder_rate, "Deliver an event after the job's next one"),
-                ("Drops", &mut form.drop_rate, "Never deliver an event: only the job API knows"),
-                ("Late retries", &mut form.late_retry_rate, "Retry an old event after a newer one was acknowledged"),
+            for (name, field, hover) in [
+                ("Duplicates", Field::DuplicateRate, "Send an attempt twice at once"),
+                ("Reorders", Field::ReorderRate, "Deliver an event after the job's next one"),
+                ("Drops", Field::DropRate, "Never deliver an event: only the job API knows"),
+                ("Late retries", Field::LateRetryRate, "Retry an old event after a newer one was acknowledged"),
             ] {
+                let value = match field {
+                    Field::DuplicateRate => &mut form.duplicate_rate,
+                    Field::ReorderRate => &mut form.reorder_rate,
+                    Field::DropRate => &mut form.drop_rate,
+                    _ => &mut form.late_retry_rate,
+                };
                 ui.label(name).on_hover_text(hover);
                 ui.add(egui::Slider::new(value, 0.0..=1.0).fixed_decimals(2));
                 ui.end_row();
+                form.refusal_row(ui, field);
             }
             ui.label("Seed");
             ui.add(egui::DragValue::new(&mut form.seed));

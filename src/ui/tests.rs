@@ -633,6 +633,47 @@ fn the_status_line_counts_what_is_stored_in_every_view() {
     });
 }
 
+/// A refusal about a field of the Simulate form shows beside that field, not in the status
+/// line, and goes once the field is changed.
+#[test]
+fn the_simulate_forms_refusal_shows_beside_its_field_until_it_is_fixed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut harness = harness(dir.path());
+    receiver_addr(&mut harness);
+    harness.state_mut().shared.view = super::View::Simulate;
+    harness.run_steps(2);
+    // No secret: the simulator refuses to sign with nothing.
+    harness.get_by_label("Start").click();
+    let said = "enter the secret your handler verifies Standard Webhooks signatures with in the Secret field";
+    wait_until(&mut harness, "the refusal beside the Secret field", |h| {
+        h.query_by_label(said).is_some()
+    });
+    assert!(
+        harness.state().shared.notice.is_none(),
+        "the status line stays clear: {:?}",
+        harness.state().shared.notice.as_ref().map(|n| &n.text)
+    );
+    assert!(harness.state().simulate.view.is_none(), "nothing ran");
+    // Drawn under the Secret field's row: below the field, above the Handshake row.
+    let field = harness
+        .get_by_role_and_label(egui::accesskit::Role::PasswordInput, "Secret")
+        .rect();
+    let refusal = harness.get_by_label(said).rect();
+    let handshake = harness.get_by_label("Handshake").rect();
+    assert!(
+        refusal.top() >= field.bottom() && refusal.bottom() <= handshake.top(),
+        "field {field:?}, refusal {refusal:?}, next row {handshake:?}"
+    );
+    let secret = harness.get_by_role_and_label(egui::accesskit::Role::PasswordInput, "Secret");
+    secret.focus();
+    secret.type_text(SECRET);
+    harness.run_steps(2);
+    assert!(
+        harness.query_by_label(said).is_none(),
+        "the refusal goes once the secret is typed"
+    );
+}
+
 /// The Simulate view aimed at this window's own receiver offers the endpoint that
 /// makes its deliveries verify; one click saves it, and a delivery signed as the simulator
 /// signs then passes instead of showing *sig skipped*.

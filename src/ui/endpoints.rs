@@ -125,11 +125,18 @@ impl Editor {
                 ui.label("Deliveries go to the endpoint with the longest matching path prefix; \"/\" catches the rest. With no scheme, hookscope detects one from the headers.");
                 ui.weak(format!("Saved to {} (readable by you only).", shared.engine.config_path.display()));
                 ui.add_space(6.0);
-                self.endpoints_ui(ui, shared, &mut asked);
-                ui.add_space(4.0);
-                retention_ui(ui, &mut self.draft.retention);
-                ui.add_space(4.0);
-                asked.relay = relay_ui(ui, &mut self.draft.relay, self.relay_key.as_deref(), &mut self.relay_token_shown);
+                // The endpoints, retention and relay scroll; Save and the switches stay in view
+                // below them, however many endpoints there are and however small the screen.
+                egui::ScrollArea::vertical()
+                    .max_height((ctx.content_rect().height() - 300.0).max(160.0))
+                    .auto_shrink([false, true])
+                    .show(ui, |ui| {
+                        self.endpoints_ui(ui, shared, &mut asked);
+                        ui.add_space(4.0);
+                        retention_ui(ui, &mut self.draft.retention);
+                        ui.add_space(4.0);
+                        asked.relay = relay_ui(ui, &mut self.draft.relay, self.relay_key.as_deref(), &mut self.relay_token_shown);
+                    });
                 ui.add_space(4.0);
                 asked.save |= self.save_row_ui(ui, shared);
                 if let Some(error) = &self.error {
@@ -170,58 +177,55 @@ impl Editor {
             let arrived = shared.selection.delivery().map(|d| d.endpoint.clone());
             (id, arrived)
         });
-        egui::ScrollArea::vertical()
-            .max_height(560.0)
-            .show(ui, |ui| {
-                for (index, endpoint) in editor.draft.endpoints.iter_mut().enumerate() {
-                    egui::Frame::group(ui.style()).show(ui, |ui| {
-                        endpoint_ui(
-                            ui,
-                            index,
-                            endpoint,
-                            &scheme_names,
-                            &mut editor.revealed,
-                            &mut editor.header_text,
-                        );
-                        let tested = editor
-                            .tested
-                            .as_ref()
-                            .filter(|(i, _, _)| *i == index)
-                            .map(|(_, id, results)| (*id, results.clone()));
-                        let before = endpoint.forward.clone();
-                        let shown = tested.as_ref().map(|(id, r)| (*id, r.as_slice()));
-                        if let Some(conditions) = forward_ui(ui, endpoint, selected.clone(), shown)
-                        {
-                            test = Some((index, conditions));
-                        }
-                        // A rule edited, moved or removed: its last answers no longer apply.
-                        if endpoint.forward != before && tested.is_some() {
-                            stale = true;
-                        }
-                        let saved = shared
-                            .saved
-                            .settings
-                            .endpoints
-                            .iter()
-                            .find(|e| e.path == endpoint.path)
-                            .and_then(|e| e.contract.clone());
-                        let types = saved.as_ref().map(|c| c.event_types()).unwrap_or_default();
-                        let chosen = choice(&mut shared.examples, &endpoint.path, &types);
-                        if let Some(event_type) =
-                            contract_ui(ui, endpoint, saved.as_deref(), chosen, base.as_deref())
-                        {
-                            asked.command = Some(Command::SendExample {
-                                endpoint: endpoint.path.clone(),
-                                event_type,
-                            });
-                        }
-                        if ui.button("Remove endpoint").clicked() {
-                            remove = Some(index);
-                        }
-                    });
-                    ui.add_space(4.0);
-                }
-            });
+        ui.vertical(|ui| {
+            for (index, endpoint) in editor.draft.endpoints.iter_mut().enumerate() {
+                egui::Frame::group(ui.style()).show(ui, |ui| {
+                    endpoint_ui(
+                        ui,
+                        index,
+                        endpoint,
+                        &scheme_names,
+                        &mut editor.revealed,
+                        &mut editor.header_text,
+                    );
+                    let tested = editor
+                        .tested
+                        .as_ref()
+                        .filter(|(i, _, _)| *i == index)
+                        .map(|(_, id, results)| (*id, results.clone()));
+                    let before = endpoint.forward.clone();
+                    let shown = tested.as_ref().map(|(id, r)| (*id, r.as_slice()));
+                    if let Some(conditions) = forward_ui(ui, endpoint, selected.clone(), shown) {
+                        test = Some((index, conditions));
+                    }
+                    // A rule edited, moved or removed: its last answers no longer apply.
+                    if endpoint.forward != before && tested.is_some() {
+                        stale = true;
+                    }
+                    let saved = shared
+                        .saved
+                        .settings
+                        .endpoints
+                        .iter()
+                        .find(|e| e.path == endpoint.path)
+                        .and_then(|e| e.contract.clone());
+                    let types = saved.as_ref().map(|c| c.event_types()).unwrap_or_default();
+                    let chosen = choice(&mut shared.examples, &endpoint.path, &types);
+                    if let Some(event_type) =
+                        contract_ui(ui, endpoint, saved.as_deref(), chosen, base.as_deref())
+                    {
+                        asked.command = Some(Command::SendExample {
+                            endpoint: endpoint.path.clone(),
+                            event_type,
+                        });
+                    }
+                    if ui.button("Remove endpoint").clicked() {
+                        remove = Some(index);
+                    }
+                });
+                ui.add_space(4.0);
+            }
+        });
         if let Some(index) = remove {
             editor.draft.endpoints.remove(index);
             editor.header_text.clear();

@@ -380,6 +380,8 @@ impl HookscopeApp {
         self.drain_events();
         self.status.request_count(&ctx, &mut self.shared);
         self.keyboard(&ctx);
+        // Before the status line is drawn, so the frame that drops a faded notice draws none.
+        status::fade_notice(&ctx, &mut self.shared);
         let list_error = self.list.cache.error.clone();
         egui::Panel::top("top_bar").show(ui, |ui| {
             self.top_bar.ui(ui, &mut self.shared, list_error.as_deref())
@@ -397,7 +399,6 @@ impl HookscopeApp {
             View::Deliveries => self.draw_deliveries(ui, &ctx),
         }
         self.route_messages(&ctx);
-        status::fade_notice(&ctx, &mut self.shared);
     }
 
     /// The jobs view: the selected job's timeline under the jobs table.

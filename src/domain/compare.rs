@@ -40,7 +40,8 @@ pub struct HeaderChange {
     /// The name, lower case.
     pub name: String,
     /// What happened to it: `added` (only in the second), `removed` (only in the first),
-    /// `changed` (another value).
+    /// `changed` (another value), `moved` (the same value, in another place among the headers
+    /// both have).
     pub change: Change,
     /// Its value in the first, when it has it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -244,7 +245,55 @@ fn header_changes(a: &Delivery, b: &Delivery) -> Vec<HeaderChange> {
             });
         }
     }
+    for name in moved_headers(&old, &new) {
+        if out.iter().any(|h| h.name == name) {
+            continue; // changed as well: said once, as changed
+        }
+        let value = old.iter().find(|(n, _)| *n == name).map(|(_, v)| v.clone());
+        out.push(HeaderChange {
+            expected: expected_to_differ(&name),
+            name,
+            change: Change::Moved,
+            old: value.clone(),
+            new: value,
+        });
+    }
     out
+}
+
+/// The headers both deliveries have that are not in the same order among them: those outside
+/// the longest run of them kept in order (a middleware that moves one header moves one).
+fn moved_headers(old: &[(String, String)], new: &[(String, String)]) -> Vec<String> {
+    let in_both = |from: &[(String, String)], other: &[(String, String)]| -> Vec<String> {
+        from.iter()
+            .filter(|(n, _)| other.iter().any(|(o, _)| o == n))
+            .map(|(n, _)| n.clone())
+            .collect()
+    };
+    let (a, b) = (in_both(old, new), in_both(new, old));
+    // Longest common subsequence of the two orders, by dynamic programming (a few dozen names).
+    let mut len = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for i in (0..a.len()).rev() {
+        for j in (0..b.len()).rev() {
+            len[i][j] = if a[i] == b[j] {
+                len[i + 1][j + 1] + 1
+            } else {
+                len[i + 1][j].max(len[i][j + 1])
+            };
+        }
+    }
+    let (mut i, mut j, mut kept) = (0, 0, Vec::new());
+    while i < a.len() && j < b.len() {
+        if a[i] == b[j] {
+            kept.push(a[i].clone());
+            (i, j) = (i + 1, j + 1);
+        } else if len[i + 1][j] >= len[i][j + 1] {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    a.into_iter().filter(|n| !kept.contains(n)).collect()
 }
 
 fn body_diff(a: &[u8], b: &[u8]) -> (BodyDiff, Option<String>) {
@@ -445,12 +494,13 @@ pub fn human_lines(c: &Comparison) -> String {
         out.push(match h.change {
             Change::Removed => format!("- header {}: {}", h.name, shown(&h.old)),
             Change::Added => format!("+ header {}: {}", h.name, shown(&h.new)),
-            Change::Changed | Change::Moved => format!(
+            Change::Changed => format!(
                 "~ header {}: {} -> {}",
                 h.name,
                 shown(&h.old),
                 shown(&h.new)
             ),
+            Change::Moved => format!("^ header {}: the same value in another place", h.name),
         });
     }
     let expected: Vec<&str> = c
@@ -550,6 +600,39 @@ mod tests {
                 ("x-c".to_string(), serde_json::json!("added")),
             ]
         );
+    }
+
+    #[test]
+    fn a_header_moved_among_the_others_is_named_moved_and_only_it() {
+        // x-c moved to the front; x-a, x-b and x-d kept their order; x-d's value changed too.
+        let a = delivery(
+            &[("x-a", "1"), ("x-b", "2"), ("x-c", "3"), ("x-d", "4")],
+            "{}",
+        );
+        let b = delivery(
+            &[("x-c", "3"), ("x-a", "1"), ("x-b", "2"), ("x-d", "5")],
+            "{}",
+        );
+        let c = compared(&a, &b);
+        let changes: Vec<(&str, Change)> = c
+            .headers
+            .iter()
+            .map(|h| (h.name.as_str(), h.change))
+            .collect();
+        assert_eq!(changes, [("x-d", Change::Changed), ("x-c", Change::Moved)]);
+        let moved = &c.headers[1];
+        assert_eq!(
+            (moved.old.as_deref(), moved.new.as_deref()),
+            (Some("3"), Some("3"))
+        );
+        assert!(c.differs);
+        assert!(
+            human_lines(&c).contains("^ header x-c: the same value in another place"),
+            "{}",
+            human_lines(&c)
+        );
+        // The same headers in the same order: nothing moved.
+        assert!(compared(&a, &a).headers.is_empty());
     }
 
     #[test]

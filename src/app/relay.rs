@@ -257,7 +257,15 @@ pub fn subscription(
     let Some(url) = flags.url.clone().or_else(|| section.url.clone()) else {
         return Ok(None);
     };
-    crate::net::client::check_url(&url).map_err(|e| AppError::Usage(format!("--relay: {e}")))?;
+    // Each source is named as the user gave it: a flag of `listen`, or a key of `[relay]` (the
+    // window's Relay section writes those).
+    let url_words = if flags.url.is_some() {
+        "--relay"
+    } else {
+        "[relay] url"
+    };
+    crate::net::client::check_url(&url)
+        .map_err(|e| AppError::Usage(format!("{url_words}: {e}")))?;
     let from_flags = flags.token_env.is_some() || flags.token_file.is_some();
     let (env, file) = if from_flags {
         (flags.token_env.clone(), flags.token_file.clone())
@@ -268,7 +276,6 @@ pub fn subscription(
         .token
         .clone()
         .filter(|t| !from_flags && !t.trim().is_empty());
-    // Each source is named as the user wrote it: a flag, or a key of `[relay]`.
     let (env_words, file_words) = if from_flags {
         ("--relay-token-env", "--relay-token-file")
     } else {
@@ -284,9 +291,15 @@ pub fn subscription(
             })?,
         (None, Some(path)) => std::fs::read_to_string(&path)
             .map_err(|e| AppError::Usage(format!("{file_words} {}: {e}", path.display())))?,
-        (None, None) => {
+        (None, None) if flags.url.is_some() => {
             return Err(AppError::Usage(
                 "the relay needs its channel's token: --relay-token-env NAME or --relay-token-file FILE (or token_env, token_file or token in [relay])".to_string(),
+            ));
+        }
+        (None, None) => {
+            return Err(AppError::Usage(
+                "the relay needs its channel's token: token, token_env or token_file in [relay]"
+                    .to_string(),
             ));
         }
     };
@@ -330,4 +343,54 @@ pub fn serve(options: ServeOptions, ready: impl FnOnce(SocketAddr, bool)) -> Res
         server.run(crate::app::background::interrupted()).await;
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::RelaySection;
+
+    fn refusal(section: &RelaySection, flags: &RelayFlags) -> String {
+        let dir = tempfile::tempdir().expect("tempdir");
+        match subscription(dir.path(), section, flags) {
+            Err(AppError::Usage(why)) => why,
+            Err(other) => panic!("expected a usage refusal, got {other}"),
+            Ok(_) => panic!("expected a refusal, got a subscription"),
+        }
+    }
+
+    #[test]
+    fn a_relay_refusal_names_the_source_the_user_gave() {
+        // From `listen --relay`: the flags.
+        let flags = RelayFlags {
+            url: Some("ftp://relay".into()),
+            ..RelayFlags::default()
+        };
+        assert!(refusal(&RelaySection::default(), &flags).starts_with("--relay: "));
+        let flags = RelayFlags {
+            url: Some("https://relay.example/sub/team".into()),
+            ..RelayFlags::default()
+        };
+        assert!(
+            refusal(&RelaySection::default(), &flags).contains("--relay-token-env NAME"),
+            "{}",
+            refusal(&RelaySection::default(), &flags)
+        );
+        // From `[relay]` (what the window's Relay section writes): its keys, no flag.
+        let section = RelaySection {
+            url: Some("ftp://relay".into()),
+            ..RelaySection::default()
+        };
+        let why = refusal(&section, &RelayFlags::default());
+        assert!(why.starts_with("[relay] url: "), "{why}");
+        let section = RelaySection {
+            url: Some("https://relay.example/sub/team".into()),
+            ..RelaySection::default()
+        };
+        let why = refusal(&section, &RelayFlags::default());
+        assert_eq!(
+            why,
+            "the relay needs its channel's token: token, token_env or token_file in [relay]"
+        );
+    }
 }

@@ -64,7 +64,8 @@ pub enum Change {
     Removed,
     /// In both, with another value.
     Changed,
-    /// The same members in another order.
+    /// The same members in another order (a body), or the same value in another place among
+    /// the headers both have (a header).
     Moved,
 }
 
@@ -261,8 +262,13 @@ fn header_changes(a: &Delivery, b: &Delivery) -> Vec<HeaderChange> {
     out
 }
 
+/// The most headers both deliveries have that are compared for order: the table below takes
+/// their square (256 KiB at this bound); past it, order is not judged.
+const ORDER_BOUND: usize = 256;
+
 /// The headers both deliveries have that are not in the same order among them: those outside
-/// the longest run of them kept in order (a middleware that moves one header moves one).
+/// the longest sequence of them kept in order (a middleware that moves one header moves one).
+/// A repeated name counts at its first place, as [`header_values`] joins its values.
 fn moved_headers(old: &[(String, String)], new: &[(String, String)]) -> Vec<String> {
     let in_both = |from: &[(String, String)], other: &[(String, String)]| -> Vec<String> {
         from.iter()
@@ -271,6 +277,9 @@ fn moved_headers(old: &[(String, String)], new: &[(String, String)]) -> Vec<Stri
             .collect()
     };
     let (a, b) = (in_both(old, new), in_both(new, old));
+    if a.len() > ORDER_BOUND {
+        return Vec::new();
+    }
     // Longest common subsequence of the two orders, by dynamic programming (a few dozen names).
     let mut len = vec![vec![0usize; b.len() + 1]; a.len() + 1];
     for i in (0..a.len()).rev() {

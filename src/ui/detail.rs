@@ -301,60 +301,58 @@ impl Detail {
         ui: &mut egui::Ui,
         shared: &mut Shared,
         handshake: &hookscope::domain::handshake::Handshake,
-        url: &String,
+        url: &str,
         id: i64,
     ) {
         use hookscope::domain::handshake::{Outcome, Provider};
-        {
-            ui.add_space(6.0);
-            // Event Grid's own handshake was answered: its URL is for manual validation only.
-            let optional =
-                handshake.provider == Provider::EventGrid && handshake.outcome == Outcome::Answered;
-            ui.label(if optional {
+        ui.add_space(6.0);
+        // Event Grid's own handshake was answered: its URL is for manual validation only.
+        let optional =
+            handshake.provider == Provider::EventGrid && handshake.outcome == Outcome::Answered;
+        ui.label(if optional {
                 "Its validationUrl is for manual validation, not needed now that the handshake was answered; a GET of it validates by hand:"
             } else {
                 "Confirming is the one GET of this URL, made when you press the button:"
             });
-            ui.add(
-                egui::Label::new(RichText::new(url).monospace())
-                    .selectable(true)
-                    .wrap(),
+        ui.add(
+            egui::Label::new(RichText::new(url).monospace())
+                .selectable(true)
+                .wrap(),
+        );
+        let known = shared.selection.known_attempts(id).is_some();
+        if !known && self.confirm_attempts_asked != Some(id) {
+            self.confirm_attempts_asked = Some(id);
+            shared.send(Command::Attempts { id });
+        }
+        let confirmed: Option<(u16, i64)> = shared.selection.known_attempts(id).and_then(|all| {
+            all.iter().rev().find_map(|a| {
+                let status = a.status.filter(|s| (200..300).contains(s))?;
+                (a.kind == hookscope::domain::attempt::AttemptKind::Confirm)
+                    .then_some((status, a.sent_at_ms))
+            })
+        });
+        if let Some((status, at_ms)) = confirmed {
+            ui.colored_label(
+                widgets::PASS,
+                format!(
+                    "Confirmed: {} answered {status} at {}.",
+                    handshake.provider.label(),
+                    full_time(at_ms, shared.zone())
+                ),
             );
-            let known = shared.selection.known_attempts(id).is_some();
-            if !known && self.confirm_attempts_asked != Some(id) {
-                self.confirm_attempts_asked = Some(id);
-                shared.send(Command::Attempts { id });
-            }
-            let confirmed: Option<(u16, i64)> =
-                shared.selection.known_attempts(id).and_then(|all| {
-                    all.iter().rev().find_map(|a| {
-                        let status = a.status.filter(|s| (200..300).contains(s))?;
-                        (a.kind == hookscope::domain::attempt::AttemptKind::Confirm)
-                            .then_some((status, a.sent_at_ms))
-                    })
-                });
-            if let Some((status, at_ms)) = confirmed {
-                ui.colored_label(
-                    widgets::PASS,
-                    format!(
-                        "Confirmed: {} answered {status} at {}.",
-                        handshake.provider.label(),
-                        full_time(at_ms, shared.zone())
-                    ),
-                );
-            }
-            let own = hookscope::app::confirm::is_providers_own(handshake.provider, url);
-            if !own {
-                ui.colored_label(
+        }
+        let own = hookscope::app::confirm::is_providers_own(handshake.provider, url);
+        if !own {
+            ui.colored_label(
                     widgets::WARN,
                     format!(
                         "This URL is not on {}'s own hosts: anyone can post a confirmation request. Confirm it only if you trust it (LocalStack, a test double).",
                         handshake.provider.label()
                     ),
                 );
-            }
-            let pending = self.confirm_pending == Some(id);
-            ui.horizontal(|ui| {
+        }
+        let pending = self.confirm_pending == Some(id);
+        ui.horizontal(|ui| {
                 if !own {
                     let mut ticked = self.confirm_any_host == Some(id);
                     if ui
@@ -383,11 +381,10 @@ impl Detail {
                     ui.spinner();
                 }
                 if ui.button("Copy URL").clicked() {
-                    ui.ctx().copy_text(url.clone());
+                    ui.ctx().copy_text(url.to_string());
                     shared.notice("copied the confirmation URL".to_string(), false);
                 }
             });
-        }
     }
 
     fn checks_ui(&mut self, ui: &mut egui::Ui, shared: &mut Shared, stored: &StoredDelivery) {

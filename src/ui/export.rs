@@ -51,7 +51,7 @@ impl Default for ExportForm {
 }
 
 impl ExportForm {
-    /// Opens a native file dialog on its own thread; the answer arrives in [`poll_dialog`].
+    /// Opens a native file dialog on its own thread; the answer arrives in [`Self::poll_dialog`].
     pub fn open_dialog(&mut self, ctx: &egui::Context, shared: &mut Shared, purpose: DialogFor) {
         let (tx, rx) = sync_channel(1);
         let repaint = ctx.clone();

@@ -112,8 +112,10 @@ impl ReplayForm {
     }
 
     /// The engine's report of the run: a summary at the end opens the window on it.
-    pub fn reported(&mut self, view: ReplayView) {
-        if view.summary.is_some() {
+    pub fn reported(&mut self, mut view: ReplayView) {
+        if let Some(summary) = &mut view.summary {
+            // Each delivery the run refused is said in the window's terms.
+            summary.word(super::refusals::say);
             self.open = true;
         }
         self.view = Some(view);

@@ -1,6 +1,7 @@
 //! What the window's panels share: the engine, the selection, the time zone, the view and its
 //! filter, the config as saved, and the status line's notice; and the messages a panel leaves
-//! for another (open a window, show a job), which the app routes after the frame's drawing.
+//! for another (open a window, show a job), which the app delivers once the panels that
+//! leave them are drawn and before the windows are.
 //!
 //! A panel owns its own state and changes another panel only through [`Shared`] or a [`Msg`].
 
@@ -107,7 +108,8 @@ pub enum Window {
     Endpoints,
 }
 
-/// What one panel asks of another; the app routes each after the frame's drawing.
+/// What one panel asks of another; the app delivers each before the windows are drawn, so what
+/// it opens shows in the same frame.
 #[derive(Debug)]
 pub enum Msg {
     /// Open a window.

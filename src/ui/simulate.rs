@@ -160,6 +160,8 @@ impl SimulateForm {
                         shared.send(Command::StopSimulation);
                     }
                 } else if ui.button("Start").clicked() {
+                    // A new request is judged anew: the last refusal goes.
+                    self.refusal = None;
                     match self.request() {
                         Ok(request) => shared.send(Command::StartSimulation(Box::new(request))),
                         Err(e) => shared.notice(e.to_string(), true),

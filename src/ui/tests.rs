@@ -1821,6 +1821,58 @@ fn two_selected_rows_are_replayed_from_the_window_with_a_summary() {
     });
 }
 
+/// A replay that sends some deliveries and refuses others says each refusal in the window's
+/// terms (the field to fill), as the command line says it with its flags.
+#[test]
+fn a_replayed_delivery_refused_is_said_in_the_windows_terms() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!("[[endpoint]]\npath = \"/hooks/signed\"\nscheme = \"standard-webhooks\"\nsecrets = [\"{SECRET}\"]\n"),
+    )
+    .expect("config");
+    let mut harness = harness(dir.path());
+    let addr = receiver_addr(&mut harness);
+    // #1 on an endpoint with a secret; #2 on one without, so it cannot be re-signed.
+    post_signed(
+        addr,
+        "/hooks/signed",
+        "msg_s1",
+        r#"{"type":"job.completed"}"#,
+        false,
+    );
+    post_signed(
+        addr,
+        "/hooks/other",
+        "msg_s2",
+        r#"{"type":"job.completed"}"#,
+        false,
+    );
+    wait_until(&mut harness, "two rows", |h| {
+        h.state().list.cache.total == 2
+    });
+    harness.state_mut().shared.select(2);
+    harness.state_mut().shared.selection.multi.extend([1, 2]);
+    wait_until(&mut harness, "the Replay button", |h| {
+        h.query_by_label("Replay 2…").is_some()
+    });
+    harness.get_by_label("Replay 2…").click();
+    harness.run_steps(2);
+    harness.state_mut().replay.url = format!("http://{addr}/hooks/again");
+    harness.get_by_label("Start replay").click();
+    wait_until(&mut harness, "the summary", |h| {
+        h.query_by_label_contains("replayed 2 of 2 to").is_some()
+    });
+    wait_until(&mut harness, "the refused delivery's line", |h| {
+        h.query_by_label_contains("has none; enter one in the Secret field")
+            .is_some()
+    });
+    assert!(
+        harness.query_by_label_contains("--secret").is_none(),
+        "no flag in the window"
+    );
+}
+
 #[test]
 fn a_delivery_no_rule_meets_is_marked_and_the_editor_tests_the_rules_against_it() {
     let dir = tempfile::tempdir().expect("tempdir");

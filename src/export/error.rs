@@ -6,7 +6,7 @@ use crate::domain::scheme::Scheme;
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
     /// Re-signing needs a scheme and the delivery has none.
-    #[error("delivery #{0} has no scheme to re-sign with: pass one (--scheme)")]
+    #[error("delivery #{0} has no scheme to re-sign with")]
     NoScheme(i64),
     /// A redaction pointer is not in the body.
     #[error("delivery #{id}: {reason}")]

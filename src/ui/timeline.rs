@@ -96,7 +96,17 @@ impl TimelineLayout {
             left + (right - left) * ((ms - start) as f32 / (end - start) as f32)
         };
         let deliveries = &job.by_event_time;
-        let markers = markers(job, left, right, &x_in);
+        let created = created_times(deliveries);
+        let arrivals = arrivals(job);
+        let created_span = span(&created);
+        let arrival_span = span(&arrivals.iter().map(|(_, ms)| *ms).collect::<Vec<_>>());
+        let markers = markers(
+            deliveries,
+            (&created, created_span),
+            (&arrivals, arrival_span),
+            (left, right),
+            &x_in,
+        );
         let labels = layout_labels(deliveries, &markers, measure, origin, width);
         let label_rows = labels.iter().map(|l| l.row + 1).max().unwrap_or(1);
         let max_stack = markers.iter().map(|m| m.level).max().unwrap_or(0);
@@ -112,12 +122,12 @@ impl TimelineLayout {
             lanes.push(Lane {
                 name: "created",
                 y: created_y,
-                span: span(&created_times(deliveries)),
+                span: created_span,
             });
             lanes.push(Lane {
                 name: "arrived",
                 y: arrival_y,
-                span: span(&arrival_times(job)),
+                span: arrival_span,
             });
         }
         let mut below = arrival_y + LANE;
@@ -183,30 +193,22 @@ fn arrivals(job: &JobTimeline) -> Vec<(i64, i64)> {
     ordered.iter().map(|d| d.delivery_id).zip(times).collect()
 }
 
-fn arrival_times(job: &JobTimeline) -> Vec<i64> {
-    arrivals(job).into_iter().map(|(_, ms)| ms).collect()
-}
-
 /// Each delivery's markers: events spread apart on the creation lane (retries at their first
 /// delivery's x, a level up each), arrivals spread apart on theirs.
 fn markers(
-    job: &JobTimeline,
-    left: f32,
-    right: f32,
+    deliveries: &[JobDelivery],
+    (created, created_span): (&[i64], (i64, i64)),
+    (arrivals, arrival_span): (&[(i64, i64)], (i64, i64)),
+    (left, right): (f32, f32),
     x_in: &dyn Fn((i64, i64), i64) -> f32,
 ) -> Vec<Marker> {
-    let deliveries = &job.by_event_time;
     let levels = stack_levels(deliveries);
-    let created = created_times(deliveries);
-    let created_span = span(&created);
     let firsts: Vec<usize> = (0..deliveries.len()).filter(|i| levels[*i] == 0).collect();
     let mut created_xs: Vec<f32> = firsts
         .iter()
         .map(|i| x_in(created_span, created[*i]))
         .collect();
     spread(&mut created_xs, left, right, GAP);
-    let arrivals = arrivals(job);
-    let arrival_span = span(&arrivals.iter().map(|(_, ms)| *ms).collect::<Vec<_>>());
     let mut arrival_xs: Vec<f32> = arrivals
         .iter()
         .map(|(_, ms)| x_in(arrival_span, *ms))
@@ -215,20 +217,16 @@ fn markers(
     deliveries
         .iter()
         .zip(&levels)
-        .map(|(d, &level)| {
+        .enumerate()
+        .map(|(i, (d, &level))| {
             // Retries share the x of their event's first delivery.
             let first = deliveries
                 .iter()
                 .position(|o| o.event_id.is_some() && o.event_id == d.event_id)
-                .unwrap_or_else(|| {
-                    deliveries
-                        .iter()
-                        .position(|o| o.delivery_id == d.delivery_id)
-                        .unwrap_or(0)
-                });
+                .unwrap_or(i);
             let created_x = firsts
                 .iter()
-                .position(|i| *i == first)
+                .position(|f| *f == first)
                 .map_or(left, |k| created_xs[k]);
             let arrived_x = arrivals
                 .iter()
